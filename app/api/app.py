@@ -1,0 +1,50 @@
+"""``create_app``: the FastAPI application. Building it does no I/O; connecting happens in the lifespan."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio.to_thread
+from fastapi import FastAPI
+
+from app.api.errors import install_error_handlers
+from app.api.limits import BodySizeLimit
+from app.api.routers import ops, tokens, users
+from app.api.runtime import build_runtime
+from app.domain.clock import Clock
+from app.settings import Settings, load_settings
+
+CONFIG_ENV = "KTS_CONFIG"
+
+
+def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
+    """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        effective = settings
+        if effective is None:
+            config = os.environ.get(CONFIG_ENV)
+            effective = load_settings(Path(config) if config else None)
+        runtime = build_runtime(effective, clock)
+        await anyio.to_thread.run_sync(runtime.start)
+        app.state.runtime = runtime
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(runtime.stop)
+
+    app = FastAPI(
+        title="kts",
+        summary="A token authority for Apache Kafka: delegation tokens over HTTP, byte-compatible with brokers.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit)
+    for router in (tokens.router, users.router, ops.router):
+        app.include_router(router)
+    return app

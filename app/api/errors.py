@@ -1,0 +1,115 @@
+"""The one table from errors to HTTP responses, and the handlers that apply it.
+
+Bodies follow API.md: ``{"error": NAME, "message": sentence}`` plus ``"code"`` for Kafka errors and
+``"details"`` for validation failures. Validation details never echo the submitted values, which may be
+passwords or HMACs.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.domain import errors
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_SECONDS = "2"
+WWW_AUTHENTICATE = 'Basic realm="kts", Bearer realm="kts"'
+
+_STATUS_BY_KAFKA_CODE = {
+    errors.ClusterAuthorizationFailed.code: 403,
+    errors.TokenAuthDisabled.code: 503,
+    errors.TokenNotFound.code: 404,
+    errors.TokenOwnerMismatch.code: 403,
+    errors.TokenRequestNotAllowed.code: 403,
+    errors.TokenAuthorizationFailed.code: 403,
+    errors.TokenExpired.code: 410,
+    errors.InvalidPrincipalType.code: 400,
+}
+
+_STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
+    (errors.InvalidInput, 422),
+    (errors.NotAuthenticated, 401),
+    (errors.CredentialNotFound, 404),
+    (errors.ConcurrentModification, 409),
+    (errors.StoreUnavailable, 503),
+)
+
+_HTTP_NAMES = {
+    400: "BAD_REQUEST",
+    401: "AUTHENTICATION_FAILED",
+    403: "FORBIDDEN",
+    404: "NOT_FOUND",
+    405: "METHOD_NOT_ALLOWED",
+    413: "PAYLOAD_TOO_LARGE",
+    415: "UNSUPPORTED_MEDIA_TYPE",
+}
+
+
+def error_body(name: str, message: str, **extra: Any) -> dict[str, Any]:
+    return {"error": name, "message": message, **extra}
+
+
+def status_for(exc: errors.KtsError) -> int:
+    if isinstance(exc, errors.KafkaError):
+        return _STATUS_BY_KAFKA_CODE.get(exc.code, 400)
+    for error_type, status in _STATUS_BY_TYPE:
+        if isinstance(exc, error_type):
+            return status
+    return 500
+
+
+def kts_error_response(exc: errors.KtsError) -> JSONResponse:
+    status = status_for(exc)
+    body = error_body(exc.name, exc.message)
+    headers: dict[str, str] = {}
+    if isinstance(exc, errors.KafkaError):
+        body["code"] = exc.code
+    if isinstance(exc, errors.InvalidInput):
+        body = error_body("INVALID_REQUEST", exc.message, details=[])
+    if status == 401:
+        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    if status == 503:
+        headers["Retry-After"] = RETRY_AFTER_SECONDS
+        log.warning("answering 503: %s", exc.message)
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(part) for part in error.get("loc", ())], "msg": error.get("msg"), "type": error.get("type")}
+        for error in exc.errors()
+    ]
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(errors.KtsError)
+    async def _kts(_: Request, exc: errors.KtsError) -> JSONResponse:
+        return kts_error_response(exc)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse(
+            error_body("INVALID_REQUEST", "The request does not validate.", details=_validation_details(exc)),
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        name = _HTTP_NAMES.get(exc.status_code, "HTTP_ERROR")
+        message = exc.detail if isinstance(exc.detail, str) else name.replace("_", " ").capitalize()
+        return JSONResponse(error_body(name, message), status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            error_body("INTERNAL_ERROR", "The service failed unexpectedly; the error was logged."),
+            status_code=500,
+        )

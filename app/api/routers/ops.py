@@ -1,0 +1,29 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from app.api.deps import RuntimeDep
+from app.api.errors import RETRY_AFTER_SECONDS, error_body
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: {"description": "A dependency is not ready; the body names it"}})
+def readyz(runtime: RuntimeDep) -> JSONResponse:
+    checks = {"zookeeper": "ok" if runtime.zk.connected else "session not connected"}
+    failing = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
+    if failing:
+        return JSONResponse(
+            error_body("NOT_READY", "; ".join(failing), checks=checks),
+            status_code=503,
+            headers={"Retry-After": RETRY_AFTER_SECONDS},
+        )
+    return JSONResponse({"status": "ready", "checks": checks})

@@ -1,0 +1,123 @@
+"""``/v1/tokens``: thin handlers over TokenService."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, status
+
+from app.api.deps import CurrentCaller, Tokens
+from app.api.responses import error_responses
+from app.api.schemas.common import MAX_OWNER_FILTERS, PrincipalText
+from app.api.schemas.tokens import (
+    CreatedToken,
+    CreateTokenRequest,
+    ExpireByHmacRequest,
+    ExpireRequest,
+    ExpiryResponse,
+    RenewByHmacRequest,
+    RenewRequest,
+    Token,
+    TokenList,
+    VerifyRequest,
+    VerifyResponse,
+)
+from app.domain.errors import InvalidInput, NotAuthenticated
+from app.domain.principal import KafkaPrincipal
+from app.domain.token_rules import CreateRequest
+from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
+
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+TokenIdPath = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, max_length=64)]
+MAX_PAGE = 1000
+
+
+def _encode_cursor(token_id: str | None) -> str | None:
+    return None if token_id is None else base64.urlsafe_b64encode(token_id.encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str | None) -> str | None:
+    if cursor is None:
+        return None
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise InvalidInput("The cursor is not one this service returned.") from None
+
+
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=CreatedToken,
+    responses=error_responses(400, 401, 403, 422, 503),
+)
+def create_token(body: CreateTokenRequest, caller: CurrentCaller, tokens: Tokens) -> CreatedToken:
+    request = CreateRequest(
+        owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,
+        renewers=tuple(KafkaPrincipal.parse(renewer) for renewer in body.renewers),
+        max_lifetime_ms=body.maxLifetimeMs,
+    )
+    issued = tokens.create(caller, request)
+    return CreatedToken.issued(issued.token, issued.hmac)
+
+
+@router.get("", response_model=TokenList, responses=error_responses(401, 422, 503))
+def describe_tokens(
+    caller: CurrentCaller,
+    tokens: Tokens,
+    owner: Annotated[list[PrincipalText] | None, Query(max_length=MAX_OWNER_FILTERS)] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(max_length=256)] = None,
+) -> TokenList:
+    owners = None if owner is None else [KafkaPrincipal.parse(item) for item in owner]
+    page = tokens.describe(caller, owners, limit=limit, after=_decode_cursor(cursor))
+    return TokenList(tokens=[Token.of(token) for token in page.tokens], nextCursor=_encode_cursor(page.next_after))
+
+
+@router.post("/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 410, 422, 503))
+def renew_by_hmac(body: RenewByHmacRequest, caller: CurrentCaller, tokens: Tokens) -> ExpiryResponse:
+    change = tokens.renew_by_hmac(caller, decode_hmac(body.hmac), body.renewTimePeriodMs)
+    return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
+
+
+@router.post("/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 422, 503))
+def expire_by_hmac(body: ExpireByHmacRequest, caller: CurrentCaller, tokens: Tokens) -> ExpiryResponse:
+    change = tokens.expire_by_hmac(caller, decode_hmac(body.hmac), body.expiryTimePeriodMs)
+    return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
+
+
+@router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 422, 503))
+def verify_token(body: VerifyRequest, _caller: CurrentCaller, tokens: Tokens) -> VerifyResponse:
+    token = tokens.verify(body.tokenId, decode_hmac(body.hmac))
+    if token is None:
+        raise NotAuthenticated("Unknown, expired or invalid delegation token.")
+    return VerifyResponse(
+        principal=str(token.authenticated_principal),
+        tokenRequester=str(token.token_requester),
+        expiryTimestamp=token.expiry_timestamp,
+    )
+
+
+@router.get("/{token_id}", response_model=Token, responses=error_responses(401, 404, 422, 503))
+def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> Token:
+    return Token.of(tokens.get(caller, token_id))
+
+
+@router.post(
+    "/{token_id}/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 410, 422, 503)
+)
+def renew_token(
+    token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens, body: RenewRequest | None = None
+) -> ExpiryResponse:
+    change = tokens.renew(caller, token_id, (body or RenewRequest()).renewTimePeriodMs)
+    return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
+
+
+@router.post("/{token_id}/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 422, 503))
+def expire_token(
+    token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens, body: ExpireRequest | None = None
+) -> ExpiryResponse:
+    change = tokens.expire(caller, token_id, (body or ExpireRequest()).expiryTimePeriodMs)
+    return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
+
+

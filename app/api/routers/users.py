@@ -1,0 +1,35 @@
+"""``/v1/users/{name}/credentials``: SCRAM credentials in Kafka's format."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from app.api.deps import CurrentCaller, Users
+from app.api.responses import error_responses
+from app.api.schemas.users import MAX_USER_NAME_LENGTH, CredentialResponse, SetCredentialRequest
+from app.domain.credentials import Mechanism
+
+router = APIRouter(prefix="/v1/users", tags=["users"])
+UserNamePath = Annotated[str, Path(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
+
+
+@router.put(
+    "/{name}/credentials", response_model=CredentialResponse, responses=error_responses(401, 403, 409, 422, 503)
+)
+def set_credential(
+    name: UserNamePath, body: SetCredentialRequest, caller: CurrentCaller, users: Users
+) -> CredentialResponse:
+    users.set_password(caller, name, body.mechanism, body.password, body.iterations)
+    return CredentialResponse(user=name, mechanism=body.mechanism, iterations=body.iterations)
+
+
+@router.delete(
+    "/{name}/credentials", response_model=CredentialResponse, responses=error_responses(401, 403, 404, 409, 422, 503)
+)
+def delete_credential(
+    name: UserNamePath, mechanism: Annotated[Mechanism, Query()], caller: CurrentCaller, users: Users
+) -> CredentialResponse:
+    users.delete(caller, name, mechanism)
+    return CredentialResponse(user=name, mechanism=mechanism, deleted=True)

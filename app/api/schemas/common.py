@@ -1,0 +1,52 @@
+"""Field types shared by request and response models, with the limits the edge enforces."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+
+from app.domain.errors import InvalidPrincipal
+from app.domain.principal import MAX_PRINCIPAL_LENGTH, KafkaPrincipal
+from app.domain.token_secret import TOKEN_ID_PATTERN
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+MAX_RENEWERS = 100
+MAX_OWNER_FILTERS = 100
+
+
+def _principal(text: str) -> str:
+    try:
+        KafkaPrincipal.parse(text)
+    except InvalidPrincipal as exc:
+        raise ValueError(exc.message) from None
+    return text
+
+
+PrincipalText = Annotated[
+    str,
+    StringConstraints(min_length=3, max_length=MAX_PRINCIPAL_LENGTH),
+    AfterValidator(_principal),
+    Field(examples=["User:alice"]),
+]
+Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX, strict=True)]
+TokenIdText = Annotated[str, StringConstraints(pattern=TOKEN_ID_PATTERN), Field(examples=["E8gTWaIxRUOaSRH7wY3N1w"])]
+HmacText = Annotated[
+    str,
+    StringConstraints(pattern=r"^[A-Za-z0-9+/]{86}==$"),
+    Field(description="Standard, padded base64 of the token's 64-byte HMAC (88 characters)."),
+]
+
+
+class RequestModel(BaseModel):
+    """Unknown fields and loosely typed values are refused, not guessed at."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ErrorBody(BaseModel):
+    error: str
+    message: str
+    code: int | None = None
+    details: list[dict[str, Any]] | None = None

@@ -1,0 +1,30 @@
+"""SCRAM credential request and response bodies."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from app.api.schemas.common import RequestModel
+from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism
+
+MAX_USER_NAME_LENGTH = 255
+MAX_PASSWORD_LENGTH = 1024
+
+UserName = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")
+]
+
+
+class SetCredentialRequest(RequestModel):
+    mechanism: Annotated[Mechanism, Field(strict=False)]
+    password: Annotated[str, StringConstraints(min_length=1, max_length=MAX_PASSWORD_LENGTH)]
+    iterations: Annotated[int, Field(ge=MIN_ITERATIONS, le=MAX_ITERATIONS, strict=True)] = MIN_ITERATIONS
+
+
+class CredentialResponse(BaseModel):
+    user: str
+    mechanism: Annotated[Mechanism, Field(strict=False)]
+    iterations: int | None = None
+    deleted: bool = False

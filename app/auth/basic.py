@@ -1,0 +1,75 @@
+"""HTTP Basic against Kafka-format SCRAM credentials, with a short-lived cache of verified passwords.
+
+PBKDF2 with thousands of iterations costs milliseconds by design; running it on every request would cap
+the service at a few hundred requests per second. A successful check is remembered for a short time,
+keyed by the user, the exact stored credential, and a keyed hash of the password (the key is random per
+process, so the cache holds nothing an attacker could use offline). A changed or deleted credential no
+longer matches its cache entries, so it takes effect on the next request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import threading
+from collections import OrderedDict
+
+from app.auth.scram import password_matches
+from app.domain.clock import Clock
+from app.domain.credentials import Mechanism
+from app.service.ports import UserStore
+
+# Strongest first: a user with both credentials is checked against SCRAM-SHA-512.
+_MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
+
+
+class BasicAuthenticator:
+    def __init__(
+        self, store: UserStore, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000
+    ) -> None:
+        self._store = store
+        self._clock = clock
+        self._ttl_ms = cache_ttl_ms
+        self._size = cache_size
+        self._cache_key = os.urandom(32)
+        self._verified: OrderedDict[bytes, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def authenticate(self, user_name: str, password: str) -> bool:
+        credentials = self._store.credentials(user_name)
+        for mechanism in _MECHANISMS:
+            credential = credentials.get(mechanism)
+            if credential is None:
+                continue
+            entry = self._entry(user_name, mechanism, credential.stored_key, password)
+            if self._remembered(entry):
+                return True
+            if password_matches(mechanism, credential, password):
+                self._remember(entry)
+                return True
+        return False
+
+    def _entry(self, user_name: str, mechanism: Mechanism, stored_key: bytes, password: str) -> bytes:
+        message = b"\x00".join(
+            (user_name.encode("utf-8"), mechanism.value.encode(), stored_key, password.encode("utf-8"))
+        )
+        return hmac.new(self._cache_key, message, hashlib.sha256).digest()
+
+    def _remembered(self, entry: bytes) -> bool:
+        now = self._clock.now_ms()
+        with self._lock:
+            expires = self._verified.get(entry)
+            if expires is None:
+                return False
+            if expires <= now:
+                del self._verified[entry]
+                return False
+            return True
+
+    def _remember(self, entry: bytes) -> None:
+        with self._lock:
+            self._verified[entry] = self._clock.now_ms() + self._ttl_ms
+            self._verified.move_to_end(entry)
+            while len(self._verified) > self._size:
+                self._verified.popitem(last=False)

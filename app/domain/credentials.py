@@ -1,0 +1,31 @@
+"""SCRAM credentials as Kafka stores them: RFC 5802 salted keys per mechanism, never the password."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Mechanism(str, Enum):
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+    @property
+    def hash_name(self) -> str:
+        return "sha256" if self is Mechanism.SCRAM_SHA_256 else "sha512"
+
+
+# Kafka's ScramMechanism bounds: kafka-configs.sh refuses fewer than 4096 or more than 16384 iterations.
+MIN_ITERATIONS = 4096
+MAX_ITERATIONS = 16384
+
+
+@dataclass(frozen=True, slots=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def __repr__(self) -> str:
+        return f"ScramCredential(iterations={self.iterations}, ***)"

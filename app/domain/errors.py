@@ -1,0 +1,103 @@
+"""The service's error hierarchy. Every layer raises these; only ``app/api/errors.py`` maps them to HTTP.
+
+    KtsError
+    ├── KafkaError                  carries a Kafka error code (KAFKA_COMPAT.md "Error codes")
+    │   ├── ClusterAuthorizationFailed      31
+    │   ├── TokenAuthDisabled               61
+    │   ├── TokenNotFound                   62
+    │   ├── TokenOwnerMismatch              63
+    │   ├── TokenRequestNotAllowed          64
+    │   ├── TokenAuthorizationFailed        65
+    │   ├── TokenExpired                    66
+    │   └── InvalidPrincipalType            67
+    ├── InvalidInput                a value the edge accepted syntactically but the rules refuse
+    │   └── InvalidPrincipal
+    ├── NotAuthenticated            no, malformed or wrong credentials
+    ├── CredentialNotFound          no SCRAM credential of that mechanism for that user
+    ├── ConcurrentModification      a compare-and-set lost against another writer
+    └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
+
+Messages are written for the caller: they never contain an HMAC, a password or the secret key.
+"""
+
+from __future__ import annotations
+
+
+class KtsError(Exception):
+    """Base of every error the service raises on purpose."""
+
+    name: str = "ERROR"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class KafkaError(KtsError):
+    """An error with a Kafka protocol error code."""
+
+    code: int = -1
+
+
+class ClusterAuthorizationFailed(KafkaError):
+    name = "CLUSTER_AUTHORIZATION_FAILED"
+    code = 31
+
+
+class TokenAuthDisabled(KafkaError):
+    name = "DELEGATION_TOKEN_AUTH_DISABLED"
+    code = 61
+
+
+class TokenNotFound(KafkaError):
+    name = "DELEGATION_TOKEN_NOT_FOUND"
+    code = 62
+
+
+class TokenOwnerMismatch(KafkaError):
+    name = "DELEGATION_TOKEN_OWNER_MISMATCH"
+    code = 63
+
+
+class TokenRequestNotAllowed(KafkaError):
+    name = "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED"
+    code = 64
+
+
+class TokenAuthorizationFailed(KafkaError):
+    name = "DELEGATION_TOKEN_AUTHORIZATION_FAILED"
+    code = 65
+
+
+class TokenExpired(KafkaError):
+    name = "DELEGATION_TOKEN_EXPIRED"
+    code = 66
+
+
+class InvalidPrincipalType(KafkaError):
+    name = "INVALID_PRINCIPAL_TYPE"
+    code = 67
+
+
+class InvalidInput(KtsError):
+    name = "INVALID_REQUEST"
+
+
+class InvalidPrincipal(InvalidInput):
+    name = "INVALID_PRINCIPAL"
+
+
+class NotAuthenticated(KtsError):
+    name = "AUTHENTICATION_FAILED"
+
+
+class CredentialNotFound(KtsError):
+    name = "CREDENTIAL_NOT_FOUND"
+
+
+class ConcurrentModification(KtsError):
+    name = "CONCURRENT_MODIFICATION"
+
+
+class StoreUnavailable(KtsError):
+    name = "SERVICE_UNAVAILABLE"

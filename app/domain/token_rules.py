@@ -1,0 +1,188 @@
+"""Kafka's delegation token semantics (KAFKA_COMPAT.md "Semantics") as pure functions of (state, request, now).
+
+Nothing here reads a clock, a store or the network: the service gathers the inputs, asks these functions
+what to do, and then does it.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from app.domain.authorization import Authorizer, Caller, Operation, ResourceType
+from app.domain.errors import (
+    InvalidPrincipalType,
+    TokenAuthorizationFailed,
+    TokenExpired,
+    TokenOwnerMismatch,
+    TokenRequestNotAllowed,
+)
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+
+
+@dataclass(frozen=True, slots=True)
+class TokenPolicy:
+    """The broker settings that shape token lifetimes."""
+
+    max_lifetime_ms: int  # delegation.token.max.lifetime.ms
+    default_renew_ms: int  # delegation.token.expiry.time.ms
+
+    def __post_init__(self) -> None:
+        if self.max_lifetime_ms < 1 or self.default_renew_ms < 1:
+            raise ValueError("token lifetimes must be at least 1 ms")
+
+
+@dataclass(frozen=True, slots=True)
+class CreateRequest:
+    owner: KafkaPrincipal | None
+    renewers: tuple[KafkaPrincipal, ...]
+    max_lifetime_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteToken:
+    """Expire now: the token znode goes away."""
+
+    expiry_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetExpiry:
+    expiry_timestamp: int
+
+
+ExpireDecision = DeleteToken | SetExpiry
+
+
+def ensure_may_request_tokens(caller: Caller) -> None:
+    """Kafka answers 64 to token requests from callers who logged in with a delegation token."""
+    if caller.token_authenticated:
+        raise TokenRequestNotAllowed("A caller authenticated with a delegation token may not create, "
+                                     "renew or expire tokens.")
+
+
+def plan_create(
+    caller: Caller,
+    request: CreateRequest,
+    *,
+    token_id: str,
+    now_ms: int,
+    policy: TokenPolicy,
+    authorizer: Authorizer,
+) -> TokenInformation:
+    """The token a create request makes, in Kafka's order of checks: 64, then 65, then 67."""
+    ensure_may_request_tokens(caller)
+    requester = caller.principal
+    owner = request.owner if request.owner is not None else requester
+    if owner != requester and not authorizer.authorize(
+        caller, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)
+    ):
+        raise TokenAuthorizationFailed(f"{requester} may not create tokens for {owner}.")
+    if not owner.is_user:
+        # Kafka does not check this, but a token authenticates as User:<owner name>, so any other owner
+        # type would silently become a different principal.
+        raise InvalidPrincipalType("The token owner must be a principal of type User.")
+    for renewer in request.renewers:
+        if not renewer.is_user:
+            raise InvalidPrincipalType(f"Renewer {renewer} is not of principal type User.")
+    requested = request.max_lifetime_ms
+    lifetime = policy.max_lifetime_ms if requested <= 0 else min(requested, policy.max_lifetime_ms)
+    max_timestamp = now_ms + lifetime
+    return TokenInformation(
+        token_id=token_id,
+        owner=owner,
+        token_requester=requester,
+        renewers=tuple(dict.fromkeys(request.renewers)),
+        issue_timestamp=now_ms,
+        expiry_timestamp=min(max_timestamp, now_ms + policy.default_renew_ms),
+        max_timestamp=max_timestamp,
+    )
+
+
+def may_manage(token: TokenInformation, caller: Caller, authorizer: Authorizer) -> bool:
+    """Owner and renewers may renew and expire, as in Kafka; super users too (a gap Kafka has)."""
+    return token.owner_or_renewer(caller.principal) or authorizer.is_super_user(caller.principal)
+
+
+def plan_renew(
+    token: TokenInformation,
+    caller: Caller,
+    *,
+    renew_period_ms: int,
+    now_ms: int,
+    policy: TokenPolicy,
+    authorizer: Authorizer,
+) -> int:
+    """The new expiry timestamp. Checks in Kafka's order: 64, (62 by the caller), 63, then 66."""
+    ensure_may_request_tokens(caller)
+    if not may_manage(token, caller, authorizer):
+        raise TokenOwnerMismatch(f"{caller.principal} is neither the owner nor a renewer of this token.")
+    if token.is_expired(now_ms):
+        raise TokenExpired("The token has already expired and can no longer be renewed.")
+    period = policy.default_renew_ms if renew_period_ms < 0 else renew_period_ms
+    return min(token.max_timestamp, now_ms + period)
+
+
+def plan_expire(
+    token: TokenInformation,
+    caller: Caller,
+    *,
+    expiry_period_ms: int,
+    now_ms: int,
+    authorizer: Authorizer,
+) -> ExpireDecision:
+    """A negative period deletes the token now; so does expiring an already-expired one (Kafka >= 3.5)."""
+    ensure_may_request_tokens(caller)
+    if not may_manage(token, caller, authorizer):
+        raise TokenOwnerMismatch(f"{caller.principal} is neither the owner nor a renewer of this token.")
+    if expiry_period_ms < 0 or token.is_expired(now_ms):
+        return DeleteToken(now_ms)
+    return SetExpiry(min(token.max_timestamp, now_ms + expiry_period_ms))
+
+
+def matches_owner_filter(token: TokenInformation, owners: Sequence[KafkaPrincipal] | None) -> bool:
+    """``None`` means every token, an empty list none; a filter entry matches owner, renewer or requester."""
+    if owners is None:
+        return True
+    return any(token.owner_or_renewer(owner) or token.token_requester == owner for owner in owners)
+
+
+def may_describe(token: TokenInformation, caller: Caller, authorizer: Authorizer) -> bool:
+    principal = caller.principal
+    if token.owner_or_renewer(principal) or token.token_requester == principal:
+        return True
+    return authorizer.authorize(
+        caller, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, token.token_id
+    ) or authorizer.authorize(caller, Operation.DESCRIBE_TOKENS, ResourceType.USER, str(token.owner))
+
+
+def describe(
+    tokens: Iterable[TokenInformation],
+    caller: Caller,
+    owners: Sequence[KafkaPrincipal] | None,
+    authorizer: Authorizer,
+) -> list[TokenInformation]:
+    """Tokens the filter selects and the caller may see, ordered by token id (the pagination order)."""
+    selected = (
+        token
+        for token in tokens
+        if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
+    )
+    return sorted(selected, key=lambda token: token.token_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    tokens: list[TokenInformation]
+    next_after: str | None
+
+
+def paginate(ordered: Sequence[TokenInformation], *, limit: int, after: str | None) -> Page:
+    """Keyset pagination by token id: stable while tokens come and go between pages."""
+    start = 0 if after is None else bisect_right(ordered, after, key=lambda token: token.token_id)
+    page = list(ordered[start : start + limit])
+    more = start + limit < len(ordered)
+    return Page(page, page[-1].token_id if more and page else None)
+

@@ -1,0 +1,37 @@
+"""What the use cases need from storage. ZooKeeper adapters in ``app/storage/zk`` implement these."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.token import TokenInformation
+
+
+@dataclass(frozen=True, slots=True)
+class StoredToken:
+    token: TokenInformation
+    version: int  # the compare-and-set version of the stored record
+
+
+class TokenStore(Protocol):
+    def get(self, token_id: str) -> StoredToken | None: ...
+
+    def list_ids(self) -> list[str]: ...
+
+    def list(self) -> list[StoredToken]: ...
+
+    def create(self, token: TokenInformation) -> StoredToken: ...
+
+    def update(self, token: TokenInformation, expected_version: int) -> StoredToken: ...
+
+    def delete(self, token_id: str, expected_version: int) -> None: ...
+
+
+class UserStore(Protocol):
+    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]: ...
+
+    def put_credential(self, user_name: str, mechanism: Mechanism, credential: ScramCredential) -> None: ...
+
+    def delete_credential(self, user_name: str, mechanism: Mechanism) -> None: ...

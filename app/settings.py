@@ -1,0 +1,194 @@
+"""Typed settings from a Java properties file with Kafka's key names, overridden by ``KTS_*`` variables.
+
+``KTS_`` + the key upper-cased with ``.`` replaced by ``_`` overrides the file
+(``delegation.token.secret.key`` -> ``KTS_DELEGATION_TOKEN_SECRET_KEY``). Keys a broker's
+``server.properties`` carries that kts does not use are ignored, so that file can be given as it is.
+Settings are built by the CLI or ``create_app``, never at import time.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+from collections.abc import Mapping
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import javaproperties
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from app.domain.errors import InvalidPrincipal
+from app.domain.principal import KafkaPrincipal
+
+ENV_PREFIX = "KTS_"
+_CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
+
+
+class ConfigError(Exception):
+    """A setting is missing or invalid. The message is one line that names the key."""
+
+
+def property_key(field_name: str) -> str:
+    return field_name.replace("_", ".")
+
+
+def env_name(field_name: str) -> str:
+    return ENV_PREFIX + field_name.upper()
+
+
+class _PropertiesFile(PydanticBaseSettingsSource):
+    """Reads a properties file, keeping only the keys that name a setting."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self._values: dict[str, str] = {}
+        if path is not None:
+            with path.open(encoding="utf-8") as handle:
+                raw = javaproperties.load(handle)
+            fields = {property_key(name): name for name in settings_cls.model_fields}
+            self._values = {fields[key]: value for key, value in raw.items() if key in fields}
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return self._values.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return dict(self._values)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=False, extra="ignore")
+
+    # Kafka broker keys
+    zookeeper_connect: str
+    delegation_token_secret_key: SecretStr | None = None
+    delegation_token_master_key: SecretStr | None = None
+    delegation_token_max_lifetime_ms: int = Field(604_800_000, ge=1)
+    delegation_token_expiry_time_ms: int = Field(86_400_000, ge=1)
+    delegation_token_expiry_check_interval_ms: int = Field(3_600_000, ge=1)
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
+    ssl_principal_mapping_rules: str = "DEFAULT"
+    zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
+    # service keys
+    listeners: str = "http://127.0.0.1:8080"
+    audit_db_url: str = "sqlite:///./kts-audit.db"
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    ssl_cafile: Path | None = None
+    ssl_client_auth: Literal["none", "requested", "required"] = "none"
+    token_znode_version: Literal[1, 3] = 3
+    service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
+
+    @field_validator("zookeeper_connect")
+    @classmethod
+    def _connect_string(cls, value: str) -> str:
+        if not _CONNECT.fullmatch(value.strip()):
+            raise ValueError("must be host:port[,host:port...][/chroot]")
+        return value.strip()
+
+    @field_validator("super_users")
+    @classmethod
+    def _principals(cls, value: str) -> str:
+        for item in filter(None, (part.strip() for part in value.split(";"))):
+            try:
+                KafkaPrincipal.parse(item)
+            except InvalidPrincipal as exc:
+                raise ValueError(f"{item!r} is not a principal: {exc.message}") from None
+        return value
+
+    @field_validator("listeners")
+    @classmethod
+    def _listener(cls, value: str) -> str:
+        parts = urlsplit(value.strip())
+        if "," in value or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("must be one URL such as http://127.0.0.1:8080 or https://0.0.0.0:8443")
+        try:
+            parts.port  # noqa: B018 - raises ValueError for a port out of range
+        except ValueError:
+            raise ValueError("has an invalid port") from None
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _secret_and_tls(self) -> Settings:
+        if not self.secret_key:
+            raise ValueError("delegation.token.secret.key: missing or empty (set it, or KTS_DELEGATION_TOKEN_SECRET_KEY, to the brokers' secret)")
+        if self.listener_scheme == "https" and not (self.ssl_certfile and self.ssl_keyfile):
+            raise ValueError("listeners: an https listener needs ssl.certfile and ssl.keyfile")
+        return self
+
+    @property
+    def secret_key(self) -> str:
+        """``delegation.token.secret.key``, or the pre-2.8 name when only that one is set."""
+        for candidate in (self.delegation_token_secret_key, self.delegation_token_master_key):
+            if candidate is not None and candidate.get_secret_value():
+                return candidate.get_secret_value()
+        return ""
+
+    @property
+    def super_user_principals(self) -> list[KafkaPrincipal]:
+        return [KafkaPrincipal.parse(p.strip()) for p in self.super_users.split(";") if p.strip()]
+
+    @property
+    def listener_scheme(self) -> str:
+        return urlsplit(self.listeners).scheme
+
+    @property
+    def listener_host(self) -> str:
+        return urlsplit(self.listeners).hostname or "127.0.0.1"
+
+    @property
+    def listener_port(self) -> int:
+        parts = urlsplit(self.listeners)
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, env_settings, _PropertiesFile(settings_cls, _properties_path.get())
+
+
+# The file the current load reads. pydantic-settings builds its sources from the class, so the path
+# reaches the source through a context variable (safe across threads and tasks).
+_properties_path: ContextVar[Path | None] = ContextVar("kts_properties_path", default=None)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Build settings from the file, the environment and explicit overrides, or raise ConfigError."""
+    if config_file is not None and not config_file.is_file():
+        raise ConfigError(f"configuration file {config_file} does not exist")
+    reset = _properties_path.set(config_file)
+    try:
+        return Settings(**overrides)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read configuration file {config_file}: {exc}") from None
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc)) from None
+    finally:
+        _properties_path.reset(reset)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    location = [str(part) for part in first.get("loc", ()) if part != "__root__"]
+    message = str(first.get("msg", "invalid value")).removeprefix("Value error, ")
+    if not location:
+        return message
+    field = location[0]
+    if first.get("type") == "missing":
+        return f"{property_key(field)}: missing (set it in the properties file or as {env_name(field)})"
+    return f"{property_key(field)}: {message}"
+
+
+def as_environment(values: Mapping[str, str]) -> dict[str, str]:
+    """``{"zookeeper.connect": ...}`` -> ``{"KTS_ZOOKEEPER_CONNECT": ...}`` (for child processes)."""
+    return {ENV_PREFIX + key.upper().replace(".", "_"): value for key, value in values.items()}

@@ -1,0 +1,116 @@
+"""Token znodes and their change notifications, written as a broker writes them.
+
+Every change is one ZooKeeper multi-op transaction: the token znode operation (guarded by the znode
+version, so concurrent writers cannot lose an update) together with the sequential notification that
+tells brokers to re-read it. Either both happen or neither does.
+"""
+
+from __future__ import annotations
+
+import logging
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.token import TokenInformation
+from app.service.ports import StoredToken
+from app.storage.zk import notification_codec, token_codec
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path
+
+log = logging.getLogger(__name__)
+
+
+class ZkTokenStore:
+    def __init__(self, zk: ZkConnection, *, znode_version: int = 3) -> None:
+        if znode_version not in token_codec.WRITABLE_VERSIONS:
+            raise ValueError("token.znode.version must be 1 or 3")
+        self._zk = zk
+        self._znode_version = znode_version
+
+    def get(self, token_id: str) -> StoredToken | None:
+        self._zk.ensure_connected()
+        try:
+            data, stat = self._zk.wait(self._zk.client.get_async(token_path(token_id)))
+        except NoNodeError:
+            return None
+        return self._decode(token_id, data, stat.version)
+
+    def list_ids(self) -> list[str]:
+        self._zk.ensure_connected()
+        try:
+            return list(self._zk.wait(self._zk.client.get_children_async(TOKENS)))
+        except NoNodeError:
+            return []
+
+    def list(self) -> list[StoredToken]:
+        """Every readable token; the reads are pipelined, not one round trip each."""
+        ids = self.list_ids()
+        pending = [(token_id, self._zk.client.get_async(token_path(token_id))) for token_id in ids]
+        found = []
+        for token_id, result in pending:
+            try:
+                data, stat = self._zk.wait(result)
+            except NoNodeError:
+                continue  # deleted between the listing and the read
+            stored = self._decode(token_id, data, stat.version)
+            if stored is not None:
+                found.append(stored)
+        return found
+
+    def create(self, token: TokenInformation) -> StoredToken:
+        transaction = self._zk.client.transaction()
+        transaction.create(token_path(token.token_id), token_codec.encode(token, self._znode_version))
+        self._notify(transaction, token.token_id)
+        self._commit(transaction, token.token_id)
+        return StoredToken(token, 0)
+
+    def update(self, token: TokenInformation, expected_version: int) -> StoredToken:
+        transaction = self._zk.client.transaction()
+        transaction.set_data(
+            token_path(token.token_id),
+            token_codec.encode(token, self._znode_version),
+            version=expected_version,
+        )
+        self._notify(transaction, token.token_id)
+        self._commit(transaction, token.token_id)
+        return StoredToken(token, expected_version + 1)
+
+    def delete(self, token_id: str, expected_version: int) -> None:
+        transaction = self._zk.client.transaction()
+        transaction.delete(token_path(token_id), version=expected_version)
+        self._notify(transaction, token_id)
+        self._commit(transaction, token_id)
+
+    @staticmethod
+    def _notify(transaction: object, token_id: str) -> None:
+        transaction.create(  # type: ignore[attr-defined]
+            TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True
+        )
+
+    def _commit(self, transaction: object, token_id: str) -> None:
+        self._zk.ensure_connected()
+        results = self._zk.wait(transaction.commit_async())  # type: ignore[attr-defined]
+        failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        if not failures:
+            return
+        failure = failures[0]
+        if isinstance(failure, BadVersionError):
+            raise ConcurrentModification("The token changed while this request was being handled.")
+        if isinstance(failure, NoNodeError):
+            raise TokenNotFound(f"Token {token_id} no longer exists.")
+        if isinstance(failure, NodeExistsError):
+            raise ConcurrentModification(f"Token {token_id} already exists.")
+        raise StoreUnavailable(f"ZooKeeper refused the token change: {type(failure).__name__}.")
+
+    @staticmethod
+    def _decode(token_id: str, data: bytes, version: int) -> StoredToken | None:
+        """Like a broker, treat an unreadable token znode as no token, and say so in the log."""
+        try:
+            token = token_codec.decode(data)
+        except token_codec.TokenCodecError as exc:
+            log.warning("ignoring unreadable token znode %s: %s", token_id, exc)
+            return None
+        if token.token_id != token_id:
+            log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
+            return None
+        return StoredToken(token, version)

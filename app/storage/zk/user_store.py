@@ -1,0 +1,74 @@
+"""SCRAM credentials in ``/config/users/<sanitized name>`` with their ``/config/changes`` notification,
+as kafka-configs.sh writes them. Config entries other than the one being changed are preserved."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+
+from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.errors import ConcurrentModification, CredentialNotFound, StoreUnavailable
+from app.storage.zk import notification_codec, user_config_codec
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.paths import CONFIG_CHANGE_PREFIX, user_config_path
+
+# Compare-and-set retries against other writers of the same user's config (brokers' quota changes).
+_MAX_ATTEMPTS = 5
+
+
+class ZkUserStore:
+    def __init__(self, zk: ZkConnection) -> None:
+        self._zk = zk
+
+    def _read(self, user_name: str) -> tuple[dict[str, str], int] | None:
+        self._zk.ensure_connected()
+        try:
+            data, stat = self._zk.wait(self._zk.client.get_async(user_config_path(user_name)))
+        except NoNodeError:
+            return None
+        try:
+            return user_config_codec.decode(data), stat.version
+        except user_config_codec.UserConfigCodecError:
+            return {}, stat.version
+
+    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
+        current = self._read(user_name)
+        return {} if current is None else user_config_codec.credentials(current[0])
+
+    def put_credential(self, user_name: str, mechanism: Mechanism, credential: ScramCredential) -> None:
+        value = user_config_codec.credential_to_string(credential)
+        self._change(user_name, lambda config: config | {mechanism.value: value}, create_missing=True)
+
+    def delete_credential(self, user_name: str, mechanism: Mechanism) -> None:
+        def without(config: dict[str, str]) -> dict[str, str]:
+            if mechanism.value not in config:
+                raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
+            return {key: value for key, value in config.items() if key != mechanism.value}
+
+        self._change(user_name, without, create_missing=False)
+
+    def _change(self, user_name: str, edit: Callable[[dict[str, str]], dict[str, str]], *, create_missing: bool) -> None:
+        path = user_config_path(user_name)
+        for _ in range(_MAX_ATTEMPTS):
+            current = self._read(user_name)
+            if current is None and not create_missing:
+                raise CredentialNotFound(f"User {user_name} has no SCRAM credentials.")
+            config, version = current if current is not None else ({}, -1)
+            data = user_config_codec.encode(edit(config))
+            transaction = self._zk.client.transaction()
+            if version < 0:
+                transaction.create(path, data)
+            else:
+                transaction.set_data(path, data, version=version)
+            transaction.create(
+                CONFIG_CHANGE_PREFIX, notification_codec.user_config_change(user_name), sequence=True
+            )
+            self._zk.ensure_connected()
+            results = self._zk.wait(transaction.commit_async())
+            failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+            if not failures:
+                return
+            if not isinstance(failures[0], BadVersionError | NodeExistsError | NoNodeError):
+                raise StoreUnavailable(f"ZooKeeper refused the credential change: {type(failures[0]).__name__}.")
+        raise ConcurrentModification(f"The configuration of user {user_name} kept changing; retry.")

@@ -1,0 +1,75 @@
+"""The real app over httpx (Starlette's TestClient runs the lifespan) on a real ZooKeeper."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from kazoo.client import KazooClient
+
+from app.api.app import create_app
+from app.auth.scram import derive
+from app.domain.credentials import Mechanism
+from app.settings import load_settings
+from app.storage.zk import user_config_codec
+from app.storage.zk.paths import user_config_path
+from tests.conftest import SECRET
+
+ADMIN = ("admin", "admin-secret")
+ALICE = ("alice", "alice-pw")
+BOB = ("bob", "bob-pw")
+CAROL = ("carol", "carol-pw")
+
+
+def basic(user: tuple[str, str]) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user[0]}:{user[1]}".encode()).decode()}
+
+
+def bearer(token: dict[str, Any]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token['tokenId']}:{token['hmac']}"}
+
+
+def put_user(raw_zk: KazooClient, name: str, password: str, mechanism: Mechanism = Mechanism.SCRAM_SHA_512) -> None:
+    """Write a credential exactly as kafka-configs.sh would, bypassing kts."""
+    config = {mechanism.value: user_config_codec.credential_to_string(derive(mechanism, password, 4096))}
+    raw_zk.ensure_path("/config/users")
+    raw_zk.create(user_config_path(name), user_config_codec.encode(config))
+
+
+@pytest.fixture
+def settings_overrides() -> dict[str, Any]:
+    return {}
+
+
+@pytest.fixture
+def make_client(
+    zk_connect: str, raw_zk: KazooClient
+) -> Iterator[Callable[..., TestClient]]:
+    clients: list[TestClient] = []
+
+    def make(**overrides: Any) -> TestClient:
+        values: dict[str, Any] = {
+            "zookeeper_connect": zk_connect,
+            "delegation_token_secret_key": SECRET,
+            "super_users": "User:admin",
+            "service_id": "test",
+        }
+        values.update(overrides)
+        client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False)
+        client.__enter__()
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.__exit__(None, None, None)
+
+
+@pytest.fixture
+def client(make_client: Callable[..., TestClient], raw_zk: KazooClient, settings_overrides: dict[str, Any]) -> TestClient:
+    for name, password in (ADMIN, ALICE, BOB, CAROL):
+        put_user(raw_zk, name, password)
+    return make_client(**settings_overrides)
