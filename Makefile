@@ -1,0 +1,40 @@
+# make run   - install what is missing, then start the local stack (kts dev)
+# make test  - install what is missing, then run every test on real ZooKeeper
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := zookeeper
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: run test deps system-deps lint openapi clean
+
+run: deps
+	$(VENV)/bin/kts dev
+
+test: deps
+	$(PY) -m pytest
+
+deps: system-deps $(VENV)/.installed
+
+# Debian packages the service and the tests run for real (ZooKeeper's jars and a Java runtime).
+system-deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+lint: deps
+	$(VENV)/bin/ruff check app tests
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .kts-dev .pytest_cache .mypy_cache .ruff_cache *.egg-info

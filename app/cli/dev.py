@@ -1,0 +1,90 @@
+"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from rich.console import Console
+
+from app.auth.scram import derive
+from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.serve import serve
+from app.domain.credentials import MIN_ITERATIONS, Mechanism
+from app.settings import Settings, load_settings
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.user_store import ZkUserStore
+
+ADMIN_USER = "admin"
+ADMIN_PASSWORD_ENV = "KTS_ADMIN_PASSWORD"
+SECRET_FILE = "secret.key"
+
+
+def _secret_key(data_dir: Path) -> str:
+    """A random secret kept in the data dir (mode 0600), so tokens survive restarts of the dev stack."""
+    path = data_dir / SECRET_FILE
+    if not path.exists():
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def _ensure_admin(settings: Settings) -> str | None:
+    """Create the admin's credentials; returns a generated password (to print once), else None."""
+    zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
+    zk.start()
+    try:
+        users = ZkUserStore(zk)
+        password = os.environ.get(ADMIN_PASSWORD_ENV)
+        generated = None
+        if not password:
+            if users.credentials(ADMIN_USER):
+                return None
+            password = generated = secrets.token_urlsafe(18)
+        for mechanism in Mechanism:
+            users.put_credential(ADMIN_USER, mechanism, derive(mechanism, password, MIN_ITERATIONS))
+        return generated
+    finally:
+        zk.stop()
+
+
+def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -> int:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    zookeeper: EmbeddedZooKeeper | None = None
+    overrides: dict[str, object] = {
+        "listeners": f"http://127.0.0.1:{port}",
+        "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
+    }
+    if not os.environ.get("KTS_DELEGATION_TOKEN_SECRET_KEY"):
+        overrides["delegation_token_secret_key"] = _secret_key(data_dir)
+    try:
+        if not os.environ.get("KTS_ZOOKEEPER_CONNECT") and not _file_sets_connect(config_file):
+            zookeeper = EmbeddedZooKeeper(data_dir / "zookeeper")
+            console.print(f"starting ZooKeeper on 127.0.0.1:{zookeeper.port} ...")
+            zookeeper.start()
+            overrides["zookeeper_connect"] = zookeeper.connect_string
+        base = load_settings(config_file, **overrides)
+        super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
+        settings = load_settings(config_file, **overrides, super_users=super_users)
+        generated = _ensure_admin(settings)
+        console.print(f"[bold]kts dev[/bold] on [link]{settings.listeners}[/link]  (data in {data_dir})")
+        console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
+        if generated:
+            console.print(f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)")
+        else:
+            console.print(f"  super user: {ADMIN_USER}  (password unchanged; set {ADMIN_PASSWORD_ENV} to reset it)")
+        return serve(settings)
+    finally:
+        if zookeeper is not None:
+            zookeeper.stop()
+
+
+def _file_sets_connect(config_file: Path | None) -> bool:
+    if config_file is None or not config_file.is_file():
+        return False
+    import javaproperties
+
+    with config_file.open(encoding="utf-8") as handle:
+        return bool(javaproperties.load(handle).get("zookeeper.connect"))
