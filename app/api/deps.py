@@ -5,17 +5,31 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Depends, Request
-from fastapi.security import HTTPBasic, HTTPBasicCredentials, HTTPBearer
-from fastapi.security.http import HTTPAuthorizationCredentials
+from fastapi.openapi.models import HTTPBase as HTTPBaseModel
+from fastapi.security.base import SecurityBase
 
 from app.api.runtime import Runtime
 from app.domain.authorization import Caller
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
-# Declared so OpenAPI (and Swagger UI) offers both schemes; the header itself is parsed by Authenticator.
-_basic_scheme = HTTPBasic(auto_error=False, description="A SCRAM user's name and password.")
-_bearer_scheme = HTTPBearer(auto_error=False, description="<tokenId>:<base64 hmac> of a delegation token.")
+
+
+class _DocumentedScheme(SecurityBase):
+    """Declares an HTTP auth scheme in OpenAPI (so Swagger UI offers it) without reading the request:
+    FastAPI's own HTTPBasic answers malformed headers itself, bypassing our error envelope and challenge.
+    The header is parsed once, by Authenticator."""
+
+    def __init__(self, scheme: str, description: str) -> None:
+        self.model = HTTPBaseModel(scheme=scheme, description=description)
+        self.scheme_name = f"http{scheme.capitalize()}"
+
+    def __call__(self) -> None:
+        return None
+
+
+_basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
+_bearer_scheme = _DocumentedScheme("bearer", "<tokenId>:<base64 hmac> of a delegation token.")
 
 
 def get_runtime(request: Request) -> Runtime:
@@ -29,8 +43,8 @@ RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 def get_caller(
     request: Request,
     runtime: RuntimeDep,
-    _basic: Annotated[HTTPBasicCredentials | None, Depends(_basic_scheme)],
-    _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer_scheme)],
+    _basic: Annotated[None, Depends(_basic_scheme)],
+    _bearer: Annotated[None, Depends(_bearer_scheme)],
 ) -> Caller:
     host = request.client.host if request.client else "*"
     return runtime.authenticator.authenticate(request.headers.get("authorization"), host)

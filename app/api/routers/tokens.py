@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
@@ -32,6 +33,7 @@ from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
 TokenIdPath = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, max_length=64)]
 MAX_PAGE = 1000
+_TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 
 def _encode_cursor(token_id: str | None) -> str | None:
@@ -42,9 +44,12 @@ def _decode_cursor(cursor: str | None) -> str | None:
     if cursor is None:
         return None
     try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode("ascii")
+        token_id = base64.b64decode(cursor + "=" * (-len(cursor) % 4), altchars=b"-_", validate=True).decode()
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise InvalidInput("The cursor is not one this service returned.") from None
+        token_id = ""
+    if not _TOKEN_ID.fullmatch(token_id):
+        raise InvalidInput("The cursor is not one this service returned.")
+    return token_id
 
 
 @router.post(

@@ -1,0 +1,164 @@
+"""Bad input gets the API.md envelope and a 4xx, never a 500, and changes nothing in ZooKeeper."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from kazoo.client import KazooClient
+
+from tests.api.conftest import ALICE, basic
+from tests.api.helpers import token_state
+
+GOOD_HMAC = "A" * 86 + "=="
+
+CREATE_BODIES = [
+    pytest.param(b"{bad json", 422, id="malformed-json"),
+    pytest.param(b"[]", 422, id="array-body"),
+    pytest.param(b'"text"', 422, id="string-body"),
+    pytest.param(b'{"maxLifetimeMs": "100"}', 422, id="lifetime-as-string"),
+    pytest.param(b'{"maxLifetimeMs": 1.5}', 422, id="lifetime-as-float"),
+    pytest.param(b'{"maxLifetimeMs": true}', 422, id="lifetime-as-bool"),
+    pytest.param(b'{"maxLifetimeMs": 9223372036854775808}', 422, id="lifetime-beyond-int64"),
+    pytest.param(b'{"maxLifetimeMs": -9223372036854775809}', 422, id="lifetime-below-int64"),
+    pytest.param(b'{"maxLifetimeMs": 1e400}', 422, id="lifetime-infinite"),
+    pytest.param(b'{"owner": "alice"}', 422, id="owner-without-type"),
+    pytest.param(b'{"owner": ":alice"}', 422, id="owner-empty-type"),
+    pytest.param(b'{"owner": "User:"}', 422, id="owner-empty-name"),
+    pytest.param(b'{"owner": 5}', 422, id="owner-not-string"),
+    pytest.param(b'{"owner": "User:a\\u0000b"}', 422, id="owner-control-char"),
+    pytest.param(('{"owner": "User:' + "x" * 2000 + '"}').encode(), 422, id="owner-too-long"),
+    pytest.param(b'{"renewers": "User:bob"}', 422, id="renewers-not-list"),
+    pytest.param(b'{"renewers": ["bob"]}', 422, id="renewer-without-type"),
+    pytest.param(b'{"renewers": [null]}', 422, id="renewer-null"),
+    pytest.param(('{"renewers": [' + ",".join(['"User:r"'] * 101) + "]}").encode(), 422, id="too-many-renewers"),
+    pytest.param(b'{"renewers": ["Group:x"]}', 400, id="group-renewer"),
+    pytest.param(b'{"unknown": 1}', 422, id="unknown-field"),
+    pytest.param(b'{"maxlifetimems": 5}', 422, id="wrong-case-field"),
+]
+
+
+@pytest.mark.parametrize(("body", "status"), CREATE_BODIES)
+def test_bad_create_bodies(client: TestClient, raw_zk: KazooClient, body: bytes, status: int) -> None:
+    before = token_state(raw_zk)
+    response = client.post(
+        "/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"}
+    )
+    assert response.status_code == status
+    payload = response.json()
+    assert set(payload) >= {"error", "message"}
+    if status == 422:
+        assert payload["error"] == "INVALID_REQUEST"
+        assert isinstance(payload["details"], list) and payload["details"]
+    assert token_state(raw_zk) == before
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/v1/tokens/renew", {"hmac": "not-base64!"}),
+        ("/v1/tokens/renew", {"hmac": GOOD_HMAC[:-2]}),
+        ("/v1/tokens/renew", {"hmac": GOOD_HMAC.replace("A", "-")}),
+        ("/v1/tokens/renew", {}),
+        ("/v1/tokens/renew", {"hmac": GOOD_HMAC, "renewTimePeriodMs": "1"}),
+        ("/v1/tokens/expire", {"hmac": 12}),
+        ("/v1/tokens/expire", {"hmac": GOOD_HMAC, "extra": True}),
+        ("/v1/tokens/verify", {"tokenId": "a/b", "hmac": GOOD_HMAC}),
+        ("/v1/tokens/verify", {"tokenId": "abc"}),
+        ("/v1/tokens/abc/renew", {"renewTimePeriodMs": 1.0}),
+        ("/v1/tokens/abc/expire", {"expiryTimePeriodMs": None}),
+    ],
+)
+def test_bad_renew_expire_verify_bodies(client: TestClient, raw_zk: KazooClient, path: str, body: object) -> None:
+    client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    before = token_state(raw_zk)
+    response = client.post(path, json=body, headers=basic(ALICE))
+    assert response.status_code == 422
+    assert response.json()["error"] == "INVALID_REQUEST"
+    assert token_state(raw_zk) == before
+
+
+def test_validation_errors_never_echo_the_submitted_hmac(client: TestClient) -> None:
+    secretish = "S3cr3t" * 14 + "=="  # 86 chars incl. padding: wrong length, must be refused
+    response = client.post("/v1/tokens/renew", json={"hmac": secretish}, headers=basic(ALICE))
+    assert response.status_code == 422
+    assert "S3cr3t" not in response.text
+
+
+def test_unknown_hmac_is_not_found(client: TestClient, raw_zk: KazooClient) -> None:
+    client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    before = token_state(raw_zk)
+    for path in ("/v1/tokens/renew", "/v1/tokens/expire"):
+        response = client.post(path, json={"hmac": GOOD_HMAC}, headers=basic(ALICE))
+        assert response.status_code == 404
+        assert response.json()["code"] == 62
+    assert token_state(raw_zk) == before
+
+
+@pytest.mark.parametrize("token_id", ["a%2Fb", "x" * 65, "a.b", "%C3%A9"])
+def test_malformed_token_ids_in_paths(client: TestClient, token_id: str) -> None:
+    response = client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE))
+    assert response.status_code in (404, 422)
+    assert "error" in response.json()
+
+
+def test_unknown_token_id_is_not_found(client: TestClient) -> None:
+    for method, path in (("GET", ""), ("POST", "/renew"), ("POST", "/expire")):
+        response = client.request(method, f"/v1/tokens/E8gTWaIxRUOaSRH7wY3N1w{path}", headers=basic(ALICE))
+        assert response.status_code == 404
+        assert response.json()["code"] == 62
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["owner=alice", "owner=User:", "limit=0", "limit=1001", "limit=x", "cursor=%%%", "owner=" + "User:x&owner=" * 101],
+)
+def test_bad_describe_queries(client: TestClient, query: str) -> None:
+    response = client.get(f"/v1/tokens?{query}", headers=basic(ALICE))
+    assert response.status_code == 422
+    assert response.json()["error"] == "INVALID_REQUEST"
+
+
+def test_body_too_large_is_413(client: TestClient, raw_zk: KazooClient) -> None:
+    before = token_state(raw_zk)
+    response = client.post(
+        "/v1/tokens",
+        content=b'{"renewers": [' + b'"User:x",' * 20_000 + b'"User:y"]}',
+        headers=basic(ALICE) | {"content-type": "application/json"},
+    )
+    assert response.status_code == 413
+    assert response.json()["error"] == "PAYLOAD_TOO_LARGE"
+    assert token_state(raw_zk) == before
+
+
+def test_unknown_route_and_method_use_the_envelope(client: TestClient) -> None:
+    missing = client.get("/v1/nothing-here")
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "NOT_FOUND"
+    wrong = client.delete("/v1/tokens", headers=basic(ALICE))
+    assert wrong.status_code == 405
+    assert wrong.json()["error"] == "METHOD_NOT_ALLOWED"
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "Basic",
+        "Basic !!!",
+        "Basic " + "YWxpY2U=",  # "alice" without a colon
+        "Basic YWxpY2U6d3Jvbmc=",  # alice:wrong
+        "Basic bm9ib2R5OnB3",  # nobody:pw
+        "Bearer abc",
+        "Bearer E8gTWaIxRUOaSRH7wY3N1w:" + GOOD_HMAC,
+        "Bearer E8gTWaIxRUOaSRH7wY3N1w:not-an-hmac",
+        "Digest x",
+        "Basic " + "A" * 5000,
+    ],
+)
+def test_bad_credentials_get_401_with_a_challenge(client: TestClient, authorization: str | None) -> None:
+    headers = {} if authorization is None else {"Authorization": authorization}
+    response = client.post("/v1/tokens", json={}, headers=headers)
+    assert response.status_code == 401
+    assert "Basic" in response.headers["www-authenticate"]
+    assert "Bearer" in response.headers["www-authenticate"]
+    assert response.json()["error"] == "AUTHENTICATION_FAILED"
