@@ -1,0 +1,114 @@
+"""GET /v1/tokens and /v1/tokens/{id}: Kafka's describe filter and visibility, pagination, no HMACs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
+
+
+def _create(client: TestClient, user: tuple[str, str], **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/tokens", json=body, headers=basic(user))
+    assert response.status_code == 201
+    return response.json()
+
+
+def _ids(response: Any) -> set[str]:
+    assert response.status_code == 200
+    return {token["tokenId"] for token in response.json()["tokens"]}
+
+
+@pytest.fixture
+def tokens(client: TestClient) -> dict[str, dict[str, Any]]:
+    return {
+        "alice": _create(client, ALICE),
+        "alice_bob_renews": _create(client, ALICE, renewers=["User:bob"]),
+        "bob": _create(client, BOB),
+        "admin_for_carol": _create(client, ADMIN, owner="User:carol"),
+    }
+
+
+def test_each_caller_sees_what_it_owns_renews_or_requested(
+    client: TestClient, tokens: dict[str, dict[str, Any]]
+) -> None:
+    ids = {name: token["tokenId"] for name, token in tokens.items()}
+    assert _ids(client.get("/v1/tokens", headers=basic(ALICE))) == {ids["alice"], ids["alice_bob_renews"]}
+    assert _ids(client.get("/v1/tokens", headers=basic(BOB))) == {ids["bob"], ids["alice_bob_renews"]}
+    assert _ids(client.get("/v1/tokens", headers=basic(CAROL))) == {ids["admin_for_carol"]}
+    assert _ids(client.get("/v1/tokens", headers=basic(ADMIN))) == set(ids.values())
+
+
+def test_stranger_sees_nothing(client: TestClient, raw_zk: Any, tokens: dict[str, dict[str, Any]]) -> None:
+    from tests.api.conftest import put_user
+
+    put_user(raw_zk, "dave", "dave-pw")
+    assert _ids(client.get("/v1/tokens", headers=basic(("dave", "dave-pw")))) == set()
+    for token in tokens.values():
+        response = client.get(f"/v1/tokens/{token['tokenId']}", headers=basic(("dave", "dave-pw")))
+        assert response.status_code == 404
+        assert response.json()["code"] == 62
+
+
+def test_owner_filter_matches_owner_renewer_or_requester(
+    client: TestClient, tokens: dict[str, dict[str, Any]]
+) -> None:
+    ids = {name: token["tokenId"] for name, token in tokens.items()}
+    by_bob = _ids(client.get("/v1/tokens?owner=User:bob", headers=basic(ADMIN)))
+    assert by_bob == {ids["bob"], ids["alice_bob_renews"]}
+    by_admin = _ids(client.get("/v1/tokens?owner=User:admin", headers=basic(ADMIN)))
+    assert by_admin == {ids["admin_for_carol"]}
+    both = _ids(client.get("/v1/tokens?owner=User:carol&owner=User:alice", headers=basic(ADMIN)))
+    assert both == {ids["alice"], ids["alice_bob_renews"], ids["admin_for_carol"]}
+    assert _ids(client.get("/v1/tokens?owner=User:nobody", headers=basic(ADMIN))) == set()
+
+
+def test_filter_never_widens_visibility(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
+    assert _ids(client.get("/v1/tokens?owner=User:bob", headers=basic(ALICE))) == {tokens["alice_bob_renews"]["tokenId"]}
+
+
+def test_describe_output_never_holds_an_hmac(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
+    listing = client.get("/v1/tokens", headers=basic(ADMIN))
+    single = client.get(f"/v1/tokens/{tokens['alice']['tokenId']}", headers=basic(ALICE))
+    for token in tokens.values():
+        assert token["hmac"] not in listing.text
+        assert token["hmac"] not in single.text
+    assert all("hmac" not in item for item in listing.json()["tokens"])
+    assert set(single.json()) == {
+        "tokenId", "owner", "tokenRequester", "renewers", "issueTimestamp", "expiryTimestamp", "maxTimestamp",
+    }
+
+
+def test_token_authenticated_callers_may_describe(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
+    token = tokens["alice"]
+    assert token["tokenId"] in _ids(client.get("/v1/tokens", headers=bearer(token)))
+    assert client.get(f"/v1/tokens/{token['tokenId']}", headers=bearer(token)).status_code == 200
+
+
+def test_pagination_walks_every_token_once_in_id_order(client: TestClient) -> None:
+    created = {_create(client, ALICE)["tokenId"] for _ in range(7)}
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        query = "limit=3" + (f"&cursor={cursor}" if cursor else "")
+        body = client.get(f"/v1/tokens?{query}", headers=basic(ALICE)).json()
+        seen += [token["tokenId"] for token in body["tokens"]]
+        pages += 1
+        cursor = body["nextCursor"]
+        if cursor is None:
+            break
+    assert pages == 3
+    assert seen == sorted(created)
+
+
+def test_pagination_is_stable_when_tokens_disappear(client: TestClient) -> None:
+    tokens = sorted((_create(client, ALICE) for _ in range(4)), key=lambda t: t["tokenId"])
+    first = client.get("/v1/tokens?limit=2", headers=basic(ALICE)).json()
+    assert [t["tokenId"] for t in first["tokens"]] == [tokens[0]["tokenId"], tokens[1]["tokenId"]]
+    client.post("/v1/tokens/expire", json={"hmac": tokens[1]["hmac"]}, headers=basic(ALICE))
+    rest = client.get(f"/v1/tokens?limit=2&cursor={first['nextCursor']}", headers=basic(ALICE)).json()
+    assert [t["tokenId"] for t in rest["tokens"]] == [tokens[2]["tokenId"], tokens[3]["tokenId"]]
+    assert rest["nextCursor"] is None
