@@ -29,8 +29,8 @@ def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-# As kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...],producer_byte_rate=1024'
-# leaves the znode (values from a real broker's format; keys are arbitrary bytes here).
+# The shape kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...],producer_byte_rate=1024'
+# leaves in the znode (the key bytes themselves are illustrative).
 SHA256_TEXT = (
     "salt=MWtxOWJvZnZ0dW5ha3BxM3hoZnB4a2F6NA==,"
     "stored_key=CyANh0OIfJP/KqP4hxdXjsW4pDcqtd3Kq8ai7BfAkGM=,"

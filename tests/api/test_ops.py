@@ -1,0 +1,50 @@
+"""Liveness, readiness, and the 503 answer when ZooKeeper goes away."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.api.app import create_app
+from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.settings import load_settings
+from tests.api.conftest import ALICE, basic, put_user
+from tests.conftest import SECRET
+
+
+def test_healthz_and_readyz(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["zookeeper"] == "ok"
+
+
+def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
+    from kazoo.client import KazooClient
+
+    with EmbeddedZooKeeper(tmp_path / "zk") as zookeeper:
+        raw = KazooClient(hosts=zookeeper.connect_string)
+        raw.start(10)
+        put_user(raw, "alice", "alice-pw")
+        raw.stop()
+        settings = load_settings(
+            zookeeper_connect=zookeeper.connect_string,
+            delegation_token_secret_key=SECRET,
+            zookeeper_session_timeout_ms=4000,
+        )
+        with TestClient(create_app(settings), raise_server_exceptions=False) as client:
+            assert client.post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201
+            zookeeper.kill()
+            deadline = time.monotonic() + 10
+            while client.get("/readyz").status_code == 200 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            ready = client.get("/readyz")
+            assert ready.status_code == 503
+            assert "zookeeper" in ready.json()["message"]
+            response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+            assert response.status_code == 503
+            assert response.headers["retry-after"]
+            assert response.json()["error"] == "SERVICE_UNAVAILABLE"
+            assert client.get("/healthz").status_code == 200

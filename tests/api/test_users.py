@@ -1,0 +1,126 @@
+"""PUT/DELETE /v1/users/{name}/credentials: kafka-configs.sh's format, its notification, and who may."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+from kazoo.client import KazooClient
+
+from app.auth.scram import password_matches
+from app.domain.credentials import Mechanism
+from app.storage.zk import user_config_codec
+from app.storage.zk.paths import CONFIG_CHANGES
+from tests.api.conftest import ADMIN, ALICE, basic, bearer
+
+
+def _config(raw_zk: KazooClient, sanitized: str) -> dict[str, str]:
+    return json.loads(raw_zk.get(f"/config/users/{sanitized}")[0])["config"]
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256"])
+def test_credentials_are_written_as_kafka_configs_does(client: TestClient, raw_zk: KazooClient, mechanism: str) -> None:
+    changes_before = set(raw_zk.get_children(CONFIG_CHANGES))
+    response = client.put(
+        "/v1/users/dave/credentials", json={"mechanism": mechanism, "password": "dave-pw", "iterations": 8192},
+        headers=basic(ADMIN),
+    )
+    assert response.status_code == 200
+    assert response.json() == {"user": "dave", "mechanism": mechanism, "iterations": 8192, "deleted": False}
+    doc = json.loads(raw_zk.get("/config/users/dave")[0])
+    assert doc["version"] == 1
+    text = doc["config"][mechanism]
+    assert [part.split("=", 1)[0] for part in text.split(",")] == ["salt", "stored_key", "server_key", "iterations"]
+    credential = user_config_codec.credential_from_string(text)
+    assert credential.iterations == 8192
+    assert password_matches(Mechanism(mechanism), credential, "dave-pw")
+    new = set(raw_zk.get_children(CONFIG_CHANGES)) - changes_before
+    assert len(new) == 1
+    notice = raw_zk.get(f"{CONFIG_CHANGES}/{new.pop()}")[0]
+    assert notice == b'{"version":2,"entity_path":"users/dave"}'
+    assert client.get("/v1/tokens", headers=basic(("dave", "dave-pw"))).status_code == 200
+    assert "dave-pw" not in response.text
+
+
+def test_other_config_entries_are_preserved(client: TestClient, raw_zk: KazooClient) -> None:
+    raw_zk.create("/config/users/eve", b'{"version":1,"config":{"producer_byte_rate":"1024"}}')
+    client.put("/v1/users/eve/credentials", json={"mechanism": "SCRAM-SHA-256", "password": "p"}, headers=basic(ADMIN))
+    config = _config(raw_zk, "eve")
+    assert config["producer_byte_rate"] == "1024"
+    assert "SCRAM-SHA-256" in config
+
+
+def test_user_names_are_sanitized_like_kafka(client: TestClient, raw_zk: KazooClient) -> None:
+    response = client.put("/v1/users/CN=a b/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ADMIN))
+    assert response.status_code == 200
+    assert "SCRAM-SHA-512" in _config(raw_zk, "CN%3Da%20b")
+
+
+def test_password_change_takes_effect_at_once(client: TestClient) -> None:
+    assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 200  # now cached as verified
+    client.put("/v1/users/alice/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "new-pw"}, headers=basic(ADMIN))
+    assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 401
+    assert client.get("/v1/tokens", headers=basic(("alice", "new-pw"))).status_code == 200
+
+
+def test_delete_removes_only_that_mechanism(client: TestClient, raw_zk: KazooClient) -> None:
+    client.put("/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-256", "password": "p1"}, headers=basic(ADMIN))
+    client.put("/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p2"}, headers=basic(ADMIN))
+    response = client.delete("/v1/users/frank/credentials?mechanism=SCRAM-SHA-512", headers=basic(ADMIN))
+    assert response.status_code == 200
+    assert list(_config(raw_zk, "frank")) == ["SCRAM-SHA-256"]
+    assert client.get("/v1/tokens", headers=basic(("frank", "p2"))).status_code == 401
+    assert client.get("/v1/tokens", headers=basic(("frank", "p1"))).status_code == 200
+    missing = client.delete("/v1/users/frank/credentials?mechanism=SCRAM-SHA-512", headers=basic(ADMIN))
+    assert missing.status_code == 404
+    assert missing.json()["error"] == "CREDENTIAL_NOT_FOUND"
+
+
+def test_only_super_users_manage_credentials(client: TestClient, raw_zk: KazooClient) -> None:
+    before = raw_zk.get_children(CONFIG_CHANGES)
+    response = client.put("/v1/users/mallory/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ALICE))
+    assert response.status_code == 403
+    assert response.json()["code"] == 31
+    assert client.delete("/v1/users/alice/credentials?mechanism=SCRAM-SHA-512", headers=basic(ALICE)).status_code == 403
+    assert raw_zk.exists("/config/users/mallory") is None
+    assert raw_zk.get_children(CONFIG_CHANGES) == before
+
+
+def test_token_authenticated_super_user_cannot_manage_credentials(client: TestClient) -> None:
+    token = client.post("/v1/tokens", json={}, headers=basic(ADMIN)).json()
+    response = client.put("/v1/users/x/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=bearer(token))
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"mechanism": "SCRAM-SHA-1", "password": "p"},
+        {"mechanism": "SCRAM-SHA-512", "password": ""},
+        {"mechanism": "SCRAM-SHA-512", "password": "p", "iterations": 1000},
+        {"mechanism": "SCRAM-SHA-512", "password": "p", "iterations": 16385},
+        {"mechanism": "SCRAM-SHA-512", "password": "p", "iterations": "4096"},
+        {"mechanism": "SCRAM-SHA-512", "password": "x" * 1025},
+        {"mechanism": "SCRAM-SHA-512"},
+        {"mechanism": "SCRAM-SHA-512", "password": "p", "salt": "x"},
+    ],
+)
+def test_bad_credential_requests(client: TestClient, raw_zk: KazooClient, body: dict[str, object]) -> None:
+    response = client.put("/v1/users/grace/credentials", json=body, headers=basic(ADMIN))
+    assert response.status_code == 422
+    assert response.json()["error"] == "INVALID_REQUEST"
+    assert raw_zk.exists("/config/users/grace") is None
+
+
+def test_bad_delete_mechanism(client: TestClient) -> None:
+    assert client.delete("/v1/users/alice/credentials", headers=basic(ADMIN)).status_code == 422
+    assert client.delete("/v1/users/alice/credentials?mechanism=PLAIN", headers=basic(ADMIN)).status_code == 422
+
+
+def test_scram_sha_256_only_users_log_in(client: TestClient, raw_zk: KazooClient) -> None:
+    from tests.api.conftest import put_user
+
+    put_user(raw_zk, "henry", "h-pw", Mechanism.SCRAM_SHA_256)
+    assert client.get("/v1/tokens", headers=basic(("henry", "h-pw"))).status_code == 200
+    assert client.get("/v1/tokens", headers=basic(("henry", "wrong"))).status_code == 401
