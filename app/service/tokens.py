@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -18,7 +20,8 @@ from app.service.hmac_index import HmacIndex
 from app.service.ports import StoredToken, TokenStore
 
 # A renew and an expire of one token racing on two replicas: the loser re-reads and decides again.
-MAX_CAS_ATTEMPTS = 5
+MAX_CAS_ATTEMPTS = 8
+CAS_BACKOFF_S = 0.005
 T = TypeVar("T")
 
 
@@ -151,7 +154,10 @@ class TokenService:
 
     def _with_cas(self, token_id: str, attempt: Callable[[StoredToken], T]) -> T:
         """Read, decide, write guarded by the version read; on a lost race read and decide again."""
-        for _ in range(MAX_CAS_ATTEMPTS):
+        for attempt_number in range(MAX_CAS_ATTEMPTS):
+            if attempt_number:
+                # Jittered backoff so racing replicas stop colliding in lockstep.
+                time.sleep(random.uniform(0, CAS_BACKOFF_S * attempt_number))  # noqa: S311 - not security
             stored = self._store.get(token_id)
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")

@@ -1,0 +1,263 @@
+"""The token znode's data (KAFKA_COMPAT.md "Token znodes"): byte-exact with what Kafka writes."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.storage.zk.token_codec import TokenCodecError, decode, encode
+
+ALICE = KafkaPrincipal.user("alice")
+BOB = KafkaPrincipal.user("bob")
+
+# A v3 znode exactly as Kafka 3.x writes it.
+V3_VECTOR = (
+    b'{"issueTimestamp":1700000000000,"renewers":["User%3Abob"],"tokenRequester":"User%3Aalice",'
+    b'"tokenId":"E8gTWaIxRUOaSRH7wY3N1w","owner":"User%3Aalice","expiryTimestamp":1700086400000,'
+    b'"maxTimestamp":1700604800000,"version":3}'
+)
+V3_TOKEN = TokenInformation(
+    token_id="E8gTWaIxRUOaSRH7wY3N1w",
+    owner=ALICE,
+    token_requester=ALICE,
+    renewers=(BOB,),
+    issue_timestamp=1_700_000_000_000,
+    expiry_timestamp=1_700_086_400_000,
+    max_timestamp=1_700_604_800_000,
+)
+
+
+def _doc(**changes: Any) -> dict[str, Any]:
+    """The vector as a dict, with keys changed (a value of ``...`` removes the key)."""
+    doc: dict[str, Any] = json.loads(V3_VECTOR)
+    for key, value in changes.items():
+        if value is ...:
+            doc.pop(key, None)
+        else:
+            doc[key] = value
+    return doc
+
+
+def _bytes(doc: dict[str, Any]) -> bytes:
+    return json.dumps(doc).encode("utf-8")
+
+
+# --------------------------------------------------------------------------------------------- vector
+
+
+def test_v3_vector_decodes_to_the_expected_token() -> None:
+    assert decode(V3_VECTOR) == V3_TOKEN
+
+
+def test_encoding_the_vector_token_at_version_3_gives_exactly_the_vector_bytes() -> None:
+    assert encode(V3_TOKEN, version=3) == V3_VECTOR
+
+
+def test_default_encoding_version_is_3() -> None:
+    assert encode(V3_TOKEN) == V3_VECTOR
+
+
+def test_v3_keeps_a_requester_different_from_the_owner() -> None:
+    token = TokenInformation("tid", BOB, ALICE, (), 1, 2, 3)
+    data = encode(token, version=3)
+    assert json.loads(data)["tokenRequester"] == "User%3Aalice"
+    assert decode(data) == token
+
+
+def test_key_order_is_irrelevant_to_the_reader() -> None:
+    shuffled = dict(reversed(list(json.loads(V3_VECTOR).items())))
+    assert decode(_bytes(shuffled)) == V3_TOKEN
+
+
+def test_principals_with_special_characters_are_sanitized_and_round_trip() -> None:
+    owner = KafkaPrincipal.parse("User:CN=a b,O=x*y~z+w")
+    token = TokenInformation("tid", owner, KafkaPrincipal.user("é"), (KafkaPrincipal.user("a:b"),), 1, 2, 3)
+    data = encode(token)
+    doc = json.loads(data)
+    assert doc["owner"] == "User%3ACN%3Da%20b%2CO%3Dx%2Ay%7Ez%2Bw"
+    assert doc["tokenRequester"] == "User%3A%C3%A9"
+    assert doc["renewers"] == ["User%3Aa%3Ab"]
+    assert decode(data) == token
+
+
+def test_empty_renewers_are_written_as_an_empty_array() -> None:
+    token = TokenInformation("tid", ALICE, ALICE, (), 1, 2, 3)
+    assert b'"renewers":[]' in encode(token)
+    assert decode(encode(token)).renewers == ()
+
+
+def test_encoding_is_compact_json() -> None:
+    data = encode(V3_TOKEN)
+    assert b" " not in data
+    assert b"\n" not in data
+
+
+def test_timestamps_are_written_as_json_integers() -> None:
+    doc = json.loads(encode(V3_TOKEN))
+    for key in ("issueTimestamp", "expiryTimestamp", "maxTimestamp", "version"):
+        assert type(doc[key]) is int
+
+
+# --------------------------------------------------------------------------------------------- version 1 and 2
+
+
+def test_v1_encoding_has_no_requester_and_version_1() -> None:
+    doc = json.loads(encode(V3_TOKEN, version=1))
+    assert "tokenRequester" not in doc
+    assert doc["version"] == 1
+
+
+def test_v1_encoding_is_the_vector_without_the_requester() -> None:
+    expected = V3_VECTOR.replace(b'"tokenRequester":"User%3Aalice",', b"").replace(
+        b'"version":3', b'"version":1'
+    )
+    assert encode(V3_TOKEN, version=1) == expected
+
+
+def test_v1_encoding_drops_a_requester_different_from_the_owner() -> None:
+    token = TokenInformation("tid", BOB, ALICE, (), 1, 2, 3)
+    assert decode(encode(token, version=1)).token_requester == BOB
+
+
+def test_decoding_v1_takes_the_owner_as_requester() -> None:
+    token = decode(_bytes(_doc(version=1, tokenRequester=...)))
+    assert token.token_requester == token.owner == ALICE
+
+
+def test_decoding_v1_ignores_a_stray_requester_as_kafka_does() -> None:
+    token = decode(_bytes(_doc(version=1, tokenRequester="User%3Abob")))
+    assert token.token_requester == ALICE
+
+
+def test_decoding_v2_without_requester_takes_the_owner() -> None:
+    token = decode(_bytes(_doc(version=2, tokenRequester=...)))
+    assert token.token_requester == ALICE
+
+
+def test_decoding_v2_with_requester_reads_it() -> None:
+    token = decode(_bytes(_doc(version=2, tokenRequester="User%3Abob")))
+    assert token.token_requester == BOB
+
+
+def test_decoding_v3_without_requester_takes_the_owner() -> None:
+    assert decode(_bytes(_doc(tokenRequester=...))).token_requester == ALICE
+
+
+@pytest.mark.parametrize("version", [0, 2, 4, -1])
+def test_encode_refuses_versions_kafka_never_writes(version: int) -> None:
+    with pytest.raises(ValueError):
+        encode(V3_TOKEN, version=version)
+
+
+# --------------------------------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("key", ["issueTimestamp", "expiryTimestamp", "maxTimestamp"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param("1700000000000", id="string"),
+        pytest.param(True, id="true"),
+        pytest.param(False, id="false"),
+        pytest.param(1700000000000.0, id="float"),
+        pytest.param(1.7e12, id="exponent-float"),
+        pytest.param(None, id="null"),
+        pytest.param([1700000000000], id="array"),
+    ],
+)
+def test_decode_refuses_timestamps_that_are_not_json_integers(key: str, value: object) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(_bytes(_doc(**{key: value})))
+
+
+@pytest.mark.parametrize(
+    "key", ["version", "owner", "renewers", "issueTimestamp", "expiryTimestamp", "maxTimestamp", "tokenId"]
+)
+def test_decode_refuses_missing_keys(key: str) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(_bytes(_doc(**{key: ...})))
+
+
+@pytest.mark.parametrize(
+    "version",
+    [
+        pytest.param(0, id="0"),
+        pytest.param(4, id="4"),
+        pytest.param(-3, id="negative"),
+        pytest.param("3", id="string-3"),
+        pytest.param(3.0, id="float-3"),
+        pytest.param(True, id="true"),
+        pytest.param(None, id="null"),
+    ],
+)
+def test_decode_refuses_unsupported_versions(version: object) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(_bytes(_doc(version=version)))
+
+
+@pytest.mark.parametrize(
+    "renewers",
+    [
+        pytest.param("User%3Abob", id="string"),
+        pytest.param(None, id="null"),
+        pytest.param({"0": "User%3Abob"}, id="object"),
+        pytest.param([1], id="list-of-int"),
+        pytest.param([["User%3Abob"]], id="nested-list"),
+    ],
+)
+def test_decode_refuses_renewers_that_are_not_a_list_of_strings(renewers: object) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(_bytes(_doc(renewers=renewers)))
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        pytest.param(b"", id="empty"),
+        pytest.param(b"{", id="truncated"),
+        pytest.param(b"not json", id="not-json"),
+        pytest.param(V3_VECTOR[:-1], id="vector-truncated"),
+    ],
+)
+def test_decode_refuses_bad_json(data: bytes) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(data)
+
+
+def test_decode_refuses_non_utf8() -> None:
+    with pytest.raises(TokenCodecError):
+        decode(V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"E8gTWaIxRUOaSRH7wY3N1\xff"))
+
+
+@pytest.mark.parametrize("data", [b"[]", b"null", b"3", b'"token"', b"true"])
+def test_decode_refuses_json_that_is_not_an_object(data: bytes) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(data)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        pytest.param("owner", "alice", id="owner-without-type"),
+        pytest.param("owner", "User%3A", id="owner-empty-name"),
+        pytest.param("owner", "%3Aalice", id="owner-empty-type"),
+        pytest.param("owner", "User%3Aa%00b", id="owner-control-character"),
+        pytest.param("owner", "User%3A%FF", id="owner-invalid-utf8-escape"),
+        pytest.param("owner", 42, id="owner-not-a-string"),
+        pytest.param("tokenRequester", "alice", id="requester-without-type"),
+        pytest.param("tokenRequester", 42, id="requester-not-a-string"),
+        pytest.param("renewers", ["bob"], id="renewer-without-type"),
+        pytest.param("tokenId", 42, id="token-id-not-a-string"),
+    ],
+)
+def test_decode_refuses_malformed_principals_and_ids(key: str, value: object) -> None:
+    with pytest.raises(TokenCodecError):
+        decode(_bytes(_doc(**{key: value})))
+
+
+def test_token_codec_error_is_a_value_error() -> None:
+    assert issubclass(TokenCodecError, ValueError)
