@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import ssl
 from typing import Any
 
@@ -40,5 +41,12 @@ def serve(settings: Settings) -> int:
     logging.getLogger("kazoo").setLevel(logging.WARNING)
     config = uvicorn.Config(create_app(settings), **uvicorn_options(settings))
     server = uvicorn.Server(config)
-    server.run()
+    # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
+    # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
+    # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
+    previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    try:
+        server.run()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0 if server.started else 1

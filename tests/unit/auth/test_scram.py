@@ -103,7 +103,7 @@ def test_password_matches_does_not_run_pbkdf2_for_absurd_iteration_counts(iterat
     assert not password_matches(Mechanism.SCRAM_SHA_256, credential, "pw")  # returns at once
 
 
-# --------------------------------------------------------------------------------------------- RFC 7677
+# -------------------- RFC 7677
 
 
 RFC7677_SALT = base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
@@ -143,10 +143,10 @@ def test_rfc7677_vector_password_matches() -> None:
     assert not password_matches(Mechanism.SCRAM_SHA_256, credential, "Pencil")
 
 
-# --------------------------------------------------------------------------------------------- no SASLprep
+# -------------------- no SASLprep
 
 
-FULLWIDTH_PASS = "\uff50\uff41\uff53\uff53"  # 'ｐａｓｓ', which SASLprep (NFKC) would turn into 'pass'
+FULLWIDTH_PASS = "\uff50\uff41\uff53\uff53"  # fullwidth 'pass', which SASLprep (NFKC) turns into 'pass'
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -166,7 +166,7 @@ def test_fullwidth_password_does_not_match_its_saslprep_form(mechanism: Mechanis
 
 
 def test_differs_from_scramp_which_applies_saslprep() -> None:
-    """The reason the module does not use scramp.make_auth_info: scramp maps 'ｐａｓｓ' to 'pass'."""
+    """The reason the module does not use scramp.make_auth_info: scramp maps fullwidth 'pass' to 'pass'."""
     _, scramp_stored, _, _ = scramp.ScramMechanism("SCRAM-SHA-256").make_auth_info(
         FULLWIDTH_PASS, iteration_count=4096, salt=SALT
     )
@@ -185,7 +185,7 @@ def test_ascii_password_agrees_with_scramp() -> None:
     )
 
 
-# --------------------------------------------------------------------------------------------- tokens
+# -------------------- tokens
 
 
 HMAC_TEXT = "4yNy7/Z+zNgC0bevraCN9fOXatvHfn4ZrHtPzPlrbPxMD2i6+BNIueia0juqmA75Nxpj18hRCE7nMYHojrij4Q=="

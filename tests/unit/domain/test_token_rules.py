@@ -91,7 +91,7 @@ def token_caller(principal: KafkaPrincipal) -> Caller:
 
 
 def make_token(
-    token_id: str = "tok-a",
+    token_id: str = "tok-a",  # noqa: S107 - a token id, not a password
     *,
     owner: KafkaPrincipal = ALICE,
     requester: KafkaPrincipal | None = None,
@@ -170,7 +170,7 @@ def create_tokens_grant(principal: KafkaPrincipal, owner: KafkaPrincipal) -> Gra
     return (principal, Operation.CREATE_TOKENS, ResourceType.USER, str(owner))
 
 
-# --------------------------------------------------------------------------------------------- errors
+# -------------------- errors
 
 
 @pytest.mark.parametrize(
@@ -187,7 +187,7 @@ def test_error_classes_carry_kafka_codes(error: type[KafkaError], code: int) -> 
     assert error.code == code
 
 
-# --------------------------------------------------------------------------------------------- policy
+# -------------------- policy
 
 
 @pytest.mark.parametrize(("max_lifetime", "renew_ms"), [(0, 1), (1, 0), (-1, DAY), (DAY, -5)])
@@ -196,7 +196,7 @@ def test_policy_refuses_lifetimes_below_one_ms(max_lifetime: int, renew_ms: int)
         TokenPolicy(max_lifetime_ms=max_lifetime, default_renew_ms=renew_ms)
 
 
-# --------------------------------------------------------------------------------------------- create
+# -------------------- create
 
 
 def test_create_owner_defaults_to_caller() -> None:
@@ -380,7 +380,7 @@ def test_create_expiry_when_policy_renew_exceeds_max_lifetime() -> None:
     assert token.expiry_timestamp == NOW + HOUR
 
 
-# --------------------------------------------------------------------------------------------- renew
+# -------------------- renew
 
 
 def test_renew_refuses_token_authenticated_caller_with_64() -> None:
@@ -497,7 +497,7 @@ def test_renew_can_shorten_the_expiry() -> None:
     assert renew(token, caller(ALICE), period=HOUR) == NOW + HOUR
 
 
-# --------------------------------------------------------------------------------------------- expire
+# -------------------- expire
 
 
 def test_expire_refuses_token_authenticated_caller_with_64() -> None:
@@ -532,7 +532,8 @@ def test_expire_by_renewer_is_allowed() -> None:
 
 def test_expire_by_super_user_is_allowed() -> None:
     authorizer = FakeAuthorizer(super_users=[ADMIN])
-    assert expire(make_token(owner=ALICE), caller(ADMIN), period=-1, authorizer=authorizer) == DeleteToken(NOW)
+    decision = expire(make_token(owner=ALICE), caller(ADMIN), period=-1, authorizer=authorizer)
+    assert decision == DeleteToken(NOW)
 
 
 @pytest.mark.parametrize("period", [-1, -HOUR, -(2**63)])
@@ -572,7 +573,7 @@ def test_expire_may_extend_expiry_up_to_max_as_kafka_does() -> None:
     assert expire(token, caller(ALICE), period=2 * DAY) == SetExpiry(NOW + 2 * DAY)
 
 
-# --------------------------------------------------------------------------------------------- may_manage
+# -------------------- may_manage
 
 
 def test_may_manage_owner_renewer_and_super_user_only() -> None:
@@ -585,7 +586,7 @@ def test_may_manage_owner_renewer_and_super_user_only() -> None:
     assert not may_manage(token, caller(STRANGER), authorizer)
 
 
-# --------------------------------------------------------------------------------------------- describe
+# -------------------- describe
 
 
 def test_owner_filter_none_matches_every_token() -> None:
@@ -687,9 +688,13 @@ def test_describe_asks_the_authorizer_exactly_these_two_questions_for_a_stranger
 @pytest.mark.parametrize(
     "grant",
     [
-        pytest.param((STRANGER, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-other"), id="other-token"),
+        pytest.param(
+            (STRANGER, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-other"), id="other-token"
+        ),
         pytest.param((STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "User:bob"), id="other-owner"),
-        pytest.param((STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "alice"), id="owner-without-type"),
+        pytest.param(
+            (STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "alice"), id="owner-without-type"
+        ),
         pytest.param((STRANGER, Operation.DESCRIBE, ResourceType.USER, "User:alice"), id="describe-on-user"),
         pytest.param(
             (STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.DELEGATION_TOKEN, "tok-x"),
@@ -715,7 +720,7 @@ def test_describe_hides_invisible_tokens_among_visible_ones() -> None:
     assert [token.token_id for token in result] == ["t1", "t3"]
 
 
-# --------------------------------------------------------------------------------------------- paginate
+# -------------------- paginate
 
 
 def _ordered(*token_ids: str) -> list[TokenInformation]:
@@ -809,7 +814,7 @@ def test_paginate_is_stable_when_a_token_is_added_before_the_cursor() -> None:
     assert _ids(paginate(with_a, limit=2, after=first.next_after)) == ["d", "e"]
 
 
-# --------------------------------------------------------------------------------------------- TokenInformation
+# -------------------- TokenInformation
 
 
 def test_authenticates_before_expiry_and_max() -> None:
@@ -862,7 +867,7 @@ def test_with_expiry_changes_only_the_expiry() -> None:
     assert token.expiry_timestamp == NOW + DAY  # the original is untouched (frozen)
 
 
-# --------------------------------------------------------------------------------------------- SuperUsersOnly
+# -------------------- SuperUsersOnly
 
 
 def test_super_users_only_knows_its_super_users() -> None:

@@ -24,7 +24,7 @@ VECTOR_TOKEN_ID = "E8gTWaIxRUOaSRH7wY3N1w"
 VECTOR_HMAC = "4yNy7/Z+zNgC0bevraCN9fOXatvHfn4ZrHtPzPlrbPxMD2i6+BNIueia0juqmA75Nxpj18hRCE7nMYHojrij4Q=="
 
 
-# --------------------------------------------------------------------------------------------- HMAC
+# -------------------- HMAC
 
 
 def test_hmac_matches_the_kafka_vector() -> None:
@@ -63,7 +63,7 @@ def test_empty_secret_is_refused() -> None:
         TokenSecret("")
 
 
-# --------------------------------------------------------------------------------------------- matches
+# -------------------- matches
 
 
 def test_matches_true_for_the_tokens_own_hmac() -> None:
@@ -95,7 +95,7 @@ def test_matches_false_for_one_flipped_bit() -> None:
     assert not secret.matches(VECTOR_TOKEN_ID, bytes(mac))
 
 
-# --------------------------------------------------------------------------------------------- secrecy
+# -------------------- secrecy
 
 
 def test_repr_and_str_never_show_the_key() -> None:
@@ -109,7 +109,7 @@ def test_secret_key_is_not_reachable_through_vars() -> None:
     assert not hasattr(secret, "__dict__")
 
 
-# --------------------------------------------------------------------------------------------- token ids
+# -------------------- token ids
 
 
 def test_new_token_id_is_22_base64url_characters_without_padding() -> None:
@@ -142,7 +142,7 @@ def test_vector_token_id_has_the_same_shape() -> None:
     assert len(base64.urlsafe_b64decode(VECTOR_TOKEN_ID + "==")) == 16
 
 
-# --------------------------------------------------------------------------------------------- decode_hmac
+# -------------------- decode_hmac
 
 
 def test_decode_hmac_accepts_the_vector() -> None:

@@ -46,7 +46,7 @@ def _bytes(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc).encode("utf-8")
 
 
-# --------------------------------------------------------------------------------------------- vector
+# -------------------- vector
 
 
 def test_v3_vector_decodes_to_the_expected_token() -> None:
@@ -102,7 +102,7 @@ def test_timestamps_are_written_as_json_integers() -> None:
         assert type(doc[key]) is int
 
 
-# --------------------------------------------------------------------------------------------- version 1 and 2
+# -------------------- version 1 and 2
 
 
 def test_v1_encoding_has_no_requester_and_version_1() -> None:
@@ -153,7 +153,7 @@ def test_encode_refuses_versions_kafka_never_writes(version: int) -> None:
         encode(V3_TOKEN, version=version)
 
 
-# --------------------------------------------------------------------------------------------- refusals
+# -------------------- refusals
 
 
 @pytest.mark.parametrize("key", ["issueTimestamp", "expiryTimestamp", "maxTimestamp"])

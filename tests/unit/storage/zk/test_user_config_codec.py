@@ -29,8 +29,9 @@ def b64(raw: bytes) -> str:
     return base64.b64encode(raw).decode("ascii")
 
 
-# The shape kafka-configs.sh --alter --add-config 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...],producer_byte_rate=1024'
-# leaves in the znode (the key bytes themselves are illustrative).
+# The shape kafka-configs.sh --alter --add-config
+# 'SCRAM-SHA-256=[...],SCRAM-SHA-512=[...],producer_byte_rate=1024' leaves in the znode
+# (the key bytes themselves are illustrative).
 SHA256_TEXT = (
     "salt=MWtxOWJvZnZ0dW5ha3BxM3hoZnB4a2F6NA==,"
     "stored_key=CyANh0OIfJP/KqP4hxdXjsW4pDcqtd3Kq8ai7BfAkGM=,"
@@ -86,8 +87,11 @@ def test_malformed_credential_string_is_refused(text: str) -> None:
 
 
 def test_decode_kafka_configs_znode_keeps_every_key() -> None:
-    config = decode(KAFKA_CONFIGS_ZNODE)
-    assert config == {"SCRAM-SHA-512": SHA512_TEXT, "producer_byte_rate": "1024", "SCRAM-SHA-256": SHA256_TEXT}
+    assert decode(KAFKA_CONFIGS_ZNODE) == {
+        "SCRAM-SHA-512": SHA512_TEXT,
+        "producer_byte_rate": "1024",
+        "SCRAM-SHA-256": SHA256_TEXT,
+    }
 
 
 def test_credentials_extracts_both_mechanisms_and_ignores_quotas() -> None:

@@ -1,0 +1,82 @@
+"""``kts dev``: one command to a running stack with its own ZooKeeper, an admin, and a kept secret."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from app.cli.embedded_zookeeper import four_letter_word, free_port
+from tests.api.conftest import basic
+from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
+
+
+def _start(data_dir: Path, port: int, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [*KTS, "dev", "--port", str(port), "--data-dir", str(data_dir)],
+        cwd=ROOT,
+        env=kts_env(**env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _zookeeper_port(output: str) -> int:
+    match = re.search(r"ZooKeeper: 127\.0\.0\.1:(\d+)", output)
+    assert match, output
+    return int(match.group(1))
+
+
+def test_dev_stack_starts_serves_and_stops_zookeeper(tmp_path: Path, processes: list[subprocess.Popen[str]]) -> None:
+    port = free_port()
+    data_dir = tmp_path / "dev"
+    process = _start(data_dir, port, KTS_ADMIN_PASSWORD="admin-pw")
+    processes.append(process)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, process, timeout_s=60)
+    created = httpx.post(f"{url}/v1/tokens", json={"owner": "User:joe"}, headers=basic(("admin", "admin-pw")))
+    assert created.status_code == 201
+    assert (data_dir / "secret.key").stat().st_mode & 0o777 == 0o600
+    process.send_signal(signal.SIGTERM)
+    output, _ = process.communicate(timeout=30)
+    assert process.returncode == 0
+    zk_port = _zookeeper_port(output)
+    time.sleep(0.2)
+    try:
+        answer = four_letter_word(zk_port)
+    except OSError:
+        answer = ""
+    assert answer != "imok", "ZooKeeper must stop with kts dev"
+    assert "admin-pw" not in output
+
+
+def test_generated_admin_password_is_printed_once_and_kept(
+    tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    data_dir = tmp_path / "dev"
+    port = free_port()
+    first = _start(data_dir, port)
+    processes.append(first)
+    wait_ready(f"http://127.0.0.1:{port}", first, timeout_s=60)
+    first.send_signal(signal.SIGINT)
+    output, _ = first.communicate(timeout=30)
+    match = re.search(r"password: (\S+)\s+\(shown only now\)", output)
+    assert match, output
+    password = match.group(1)
+    secret = (data_dir / "secret.key").read_text()
+
+    second = _start(data_dir, port)
+    processes.append(second)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, second, timeout_s=60)
+    assert httpx.get(f"{url}/v1/tokens", headers=basic(("admin", password))).status_code == 200
+    second.send_signal(signal.SIGTERM)
+    output, _ = second.communicate(timeout=30)
+    assert "shown only now" not in output
+    assert password not in output
+    assert (data_dir / "secret.key").read_text() == secret

@@ -1,0 +1,89 @@
+"""``kts serve`` as a process: a properties file with broker key names, env overrides, refusal to start."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+from kazoo.client import KazooClient
+
+from app.cli.embedded_zookeeper import free_port
+from tests.api.conftest import ALICE, basic, put_user
+from tests.conftest import SECRET, write_properties
+from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
+
+
+def test_serves_tokens_from_a_broker_style_properties_file(
+    tmp_path: Path, zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]]
+) -> None:
+    put_user(raw_zk, *ALICE)
+    port = free_port()
+    config = write_properties(
+        tmp_path / "server.properties",
+        {
+            "broker.id": "1",
+            "log.dirs": "/ignored",
+            "zookeeper.connect": zk_connect,
+            "delegation.token.secret.key": "from-the-file",
+            "delegation.token.max.lifetime.ms": "3600000",
+        },
+    )
+    process = subprocess.Popen(
+        [*KTS, "serve", "--config", str(config)],
+        cwd=ROOT,
+        env=kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    processes.append(process)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, process)
+    response = httpx.post(f"{url}/v1/tokens", json={}, headers=basic(ALICE))
+    assert response.status_code == 201
+    token = response.json()
+    assert token["maxTimestamp"] - token["issueTimestamp"] == 3_600_000  # from the file
+    verified = httpx.post(
+        f"{url}/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(ALICE)
+    )
+    assert verified.status_code == 200  # the environment's secret won over the file's
+    process.terminate()
+    output, _ = process.communicate(timeout=15)
+    assert process.returncode == 0
+    for secret in (SECRET, "from-the-file", token["hmac"], ALICE[1]):
+        assert secret not in output
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [
+        ({"delegation.token.secret.key": "s"}, "zookeeper.connect"),
+        ({"zookeeper.connect": "127.0.0.1:2181"}, "delegation.token.secret.key"),
+        ({"zookeeper.connect": "127.0.0.1:2181", "delegation.token.secret.key": "s", "token.znode.version": "2"},
+         "token.znode.version"),
+        ({"zookeeper.connect": "nonsense", "delegation.token.secret.key": "s"}, "zookeeper.connect"),
+        ({"zookeeper.connect": "127.0.0.1:2181", "delegation.token.secret.key": "s",
+          "delegation.token.max.lifetime.ms": "-5"}, "delegation.token.max.lifetime.ms"),
+    ],
+)
+def test_refuses_to_start_with_one_line_naming_the_key(tmp_path: Path, values: dict[str, str], key: str) -> None:
+    config = write_properties(tmp_path / "kts.properties", values)
+    result = subprocess.run(
+        [*KTS, "serve", "--config", str(config)], cwd=ROOT, env=kts_env(), capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert key in lines[0]
+    assert "s" not in values.get("delegation.token.secret.key", "x") or "=s" not in lines[0]
+
+
+def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*KTS, "serve", "--config", str(tmp_path / "absent.properties")],
+        cwd=ROOT, env=kts_env(), capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "absent.properties" in result.stderr
