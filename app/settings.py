@@ -115,7 +115,10 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _secret_and_tls(self) -> Settings:
         if not self.secret_key:
-            raise ValueError("delegation.token.secret.key: missing or empty (set it, or KTS_DELEGATION_TOKEN_SECRET_KEY, to the brokers' secret)")
+            raise ValueError(
+                "delegation.token.secret.key: missing or empty "
+                "(set it, or KTS_DELEGATION_TOKEN_SECRET_KEY, to the brokers' secret)"
+            )
         if self.listener_scheme == "https" and not (self.ssl_certfile and self.ssl_keyfile):
             raise ValueError("listeners: an https listener needs ssl.certfile and ssl.keyfile")
         return self

@@ -14,7 +14,6 @@ from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
 
-
 class _DocumentedScheme(SecurityBase):
     """Declares an HTTP auth scheme in OpenAPI (so Swagger UI offers it) without reading the request:
     FastAPI's own HTTPBasic answers malformed headers itself, bypassing our error envelope and challenge.

@@ -83,7 +83,11 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
 
 def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     return [
-        {"loc": [str(part) for part in error.get("loc", ())], "msg": error.get("msg"), "type": error.get("type")}
+        {
+            "loc": [str(part) for part in error.get("loc", ())],
+            "msg": error.get("msg"),
+            "type": error.get("type"),
+        }
         for error in exc.errors()
     ]
 

@@ -25,9 +25,7 @@ _MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
 
 
 class BasicAuthenticator:
-    def __init__(
-        self, store: UserStore, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000
-    ) -> None:
+    def __init__(self, store: UserStore, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000) -> None:
         self._store = store
         self._clock = clock
         self._ttl_ms = cache_ttl_ms

@@ -9,19 +9,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Protocol
 
 from app.domain.principal import KafkaPrincipal
 
 
-class ResourceType(str, Enum):
+class ResourceType(StrEnum):
     CLUSTER = "Cluster"
     DELEGATION_TOKEN = "DelegationToken"
     USER = "User"
 
 
-class Operation(str, Enum):
+class Operation(StrEnum):
     ALL = "All"
     ALTER = "Alter"
     DESCRIBE = "Describe"
@@ -48,8 +48,7 @@ class Caller:
 class Authorizer(Protocol):
     def is_super_user(self, principal: KafkaPrincipal) -> bool: ...
 
-    def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool:
-        ...
+    def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool: ...
 
 
 class SuperUsersOnly:

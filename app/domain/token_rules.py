@@ -59,8 +59,9 @@ ExpireDecision = DeleteToken | SetExpiry
 def ensure_may_request_tokens(caller: Caller) -> None:
     """Kafka answers 64 to token requests from callers who logged in with a delegation token."""
     if caller.token_authenticated:
-        raise TokenRequestNotAllowed("A caller authenticated with a delegation token may not create, "
-                                     "renew or expire tokens.")
+        raise TokenRequestNotAllowed(
+            "A caller authenticated with a delegation token may not create, renew or expire tokens."
+        )
 
 
 def plan_create(
@@ -76,9 +77,7 @@ def plan_create(
     ensure_may_request_tokens(caller)
     requester = caller.principal
     owner = request.owner if request.owner is not None else requester
-    if owner != requester and not authorizer.authorize(
-        caller, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)
-    ):
+    if owner != requester and not authorizer.authorize(caller, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)):
         raise TokenAuthorizationFailed(f"{requester} may not create tokens for {owner}.")
     if not owner.is_user:
         # Kafka does not check this, but a token authenticates as User:<owner name>, so any other owner
@@ -166,9 +165,7 @@ def describe(
 ) -> list[TokenInformation]:
     """Tokens the filter selects and the caller may see, ordered by token id (the pagination order)."""
     selected = (
-        token
-        for token in tokens
-        if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
+        token for token in tokens if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
     )
     return sorted(selected, key=lambda token: token.token_id)
 
@@ -185,4 +182,3 @@ def paginate(ordered: Sequence[TokenInformation], *, limit: int, after: str | No
     page = list(ordered[start : start + limit])
     more = start + limit < len(ordered)
     return Page(page, page[-1].token_id if more and page else None)
-

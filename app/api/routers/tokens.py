@@ -53,7 +53,9 @@ def _decode_cursor(cursor: str | None) -> str | None:
 
 
 @router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=CreatedToken,
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=CreatedToken,
     responses=error_responses(400, 401, 403, 422, 503),
 )
 def create_token(body: CreateTokenRequest, caller: CurrentCaller, tokens: Tokens) -> CreatedToken:
@@ -109,7 +111,9 @@ def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> T
 
 
 @router.post(
-    "/{token_id}/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 410, 422, 503)
+    "/{token_id}/renew",
+    response_model=ExpiryResponse,
+    responses=error_responses(401, 403, 404, 410, 422, 503),
 )
 def renew_token(
     token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens, body: RenewRequest | None = None
@@ -124,5 +128,3 @@ def expire_token(
 ) -> ExpiryResponse:
     change = tokens.expire(caller, token_id, (body or ExpireRequest()).expiryTimePeriodMs)
     return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
-
-

@@ -16,7 +16,9 @@ UserNamePath = Annotated[str, Path(min_length=1, max_length=MAX_USER_NAME_LENGTH
 
 
 @router.put(
-    "/{name}/credentials", response_model=CredentialResponse, responses=error_responses(401, 403, 409, 422, 503)
+    "/{name}/credentials",
+    response_model=CredentialResponse,
+    responses=error_responses(401, 403, 409, 422, 503),
 )
 def set_credential(
     name: UserNamePath, body: SetCredentialRequest, caller: CurrentCaller, users: Users
@@ -26,7 +28,9 @@ def set_credential(
 
 
 @router.delete(
-    "/{name}/credentials", response_model=CredentialResponse, responses=error_responses(401, 403, 404, 409, 422, 503)
+    "/{name}/credentials",
+    response_model=CredentialResponse,
+    responses=error_responses(401, 403, 404, 409, 422, 503),
 )
 def delete_credential(
     name: UserNamePath, mechanism: Annotated[Mechanism, Query()], caller: CurrentCaller, users: Users

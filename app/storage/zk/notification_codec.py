@@ -12,6 +12,4 @@ def token_change(token_id: str) -> bytes:
 
 
 def user_config_change(user_name: str) -> bytes:
-    return json.dumps(
-        {"version": 2, "entity_path": user_entity_path(user_name)}, separators=(",", ":")
-    ).encode("utf-8")
+    return json.dumps({"version": 2, "entity_path": user_entity_path(user_name)}, separators=(",", ":")).encode("utf-8")

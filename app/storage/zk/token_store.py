@@ -8,6 +8,7 @@ tells brokers to re-read it. Either both happen or neither does.
 from __future__ import annotations
 
 import logging
+
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
 
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound

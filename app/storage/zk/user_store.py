@@ -48,7 +48,9 @@ class ZkUserStore:
 
         self._change(user_name, without, create_missing=False)
 
-    def _change(self, user_name: str, edit: Callable[[dict[str, str]], dict[str, str]], *, create_missing: bool) -> None:
+    def _change(
+        self, user_name: str, edit: Callable[[dict[str, str]], dict[str, str]], *, create_missing: bool
+    ) -> None:
         path = user_config_path(user_name)
         for _ in range(_MAX_ATTEMPTS):
             current = self._read(user_name)
@@ -61,9 +63,7 @@ class ZkUserStore:
                 transaction.create(path, data)
             else:
                 transaction.set_data(path, data, version=version)
-            transaction.create(
-                CONFIG_CHANGE_PREFIX, notification_codec.user_config_change(user_name), sequence=True
-            )
+            transaction.create(CONFIG_CHANGE_PREFIX, notification_codec.user_config_change(user_name), sequence=True)
             self._zk.ensure_connected()
             results = self._zk.wait(transaction.commit_async())
             failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
