@@ -32,6 +32,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[test]'
 	touch $@
 
+openapi: deps
+	$(PY) -c 'import json; from app.main import create_app; print(json.dumps(create_app().openapi(), indent=2, sort_keys=True))' > openapi/openapi.json
+
 lint: deps
 	$(VENV)/bin/ruff check app tests
 	$(VENV)/bin/mypy
