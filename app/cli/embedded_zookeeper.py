@@ -5,8 +5,10 @@ Used by ``kts dev`` and by the test fixtures, so both start the very same real s
 
 from __future__ import annotations
 
+import ctypes
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -15,6 +17,17 @@ from pathlib import Path
 JAVA_DIR = Path("/usr/share/java")
 CLASSPATH_JARS = ("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGTERM the server when its parent dies, even by SIGKILL, so no ZooKeeper is orphaned."""
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass  # not Linux: the parent's own stop() remains the only cleanup
 
 
 class ZooKeeperUnavailable(RuntimeError):
@@ -80,6 +93,7 @@ class EmbeddedZooKeeper:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         log.close()
         deadline = time.monotonic() + timeout_s

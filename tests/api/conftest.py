@@ -45,9 +45,7 @@ def settings_overrides() -> dict[str, Any]:
 
 
 @pytest.fixture
-def make_client(
-    zk_connect: str, raw_zk: KazooClient
-) -> Iterator[Callable[..., TestClient]]:
+def make_client(zk_connect: str, raw_zk: KazooClient) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
@@ -69,7 +67,9 @@ def make_client(
 
 
 @pytest.fixture
-def client(make_client: Callable[..., TestClient], raw_zk: KazooClient, settings_overrides: dict[str, Any]) -> TestClient:
+def client(
+    make_client: Callable[..., TestClient], raw_zk: KazooClient, settings_overrides: dict[str, Any]
+) -> TestClient:
     for name, password in (ADMIN, ALICE, BOB, CAROL):
         put_user(raw_zk, name, password)
     return make_client(**settings_overrides)

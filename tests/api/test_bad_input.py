@@ -40,9 +40,7 @@ CREATE_BODIES = [
 @pytest.mark.parametrize(("body", "status"), CREATE_BODIES)
 def test_bad_create_bodies(client: TestClient, raw_zk: KazooClient, body: bytes, status: int) -> None:
     before = token_state(raw_zk)
-    response = client.post(
-        "/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"}
-    )
+    response = client.post("/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"})
     assert response.status_code == status
     payload = response.json()
     assert set(payload) >= {"error", "message"}

@@ -65,10 +65,21 @@ def test_broker_tokens_behave_like_our_own(
 
 def test_unreadable_token_znodes_are_skipped_not_fatal(client: TestClient, raw_zk: KazooClient) -> None:
     raw_zk.create(f"{TOKENS}/GarbageTokenAAAAAAAAAA", b"{not json")
-    raw_zk.create(f"{TOKENS}/StringTimesAAAAAAAAAAA", json.dumps({
-        "version": 3, "tokenId": "StringTimesAAAAAAAAAAA", "owner": "User%3Aalice", "tokenRequester": "User%3Aalice",
-        "renewers": [], "issueTimestamp": "1", "expiryTimestamp": "2", "maxTimestamp": "3",
-    }).encode())
+    raw_zk.create(
+        f"{TOKENS}/StringTimesAAAAAAAAAAA",
+        json.dumps(
+            {
+                "version": 3,
+                "tokenId": "StringTimesAAAAAAAAAAA",
+                "owner": "User%3Aalice",
+                "tokenRequester": "User%3Aalice",
+                "renewers": [],
+                "issueTimestamp": "1",
+                "expiryTimestamp": "2",
+                "maxTimestamp": "3",
+            }
+        ).encode(),
+    )
     mine = client.post("/v1/tokens", json={}, headers=basic(ALICE)).json()
     listing = client.get("/v1/tokens", headers=basic(ALICE))
     assert listing.status_code == 200

@@ -34,7 +34,7 @@ def test_concurrent_renews_end_at_the_last_acknowledged_expiry(
     assert acknowledged
     stored = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
     assert stored["expiryTimestamp"] in acknowledged
-    data, stat = raw_zk.get(f"{TOKENS}/{token['tokenId']}")
+    _, stat = raw_zk.get(f"{TOKENS}/{token['tokenId']}")
     assert stat.version == len(acknowledged)  # every acknowledged renew is one write, none lost
 
 

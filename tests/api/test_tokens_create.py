@@ -111,7 +111,9 @@ def test_super_user_creates_for_another_owner_and_is_recorded_as_requester(
     assert (token["owner"], token["tokenRequester"]) == ("User:bob", "User:admin")
     doc = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
     assert (doc["owner"], doc["tokenRequester"]) == ("User%3Abob", "User%3Aadmin")
-    who = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB))
+    who = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
+    )
     assert who.json()["principal"] == "User:bob"
 
 

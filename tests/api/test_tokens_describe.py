@@ -52,9 +52,7 @@ def test_stranger_sees_nothing(client: TestClient, raw_zk: Any, tokens: dict[str
         assert response.json()["code"] == 62
 
 
-def test_owner_filter_matches_owner_renewer_or_requester(
-    client: TestClient, tokens: dict[str, dict[str, Any]]
-) -> None:
+def test_owner_filter_matches_owner_renewer_or_requester(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
     ids = {name: token["tokenId"] for name, token in tokens.items()}
     by_bob = _ids(client.get("/v1/tokens?owner=User:bob", headers=basic(ADMIN)))
     assert by_bob == {ids["bob"], ids["alice_bob_renews"]}
@@ -66,7 +64,9 @@ def test_owner_filter_matches_owner_renewer_or_requester(
 
 
 def test_filter_never_widens_visibility(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
-    assert _ids(client.get("/v1/tokens?owner=User:bob", headers=basic(ALICE))) == {tokens["alice_bob_renews"]["tokenId"]}
+    assert _ids(client.get("/v1/tokens?owner=User:bob", headers=basic(ALICE))) == {
+        tokens["alice_bob_renews"]["tokenId"]
+    }
 
 
 def test_describe_output_never_holds_an_hmac(client: TestClient, tokens: dict[str, dict[str, Any]]) -> None:
@@ -77,7 +77,13 @@ def test_describe_output_never_holds_an_hmac(client: TestClient, tokens: dict[st
         assert token["hmac"] not in single.text
     assert all("hmac" not in item for item in listing.json()["tokens"])
     assert set(single.json()) == {
-        "tokenId", "owner", "tokenRequester", "renewers", "issueTimestamp", "expiryTimestamp", "maxTimestamp",
+        "tokenId",
+        "owner",
+        "tokenRequester",
+        "renewers",
+        "issueTimestamp",
+        "expiryTimestamp",
+        "maxTimestamp",
     }
 
 

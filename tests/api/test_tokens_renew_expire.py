@@ -46,10 +46,14 @@ def test_owner_renews_with_default_period(client: TestClient, raw_zk: KazooClien
 
 def test_renew_with_explicit_period_and_clamping_to_max(client: TestClient) -> None:
     token = _create(client, maxLifetimeMs=3_600_000)
-    short = client.post("/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 60_000}, headers=basic(ALICE))
+    short = client.post(
+        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 60_000}, headers=basic(ALICE)
+    )
     now = int(time.time() * 1000)
     assert now - 1000 <= short.json()["expiryTimestamp"] - 60_000 <= now
-    long = client.post("/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 10 * DAY}, headers=basic(ALICE))
+    long = client.post(
+        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 10 * DAY}, headers=basic(ALICE)
+    )
     assert long.json()["expiryTimestamp"] == token["maxTimestamp"]
 
 
@@ -99,7 +103,9 @@ def test_expire_now_deletes_the_znode_and_notifies(client: TestClient, raw_zk: K
 
 def test_expire_with_period_sets_expiry(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
-    response = client.post("/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 5_000}, headers=basic(ALICE))
+    response = client.post(
+        "/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 5_000}, headers=basic(ALICE)
+    )
     now = int(time.time() * 1000)
     assert now - 1000 <= response.json()["expiryTimestamp"] - 5_000 <= now
     assert _znode(raw_zk, token["tokenId"])["expiryTimestamp"] == response.json()["expiryTimestamp"]
@@ -108,7 +114,9 @@ def test_expire_with_period_sets_expiry(client: TestClient, raw_zk: KazooClient)
 def test_expiring_an_expired_token_deletes_it(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client, maxLifetimeMs=1)
     _wait_until_expired(token)
-    response = client.post("/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 60_000}, headers=basic(ALICE))
+    response = client.post(
+        "/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 60_000}, headers=basic(ALICE)
+    )
     assert response.status_code == 200
     assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is None
 
@@ -169,11 +177,18 @@ def test_requester_sees_but_may_not_renew(client: TestClient, raw_zk: KazooClien
     now = int(time.time() * 1000)
     raw_zk.create(
         f"{TOKENS}/RQtokenAAAAAAAAAAAAAAA",
-        json.dumps({
-            "version": 3, "tokenId": "RQtokenAAAAAAAAAAAAAAA", "owner": "User%3Abob",
-            "tokenRequester": "User%3Acarol", "renewers": [], "issueTimestamp": now,
-            "expiryTimestamp": now + DAY, "maxTimestamp": now + 2 * DAY,
-        }).encode(),
+        json.dumps(
+            {
+                "version": 3,
+                "tokenId": "RQtokenAAAAAAAAAAAAAAA",
+                "owner": "User%3Abob",
+                "tokenRequester": "User%3Acarol",
+                "renewers": [],
+                "issueTimestamp": now,
+                "expiryTimestamp": now + DAY,
+                "maxTimestamp": now + 2 * DAY,
+            }
+        ).encode(),
     )
     assert client.get("/v1/tokens/RQtokenAAAAAAAAAAAAAAA", headers=basic(CAROL)).status_code == 200
     response = client.post("/v1/tokens/RQtokenAAAAAAAAAAAAAAA/renew", json={}, headers=basic(CAROL))

@@ -17,7 +17,9 @@ def _create(client: TestClient, **body: Any) -> dict[str, Any]:
 
 def test_verify_names_the_owner_and_requester(client: TestClient) -> None:
     token = _create(client)
-    response = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB))
+    response = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
+    )
     assert response.status_code == 200
     assert response.json() == {
         "principal": "User:alice",
@@ -28,7 +30,9 @@ def test_verify_names_the_owner_and_requester(client: TestClient) -> None:
 
 def test_token_authenticated_caller_may_verify(client: TestClient) -> None:
     token = _create(client)
-    response = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=bearer(token))
+    response = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=bearer(token)
+    )
     assert response.status_code == 200
 
 
@@ -39,7 +43,9 @@ def test_wrong_hmac_does_not_verify_or_authenticate(client: TestClient) -> None:
     mac[0] ^= 1
     flipped = base64.b64encode(bytes(mac)).decode()
     for wrong in (flipped, other["hmac"]):
-        response = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": wrong}, headers=basic(BOB))
+        response = client.post(
+            "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": wrong}, headers=basic(BOB)
+        )
         assert response.status_code == 401
         assert wrong not in response.text
         assert client.get("/v1/tokens", headers=bearer({"tokenId": token["tokenId"], "hmac": wrong})).status_code == 401
@@ -47,7 +53,9 @@ def test_wrong_hmac_does_not_verify_or_authenticate(client: TestClient) -> None:
 
 def test_unknown_token_does_not_verify(client: TestClient) -> None:
     token = _create(client)
-    response = client.post("/v1/tokens/verify", json={"tokenId": "E8gTWaIxRUOaSRH7wY3N1w", "hmac": token["hmac"]}, headers=basic(BOB))
+    response = client.post(
+        "/v1/tokens/verify", json={"tokenId": "E8gTWaIxRUOaSRH7wY3N1w", "hmac": token["hmac"]}, headers=basic(BOB)
+    )
     assert response.status_code == 401
 
 
@@ -57,7 +65,9 @@ def test_expired_token_never_authenticates_even_before_any_sweep(client: TestCli
     while time.time() * 1000 < token["maxTimestamp"]:
         time.sleep(0.005)
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 401
-    response = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB))
+    response = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
+    )
     assert response.status_code == 401
 
 

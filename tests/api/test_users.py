@@ -23,7 +23,8 @@ def _config(raw_zk: KazooClient, sanitized: str) -> dict[str, str]:
 def test_credentials_are_written_as_kafka_configs_does(client: TestClient, raw_zk: KazooClient, mechanism: str) -> None:
     changes_before = set(raw_zk.get_children(CONFIG_CHANGES))
     response = client.put(
-        "/v1/users/dave/credentials", json={"mechanism": mechanism, "password": "dave-pw", "iterations": 8192},
+        "/v1/users/dave/credentials",
+        json={"mechanism": mechanism, "password": "dave-pw", "iterations": 8192},
         headers=basic(ADMIN),
     )
     assert response.status_code == 200
@@ -52,21 +53,29 @@ def test_other_config_entries_are_preserved(client: TestClient, raw_zk: KazooCli
 
 
 def test_user_names_are_sanitized_like_kafka(client: TestClient, raw_zk: KazooClient) -> None:
-    response = client.put("/v1/users/CN=a b/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ADMIN))
+    response = client.put(
+        "/v1/users/CN=a b/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ADMIN)
+    )
     assert response.status_code == 200
     assert "SCRAM-SHA-512" in _config(raw_zk, "CN%3Da%20b")
 
 
 def test_password_change_takes_effect_at_once(client: TestClient) -> None:
     assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 200  # now cached as verified
-    client.put("/v1/users/alice/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "new-pw"}, headers=basic(ADMIN))
+    client.put(
+        "/v1/users/alice/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "new-pw"}, headers=basic(ADMIN)
+    )
     assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 401
     assert client.get("/v1/tokens", headers=basic(("alice", "new-pw"))).status_code == 200
 
 
 def test_delete_removes_only_that_mechanism(client: TestClient, raw_zk: KazooClient) -> None:
-    client.put("/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-256", "password": "p1"}, headers=basic(ADMIN))
-    client.put("/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p2"}, headers=basic(ADMIN))
+    client.put(
+        "/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-256", "password": "p1"}, headers=basic(ADMIN)
+    )
+    client.put(
+        "/v1/users/frank/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p2"}, headers=basic(ADMIN)
+    )
     response = client.delete("/v1/users/frank/credentials?mechanism=SCRAM-SHA-512", headers=basic(ADMIN))
     assert response.status_code == 200
     assert list(_config(raw_zk, "frank")) == ["SCRAM-SHA-256"]
@@ -79,7 +88,9 @@ def test_delete_removes_only_that_mechanism(client: TestClient, raw_zk: KazooCli
 
 def test_only_super_users_manage_credentials(client: TestClient, raw_zk: KazooClient) -> None:
     before = raw_zk.get_children(CONFIG_CHANGES)
-    response = client.put("/v1/users/mallory/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ALICE))
+    response = client.put(
+        "/v1/users/mallory/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ALICE)
+    )
     assert response.status_code == 403
     assert response.json()["code"] == 31
     assert client.delete("/v1/users/alice/credentials?mechanism=SCRAM-SHA-512", headers=basic(ALICE)).status_code == 403
@@ -89,7 +100,9 @@ def test_only_super_users_manage_credentials(client: TestClient, raw_zk: KazooCl
 
 def test_token_authenticated_super_user_cannot_manage_credentials(client: TestClient) -> None:
     token = client.post("/v1/tokens", json={}, headers=basic(ADMIN)).json()
-    response = client.put("/v1/users/x/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=bearer(token))
+    response = client.put(
+        "/v1/users/x/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=bearer(token)
+    )
     assert response.status_code == 403
 
 

@@ -80,3 +80,22 @@ def test_generated_admin_password_is_printed_once_and_kept(
     assert "shown only now" not in output
     assert password not in output
     assert (data_dir / "secret.key").read_text() == secret
+
+
+def test_zookeeper_dies_with_a_killed_dev_stack(tmp_path: Path, processes: list[subprocess.Popen[str]]) -> None:
+    port = free_port()
+    process = _start(tmp_path / "dev", port, KTS_ADMIN_PASSWORD="pw")
+    processes.append(process)
+    wait_ready(f"http://127.0.0.1:{port}", process, timeout_s=60)
+    process.kill()
+    output, _ = process.communicate(timeout=30)
+    zk_port = _zookeeper_port(output)
+    deadline = time.monotonic() + 20
+    answer = "imok"
+    while answer == "imok" and time.monotonic() < deadline:
+        time.sleep(0.2)
+        try:
+            answer = four_letter_word(zk_port)
+        except OSError:
+            answer = ""
+    assert answer != "imok", "an orphaned ZooKeeper outlived kts dev"

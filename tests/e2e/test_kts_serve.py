@@ -61,11 +61,19 @@ def test_serves_tokens_from_a_broker_style_properties_file(
     [
         ({"delegation.token.secret.key": "s"}, "zookeeper.connect"),
         ({"zookeeper.connect": "127.0.0.1:2181"}, "delegation.token.secret.key"),
-        ({"zookeeper.connect": "127.0.0.1:2181", "delegation.token.secret.key": "s", "token.znode.version": "2"},
-         "token.znode.version"),
+        (
+            {"zookeeper.connect": "127.0.0.1:2181", "delegation.token.secret.key": "s", "token.znode.version": "2"},
+            "token.znode.version",
+        ),
         ({"zookeeper.connect": "nonsense", "delegation.token.secret.key": "s"}, "zookeeper.connect"),
-        ({"zookeeper.connect": "127.0.0.1:2181", "delegation.token.secret.key": "s",
-          "delegation.token.max.lifetime.ms": "-5"}, "delegation.token.max.lifetime.ms"),
+        (
+            {
+                "zookeeper.connect": "127.0.0.1:2181",
+                "delegation.token.secret.key": "s",
+                "delegation.token.max.lifetime.ms": "-5",
+            },
+            "delegation.token.max.lifetime.ms",
+        ),
     ],
 )
 def test_refuses_to_start_with_one_line_naming_the_key(tmp_path: Path, values: dict[str, str], key: str) -> None:
@@ -83,7 +91,11 @@ def test_refuses_to_start_with_one_line_naming_the_key(tmp_path: Path, values: d
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     result = subprocess.run(
         [*KTS, "serve", "--config", str(tmp_path / "absent.properties")],
-        cwd=ROOT, env=kts_env(), capture_output=True, text=True, timeout=60,
+        cwd=ROOT,
+        env=kts_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
     assert "absent.properties" in result.stderr

@@ -33,7 +33,7 @@ VECTOR_SECRET = "test12345"
 VECTOR_TOKEN_ID = "E8gTWaIxRUOaSRH7wY3N1w"
 
 _JAAS = re.compile(
-    r'org\.apache\.kafka\.common\.security\.scram\.ScramLoginModule required '
+    r"org\.apache\.kafka\.common\.security\.scram\.ScramLoginModule required "
     r'username="(?P<username>[^"]*)" password="(?P<password>[^"]*)" tokenauth="(?P<tokenauth>[^"]*)";'
 )
 

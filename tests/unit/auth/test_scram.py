@@ -118,9 +118,7 @@ RFC7677_SERVER_SIGNATURE = base64.b64decode("6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJ
 
 def test_rfc7677_vector_keys_match_an_independent_computation() -> None:
     credential = derive(Mechanism.SCRAM_SHA_256, "pencil", 4096, RFC7677_SALT)
-    assert (credential.stored_key, credential.server_key) == independent_keys(
-        "sha256", b"pencil", RFC7677_SALT, 4096
-    )
+    assert (credential.stored_key, credential.server_key) == independent_keys("sha256", b"pencil", RFC7677_SALT, 4096)
 
 
 def test_rfc7677_vector_client_proof_verifies_against_derived_stored_key() -> None:
@@ -180,9 +178,7 @@ def test_ascii_password_agrees_with_scramp() -> None:
     salt, stored, server, iterations = scramp.ScramMechanism("SCRAM-SHA-512").make_auth_info(
         "pencil", iteration_count=4096, salt=SALT
     )
-    assert derive(Mechanism.SCRAM_SHA_512, "pencil", 4096, SALT) == ScramCredential(
-        salt, stored, server, iterations
-    )
+    assert derive(Mechanism.SCRAM_SHA_512, "pencil", 4096, SALT) == ScramCredential(salt, stored, server, iterations)
 
 
 # -------------------- tokens

@@ -688,13 +688,9 @@ def test_describe_asks_the_authorizer_exactly_these_two_questions_for_a_stranger
 @pytest.mark.parametrize(
     "grant",
     [
-        pytest.param(
-            (STRANGER, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-other"), id="other-token"
-        ),
+        pytest.param((STRANGER, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-other"), id="other-token"),
         pytest.param((STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "User:bob"), id="other-owner"),
-        pytest.param(
-            (STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "alice"), id="owner-without-type"
-        ),
+        pytest.param((STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, "alice"), id="owner-without-type"),
         pytest.param((STRANGER, Operation.DESCRIBE, ResourceType.USER, "User:alice"), id="describe-on-user"),
         pytest.param(
             (STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.DELEGATION_TOKEN, "tok-x"),

@@ -178,9 +178,7 @@ def test_decode_hmac_refuses_malformed_text(text: str) -> None:
         decode_hmac(text)
 
 
-@pytest.mark.parametrize(
-    "value", [None, 42, base64.b64decode(VECTOR_HMAC), VECTOR_HMAC.encode("ascii"), [VECTOR_HMAC]]
-)
+@pytest.mark.parametrize("value", [None, 42, base64.b64decode(VECTOR_HMAC), VECTOR_HMAC.encode("ascii"), [VECTOR_HMAC]])
 def test_decode_hmac_refuses_non_strings(value: object) -> None:
     with pytest.raises(InvalidInput):
         decode_hmac(value)  # type: ignore[arg-type]

@@ -112,9 +112,7 @@ def test_v1_encoding_has_no_requester_and_version_1() -> None:
 
 
 def test_v1_encoding_is_the_vector_without_the_requester() -> None:
-    expected = V3_VECTOR.replace(b'"tokenRequester":"User%3Aalice",', b"").replace(
-        b'"version":3', b'"version":1'
-    )
+    expected = V3_VECTOR.replace(b'"tokenRequester":"User%3Aalice",', b"").replace(b'"version":3', b'"version":1')
     assert encode(V3_TOKEN, version=1) == expected
 
 
