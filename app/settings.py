@@ -80,7 +80,7 @@ class Settings(BaseSettings):
     ssl_keyfile: Path | None = None
     ssl_cafile: Path | None = None
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
-    token_znode_version: Literal[1, 3] = 3
+    token_znode_version: int = 3
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
 
     @field_validator("zookeeper_connect")
@@ -89,6 +89,13 @@ class Settings(BaseSettings):
         if not _CONNECT.fullmatch(value.strip()):
             raise ValueError("must be host:port[,host:port...][/chroot]")
         return value.strip()
+
+    @field_validator("token_znode_version")
+    @classmethod
+    def _znode_version(cls, value: int) -> int:
+        if value not in (1, 3):
+            raise ValueError("must be 1 (Kafka 1.1 to 3.2 brokers) or 3 (Kafka 3.3 and later)")
+        return value
 
     @field_validator("super_users")
     @classmethod
@@ -125,11 +132,12 @@ class Settings(BaseSettings):
 
     @property
     def secret_key(self) -> str:
-        """``delegation.token.secret.key``, or the pre-2.8 name when only that one is set."""
-        for candidate in (self.delegation_token_secret_key, self.delegation_token_master_key):
-            if candidate is not None and candidate.get_secret_value():
-                return candidate.get_secret_value()
-        return ""
+        """``delegation.token.secret.key``; the pre-2.8 name only when the new one is absent (as Kafka reads
+        them: an empty secret key disables tokens even if the old name is set)."""
+        chosen = self.delegation_token_secret_key
+        if chosen is None:
+            chosen = self.delegation_token_master_key
+        return "" if chosen is None else chosen.get_secret_value()
 
     @property
     def super_user_principals(self) -> list[KafkaPrincipal]:

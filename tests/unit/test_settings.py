@@ -74,21 +74,12 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path) -> None:
     assert settings.service_id == "kts-1"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/settings.py:83 token_znode_version is Literal[1, 3]; pydantic does not coerce the "
-    "string '1' or '3' from a properties file or KTS_ variable, so every file/env value is refused",
-)
 @pytest.mark.parametrize("version", [1, 3])
 def test_token_znode_version_from_the_file(properties: Path, version: int) -> None:
     settings = load_file(properties, {**REQUIRED, "token.znode.version": str(version)})
     assert settings.token_znode_version == version
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/settings.py:83 token_znode_version is Literal[1, 3]; KTS_TOKEN_ZNODE_VERSION=1 is refused",
-)
 def test_token_znode_version_from_the_environment(properties: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KTS_TOKEN_ZNODE_VERSION", "1")
     assert load_file(properties, REQUIRED).token_znode_version == 1
@@ -200,12 +191,6 @@ def test_secret_key_wins_over_master_key(properties: Path) -> None:
     assert settings.secret_key == SECRET
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/settings.py:126-132 secret_key falls back to delegation.token.master.key when "
-    "delegation.token.secret.key is present but empty; KAFKA_COMPAT.md says the old name is used only "
-    "if secret.key is absent (Kafka: empty secret.key disables tokens)",
-)
 def test_master_key_is_not_used_when_secret_key_is_present_but_empty(properties: Path) -> None:
     message = config_error(
         properties,

@@ -91,7 +91,7 @@ def token_caller(principal: KafkaPrincipal) -> Caller:
 
 
 def make_token(
-    token_id: str = "tok-a",  # noqa: S107 - a token id, not a password
+    token_id: str = "tok-a",
     *,
     owner: KafkaPrincipal = ALICE,
     requester: KafkaPrincipal | None = None,
