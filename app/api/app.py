@@ -12,7 +12,7 @@ from fastapi import FastAPI
 
 from app.api.errors import install_error_handlers
 from app.api.limits import BodySizeLimit
-from app.api.routers import ops, tokens, users
+from app.api.routers import acls, ops, tokens, users
 from app.api.runtime import build_runtime
 from app.domain.clock import Clock
 from app.settings import Settings, load_settings
@@ -45,6 +45,6 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
-    for router in (tokens.router, users.router, ops.router):
+    for router in (tokens.router, acls.router, users.router, ops.router):
         app.include_router(router)
     return app

@@ -10,6 +10,7 @@ from fastapi.security.base import SecurityBase
 
 from app.api.runtime import Runtime
 from app.domain.authorization import Caller
+from app.service.acls import AclService
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
@@ -57,6 +58,11 @@ def get_user_service(runtime: RuntimeDep) -> UserCredentialService:
     return runtime.users
 
 
+def get_acl_service(runtime: RuntimeDep) -> AclService:
+    return runtime.acls
+
+
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
 Tokens = Annotated[TokenService, Depends(get_token_service)]
 Users = Annotated[UserCredentialService, Depends(get_user_service)]
+Acls = Annotated[AclService, Depends(get_acl_service)]

@@ -6,13 +6,16 @@ from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
-from app.domain.authorization import SuperUsersOnly
+from app.domain.acl import AclAuthorizer
 from app.domain.clock import Clock, SystemClock
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.service.acls import AclService
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
+from app.storage.zk.acl_cache import AclCache
+from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
@@ -24,19 +27,29 @@ class Runtime:
     zk: ZkConnection
     tokens: TokenService
     users: UserCredentialService
+    acls: AclService
+    acl_cache: AclCache
     authenticator: Authenticator
 
     def start(self) -> None:
         self.zk.start()
+        self.acl_cache.start()
 
     def stop(self) -> None:
+        self.acl_cache.stop()
         self.zk.stop()
 
 
 def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
     clock = clock or SystemClock()
     zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
-    authorizer = SuperUsersOnly(settings.super_user_principals)
+    acl_store = ZkAclStore(zk)
+    acl_cache = AclCache(zk, acl_store)
+    authorizer = AclAuthorizer(
+        settings.super_user_principals,
+        acl_cache.snapshot,
+        allow_everyone_if_no_acl_found=settings.allow_everyone_if_no_acl_found,
+    )
     user_store = ZkUserStore(zk)
     tokens = TokenService(
         ZkTokenStore(zk, znode_version=settings.token_znode_version),
@@ -53,5 +66,7 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         zk=zk,
         tokens=tokens,
         users=UserCredentialService(user_store, authorizer=authorizer),
+        acls=AclService(acl_store, acl_cache, authorizer=authorizer),
+        acl_cache=acl_cache,
         authenticator=Authenticator(BasicAuthenticator(user_store, clock), tokens),
     )

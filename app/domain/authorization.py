@@ -1,8 +1,7 @@
 """Who may do what: the caller, Kafka's resource types and operations, and the Authorizer port.
 
-The ACL-backed authorizer lands with the ACL issue; until then ``SuperUsersOnly`` grants every
-operation to super users and none to anyone else, which is what "only super users may create a token
-for another owner" requires.
+The ACL-backed implementation is ``app.domain.acl.AclAuthorizer``. ``SuperUsersOnly`` grants every
+operation to super users and none to anyone else (for tests and for a service run without ACLs).
 """
 
 from __future__ import annotations
@@ -16,15 +15,30 @@ from app.domain.principal import KafkaPrincipal
 
 
 class ResourceType(StrEnum):
+    """Kafka's resource type names, as they appear in ACL znode paths."""
+
+    TOPIC = "Topic"
+    GROUP = "Group"
     CLUSTER = "Cluster"
+    TRANSACTIONAL_ID = "TransactionalId"
     DELEGATION_TOKEN = "DelegationToken"
     USER = "User"
 
 
 class Operation(StrEnum):
+    """Kafka's ACL operation names (CamelCase, as stored in ACL znodes)."""
+
     ALL = "All"
+    READ = "Read"
+    WRITE = "Write"
+    CREATE = "Create"
+    DELETE = "Delete"
     ALTER = "Alter"
     DESCRIBE = "Describe"
+    CLUSTER_ACTION = "ClusterAction"
+    DESCRIBE_CONFIGS = "DescribeConfigs"
+    ALTER_CONFIGS = "AlterConfigs"
+    IDEMPOTENT_WRITE = "IdempotentWrite"
     CREATE_TOKENS = "CreateTokens"
     DESCRIBE_TOKENS = "DescribeTokens"
 

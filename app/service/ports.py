@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.token import TokenInformation
 
@@ -35,3 +37,19 @@ class UserStore(Protocol):
     def put_credential(self, user_name: str, mechanism: Mechanism, credential: ScramCredential) -> None: ...
 
     def delete_credential(self, user_name: str, mechanism: Mechanism) -> None: ...
+
+
+class AclStore(Protocol):
+    def change(
+        self,
+        pattern: ResourcePattern,
+        edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
+    ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]: ...
+
+
+class AclView(Protocol):
+    """The replica's in-memory ACLs."""
+
+    def snapshot(self) -> AclSnapshot: ...
+
+    def refresh(self, pattern: ResourcePattern) -> None: ...

@@ -18,7 +18,10 @@ def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses={503: {"description": "A dependency is not ready; the body names it"}})
 def readyz(runtime: RuntimeDep) -> JSONResponse:
-    checks = {"zookeeper": "ok" if runtime.zk.connected else "session not connected"}
+    checks = {
+        "zookeeper": "ok" if runtime.zk.connected else "session not connected",
+        "acls": "ok" if runtime.acl_cache.loaded else "not loaded",
+    }
     failing = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
     if failing:
         return JSONResponse(

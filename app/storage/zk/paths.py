@@ -15,8 +15,25 @@ CONFIG_USERS = f"{CONFIG_ROOT}/users"
 CONFIG_CHANGES = f"{CONFIG_ROOT}/changes"
 CONFIG_CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"
 
+# ACLs (Kafka's AclAuthorizer): literal patterns in the original store, prefixed ones in the extended store,
+# each with its own change-notification queue.
+ACL_LITERAL_ROOT = "/kafka-acl"
+ACL_PREFIXED_ROOT = "/kafka-acl-extended/prefixed"
+ACL_LITERAL_CHANGES = "/kafka-acl-changes"
+ACL_PREFIXED_CHANGES = "/kafka-acl-extended-changes"
+ACL_CHANGE_NAME_PREFIX = "acl_changes_"
+ACL_RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
+
 # Created on start so every later write can assume its parent exists, as brokers do.
-PERSISTENT_PATHS = (TOKENS, TOKEN_CHANGES, CONFIG_USERS, CONFIG_CHANGES)
+PERSISTENT_PATHS = (
+    TOKENS,
+    TOKEN_CHANGES,
+    CONFIG_USERS,
+    CONFIG_CHANGES,
+    ACL_LITERAL_CHANGES,
+    ACL_PREFIXED_CHANGES,
+    *(f"{root}/{kind}" for root in (ACL_LITERAL_ROOT, ACL_PREFIXED_ROOT) for kind in ACL_RESOURCE_TYPES),
+)
 
 
 def token_path(token_id: str) -> str:
@@ -30,3 +47,16 @@ def user_config_path(user_name: str) -> str:
 def user_entity_path(user_name: str) -> str:
     """The ``entity_path`` a config change notification names."""
     return f"users/{sanitize(user_name)}"
+
+
+def acl_root(prefixed: bool) -> str:
+    return ACL_PREFIXED_ROOT if prefixed else ACL_LITERAL_ROOT
+
+
+def acl_changes(prefixed: bool) -> str:
+    return ACL_PREFIXED_CHANGES if prefixed else ACL_LITERAL_CHANGES
+
+
+def acl_path(resource_type: str, name: str, *, prefixed: bool) -> str:
+    """Resource names go into the path as they are, as Kafka does (kts refuses names containing '/')."""
+    return f"{acl_root(prefixed)}/{resource_type}/{name}"

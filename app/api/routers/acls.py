@@ -1,0 +1,49 @@
+"""``/v1/acls``: ACLs in Kafka's znodes, managed with Alter (listed with Describe) on the cluster."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, status
+
+from app.api.deps import Acls, CurrentCaller
+from app.api.responses import error_responses
+from app.api.schemas.acls import Acl, AclList, DeletedAcls
+from app.domain.acl import MAX_RESOURCE_NAME_LENGTH, AclFilter, PatternType
+from app.domain.principal import MAX_PRINCIPAL_LENGTH
+
+router = APIRouter(prefix="/v1/acls", tags=["acls"])
+
+Short = Annotated[str | None, Query(min_length=1, max_length=64)]
+
+
+def acl_filter(
+    resourceType: Short = None,
+    resourceName: Annotated[str | None, Query(min_length=1, max_length=MAX_RESOURCE_NAME_LENGTH)] = None,
+    patternType: PatternType | None = None,
+    principal: Annotated[str | None, Query(min_length=1, max_length=MAX_PRINCIPAL_LENGTH)] = None,
+    host: Short = None,
+    operation: Short = None,
+    permissionType: Short = None,
+) -> AclFilter:
+    return AclFilter(resourceType, resourceName, patternType, principal, host, operation, permissionType)
+
+
+Filter = Annotated[AclFilter, Depends(acl_filter)]
+
+
+@router.post(
+    "", status_code=status.HTTP_201_CREATED, response_model=Acl, responses=error_responses(401, 403, 409, 422, 503)
+)
+def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> Acl:
+    return Acl.of(acls.create(caller, body.binding()))
+
+
+@router.get("", response_model=AclList, responses=error_responses(401, 403, 422, 503))
+def list_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> AclList:
+    return AclList(acls=[Acl.of(binding) for binding in acls.describe(caller, selector)])
+
+
+@router.delete("", response_model=DeletedAcls, responses=error_responses(401, 403, 409, 422, 503))
+def delete_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> DeletedAcls:
+    return DeletedAcls(deleted=[Acl.of(binding) for binding in acls.delete(caller, selector)])

@@ -1,0 +1,60 @@
+"""ACL bodies and filters (API.md "ACLs"). Values are checked by ``app.domain.acl.validate_binding``
+so that every refusal carries one sentence saying what is wrong."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StringConstraints
+
+from app.api.schemas.common import RequestModel
+from app.domain.acl import (
+    MAX_RESOURCE_NAME_LENGTH,
+    AccessControlEntry,
+    AclBinding,
+    PatternType,
+    ResourcePattern,
+)
+from app.domain.principal import MAX_PRINCIPAL_LENGTH
+
+ShortText = Annotated[str, StringConstraints(min_length=1, max_length=64)]
+ResourceName = Annotated[str, StringConstraints(min_length=1, max_length=MAX_RESOURCE_NAME_LENGTH)]
+PrincipalField = Annotated[str, StringConstraints(min_length=1, max_length=MAX_PRINCIPAL_LENGTH)]
+
+
+class Acl(RequestModel):
+    resourceType: ShortText = Field(examples=["User"], description="User, DelegationToken or Cluster")
+    resourceName: ResourceName = Field(examples=["User:joe"])
+    patternType: Annotated[PatternType, Field(strict=False)] = PatternType.LITERAL
+    principal: PrincipalField = Field(examples=["User:nimbus"])
+    host: Annotated[str, StringConstraints(min_length=1, max_length=64)] = "*"
+    operation: ShortText = Field(
+        examples=["CreateTokens"], description="CreateTokens, DescribeTokens, Describe, Alter or All"
+    )
+    permissionType: ShortText = Field(examples=["Allow"], description="Allow or Deny")
+
+    def binding(self) -> AclBinding:
+        return AclBinding(
+            ResourcePattern(self.resourceType, self.resourceName, self.patternType),
+            AccessControlEntry(self.principal, self.host, self.operation, self.permissionType),
+        )
+
+    @classmethod
+    def of(cls, binding: AclBinding) -> Acl:
+        return cls(
+            resourceType=binding.pattern.resource_type,
+            resourceName=binding.pattern.name,
+            patternType=binding.pattern.pattern_type,
+            principal=binding.entry.principal,
+            host=binding.entry.host,
+            operation=binding.entry.operation,
+            permissionType=binding.entry.permission,
+        )
+
+
+class AclList(BaseModel):
+    acls: list[Acl]
+
+
+class DeletedAcls(BaseModel):
+    deleted: list[Acl]

@@ -1,0 +1,101 @@
+"""ACL resource znodes with compare-and-set, each change written with its notification in one transaction."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, RolledBackError
+
+from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
+from app.domain.errors import ConcurrentModification, StoreUnavailable
+from app.storage.zk import acl_codec
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.paths import ACL_CHANGE_NAME_PREFIX, ACL_RESOURCE_TYPES, acl_changes, acl_path, acl_root
+
+log = logging.getLogger(__name__)
+
+Entries = frozenset[AccessControlEntry]
+_MAX_ATTEMPTS = 8
+
+
+class ZkAclStore:
+    def __init__(self, zk: ZkConnection) -> None:
+        self._zk = zk
+
+    def read(self, pattern: ResourcePattern) -> tuple[Entries, int]:
+        """The entries of one resource znode and its version (-1 when the znode does not exist)."""
+        self._zk.ensure_connected()
+        path = acl_path(pattern.resource_type, pattern.name, prefixed=pattern.pattern_type is PatternType.PREFIXED)
+        try:
+            data, stat = self._zk.wait(self._zk.client.get_async(path))
+        except NoNodeError:
+            return frozenset(), -1
+        try:
+            return acl_codec.decode_entries(data), stat.version
+        except acl_codec.AclCodecError as exc:
+            # Like the broker, treat an unreadable znode as holding no ACLs, and say so.
+            log.warning("ignoring unreadable ACL znode %s: %s", path, exc)
+            return frozenset(), stat.version
+
+    def load_all(self) -> dict[ResourcePattern, Entries]:
+        """Every ACL resource znode, read with pipelined requests."""
+        self._zk.ensure_connected()
+        client = self._zk.client
+        patterns: list[ResourcePattern] = []
+        for pattern_type in PatternType:
+            prefixed = pattern_type is PatternType.PREFIXED
+            listings = [
+                (kind, client.get_children_async(f"{acl_root(prefixed)}/{kind}")) for kind in ACL_RESOURCE_TYPES
+            ]
+            for kind, listing in listings:
+                try:
+                    names = self._zk.wait(listing)
+                except NoNodeError:
+                    continue
+                patterns += [ResourcePattern(kind, name, pattern_type) for name in names]
+        pending = [
+            (p, client.get_async(acl_path(p.resource_type, p.name, prefixed=p.pattern_type is PatternType.PREFIXED)))
+            for p in patterns
+        ]
+        loaded: dict[ResourcePattern, Entries] = {}
+        for pattern, result in pending:
+            try:
+                data, _ = self._zk.wait(result)
+                loaded[pattern] = acl_codec.decode_entries(data)
+            except NoNodeError:
+                continue
+            except acl_codec.AclCodecError as exc:
+                log.warning("ignoring unreadable ACL znode for %s: %s", pattern, exc)
+        return loaded
+
+    def change(self, pattern: ResourcePattern, edit: Callable[[Entries], Entries]) -> tuple[Entries, Entries]:
+        """Apply ``edit`` to the resource's entries with compare-and-set; returns (before, after).
+
+        An empty result deletes the znode, as Kafka does. No change, no write and no notification.
+        """
+        prefixed = pattern.pattern_type is PatternType.PREFIXED
+        path = acl_path(pattern.resource_type, pattern.name, prefixed=prefixed)
+        for _ in range(_MAX_ATTEMPTS):
+            before, version = self.read(pattern)
+            after = frozenset(edit(before))
+            if after == before and (version >= 0 or not after):
+                return before, after
+            transaction = self._zk.client.transaction()
+            if version < 0:
+                transaction.create(path, acl_codec.encode_entries(after))
+            elif after:
+                transaction.set_data(path, acl_codec.encode_entries(after), version=version)
+            else:
+                transaction.delete(path, version=version)
+            transaction.create(
+                f"{acl_changes(prefixed)}/{ACL_CHANGE_NAME_PREFIX}", acl_codec.encode_change(pattern), sequence=True
+            )
+            self._zk.ensure_connected()
+            results = self._zk.wait(transaction.commit_async())
+            failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+            if not failures:
+                return before, after
+            if not isinstance(failures[0], BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
+                raise StoreUnavailable(f"ZooKeeper refused the ACL change: {type(failures[0]).__name__}.")
+        raise ConcurrentModification(f"The ACLs of {pattern.resource_type}:{pattern.name} kept changing; retry.")
