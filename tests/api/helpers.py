@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable
+
 from kazoo.client import KazooClient
 
 from app.storage.zk.paths import TOKEN_CHANGES, TOKENS
@@ -18,3 +22,26 @@ def token_state(raw_zk: KazooClient) -> dict[str, object]:
 
 def notifications(raw_zk: KazooClient) -> list[bytes]:
     return [raw_zk.get(f"{TOKEN_CHANGES}/{name}")[0] for name in sorted(raw_zk.get_children(TOKEN_CHANGES))]
+
+
+def eventually(check: Callable[[], bool], timeout_s: float = 5.0) -> float:
+    """Wait until ``check()`` holds; returns the seconds it took. Fails the test on time-out."""
+    started = time.monotonic()
+    while not check():
+        if time.monotonic() - started > timeout_s:
+            raise AssertionError(f"condition not met within {timeout_s} s")
+        time.sleep(0.01)
+    return time.monotonic() - started
+
+
+def kafka_acls_sh_writes(raw_zk: KazooClient, resource_type: str, name: str, acls: list[dict[str, str]]) -> None:
+    """Write a literal ACL znode and its change notification exactly as kafka-acls.sh (ZooKeeper mode) does."""
+    path = f"/kafka-acl/{resource_type}/{name}"
+    data = json.dumps({"version": 1, "acls": acls}, separators=(",", ":")).encode()
+    raw_zk.ensure_path(f"/kafka-acl/{resource_type}")
+    if raw_zk.exists(path):
+        raw_zk.set(path, data)
+    else:
+        raw_zk.create(path, data)
+    raw_zk.ensure_path("/kafka-acl-changes")
+    raw_zk.create("/kafka-acl-changes/acl_changes_", f"{resource_type}:{name}".encode(), sequence=True)
