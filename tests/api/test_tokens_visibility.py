@@ -21,7 +21,8 @@ def _grant(client: TestClient, **acl: str) -> None:
 @pytest.fixture
 def token(client: TestClient, raw_zk: KazooClient) -> dict[str, Any]:
     for name, password in PASSWORDS.items():
-        put_user(raw_zk, name, password)
+        if name != "bob":  # the client fixture made bob already
+            put_user(raw_zk, name, password)
     _grant(client, resourceType="User", resourceName="User:joe", principal="User:nimbus", operation="CreateTokens")
     created = client.post(
         "/v1/tokens", json={"owner": "User:joe", "renewers": ["User:bob"]}, headers=basic(("nimbus", "nimbus-pw"))
