@@ -21,6 +21,7 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
 
@@ -107,6 +108,12 @@ class Settings(BaseSettings):
                 raise ValueError(f"{item!r} is not a principal: {exc.message}") from None
         return value
 
+    @field_validator("ssl_principal_mapping_rules")
+    @classmethod
+    def _mapping_rules(cls, value: str) -> str:
+        SslPrincipalMapper.from_rules(value)  # raises ValueError naming the bad rule
+        return value
+
     @field_validator("listeners")
     @classmethod
     def _listener(cls, value: str) -> str:
@@ -128,6 +135,12 @@ class Settings(BaseSettings):
             )
         if self.listener_scheme == "https" and not (self.ssl_certfile and self.ssl_keyfile):
             raise ValueError("listeners: an https listener needs ssl.certfile and ssl.keyfile")
+        if self.ssl_client_auth != "none" and (self.listener_scheme != "https" or not self.ssl_cafile):
+            raise ValueError("ssl.client.auth: client certificates need an https listener and ssl.cafile")
+        for key in ("ssl_certfile", "ssl_keyfile", "ssl_cafile"):
+            path = getattr(self, key)
+            if path is not None and not path.is_file():
+                raise ValueError(f"{property_key(key)}: {path} is not a readable file")
         return self
 
     @property

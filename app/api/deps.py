@@ -47,7 +47,9 @@ def get_caller(
     _bearer: Annotated[None, Depends(_bearer_scheme)],
 ) -> Caller:
     host = request.client.host if request.client else "*"
-    return runtime.authenticator.authenticate(request.headers.get("authorization"), host)
+    tls = request.scope.get("extensions", {}).get("tls") or {}
+    chain = tls.get("client_cert_chain") or []
+    return runtime.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
 def get_token_service(runtime: RuntimeDep) -> TokenService:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
+from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.acl import AclAuthorizer
 from app.domain.clock import Clock, SystemClock
 from app.domain.token_rules import TokenPolicy
@@ -68,5 +69,10 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         users=UserCredentialService(user_store, authorizer=authorizer),
         acls=AclService(acl_store, acl_cache, authorizer=authorizer),
         acl_cache=acl_cache,
-        authenticator=Authenticator(BasicAuthenticator(user_store, clock), tokens),
+        authenticator=Authenticator(
+            BasicAuthenticator(user_store, clock),
+            tokens,
+            client_auth=settings.ssl_client_auth,
+            mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
+        ),
     )

@@ -1,12 +1,20 @@
-"""Who is calling: the ``Authorization`` header (Basic or Bearer) becomes a ``Caller`` or NotAuthenticated."""
+"""Who is calling: the ``Authorization`` header (Basic or Bearer) or a verified TLS client certificate
+becomes a ``Caller``; anything else is NotAuthenticated.
+
+A request with an ``Authorization`` header is that principal (as a SASL login over an SSL listener is in
+Kafka); otherwise the certificate's subject, mapped by ``ssl.principal.mapping.rules``, is ``User:<name>``.
+With ``ssl.client.auth=required`` a request without a verified certificate is refused whatever it carries.
+"""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import re
+import ssl
 
 from app.auth.basic import BasicAuthenticator
+from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
 from app.domain.authorization import Caller
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
@@ -19,13 +27,26 @@ _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 
 class Authenticator:
-    def __init__(self, basic: BasicAuthenticator, tokens: TokenService) -> None:
+    def __init__(
+        self,
+        basic: BasicAuthenticator,
+        tokens: TokenService,
+        *,
+        client_auth: str = "none",
+        mapper: SslPrincipalMapper | None = None,
+    ) -> None:
         self._basic = basic
         self._tokens = tokens
+        self._client_auth = client_auth
+        self._mapper = mapper or SslPrincipalMapper.from_rules("DEFAULT")
 
-    def authenticate(self, authorization: str | None, host: str) -> Caller:
+    def authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None = None) -> Caller:
+        if self._client_auth == "required" and client_cert_pem is None:
+            raise NotAuthenticated("This listener requires a TLS client certificate.")
         if not authorization:
-            raise NotAuthenticated("Authentication is required (Basic or Bearer).")
+            if client_cert_pem is not None and self._client_auth != "none":
+                return Caller(self._certificate_principal(client_cert_pem), host=host)
+            raise NotAuthenticated("Authentication is required (Basic, Bearer or a TLS client certificate).")
         if len(authorization) > MAX_AUTHORIZATION_LENGTH:
             raise NotAuthenticated("The Authorization header is too long.")
         scheme, _, credentials = authorization.partition(" ")
@@ -61,3 +82,14 @@ class Authenticator:
         if token is None:
             raise NotAuthenticated("Unknown, expired or invalid delegation token.")
         return Caller(token.authenticated_principal, host=host, token_id=token_id)
+
+    def _certificate_principal(self, pem: str) -> KafkaPrincipal:
+        try:
+            name = principal_name_for(ssl.PEM_cert_to_DER_cert(pem), self._mapper)
+        except NoMatchingRule:
+            raise NotAuthenticated("No ssl.principal.mapping.rules rule applies to the client certificate.") from None
+        except ValueError:
+            raise NotAuthenticated("The client certificate could not be read.") from None
+        if not name:
+            raise NotAuthenticated("The client certificate maps to an empty principal name.")
+        return KafkaPrincipal.user(name)

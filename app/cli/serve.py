@@ -10,9 +10,12 @@ from typing import Any
 import uvicorn
 
 from app.api.app import create_app
+from app.cli.tls_protocol import TlsAwareH11Protocol
 from app.settings import Settings
 
-_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
+# "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
+# HTTP 401 that says why instead of an opaque TLS alert.
+_CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -28,6 +31,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             "ssl_certfile": str(settings.ssl_certfile),
             "ssl_keyfile": str(settings.ssl_keyfile),
             "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
+            "http": TlsAwareH11Protocol,
         }
         if settings.ssl_cafile is not None:
             options["ssl_ca_certs"] = str(settings.ssl_cafile)

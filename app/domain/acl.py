@@ -32,7 +32,9 @@ WILDCARD_RESOURCE = "*"
 WILDCARD_PRINCIPAL = "User:*"
 WILDCARD_HOST = "*"
 MAX_RESOURCE_NAME_LENGTH = MAX_PRINCIPAL_LENGTH + 16  # User resources are named after principals
-_BAD_NAME = re.compile(r"[/\x00-\x1f\x7f]")
+# What ZooKeeper refuses in a path element (PathUtils.validatePath): resource names become znode names.
+_BAD_NAME = re.compile("[/\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
+_RESERVED_NAMES = frozenset({".", ".."})
 
 
 class PatternType(StrEnum):
@@ -100,8 +102,16 @@ def validate_binding(binding: AclBinding) -> None:
         raise InvalidInput(f"Operation {operation} makes no sense on {resource_type} resources (use {allowed}).")
     if entry.permission not in tuple(Permission):
         raise InvalidInput("permissionType must be Allow or Deny.")
-    if not pattern.name or len(pattern.name) > MAX_RESOURCE_NAME_LENGTH or _BAD_NAME.search(pattern.name):
-        raise InvalidInput("A resource name must be non-empty, not too long, without '/' or control characters.")
+    if (
+        not pattern.name
+        or len(pattern.name) > MAX_RESOURCE_NAME_LENGTH
+        or _BAD_NAME.search(pattern.name)
+        or pattern.name in _RESERVED_NAMES
+    ):
+        raise InvalidInput(
+            "A resource name must be non-empty, not too long, and free of '/', control characters "
+            "and others ZooKeeper cannot store."
+        )
     if resource_type is ResourceType.CLUSTER and (
         pattern.name != CLUSTER_RESOURCE_NAME or pattern.pattern_type is not PatternType.LITERAL
     ):

@@ -20,9 +20,7 @@ NIMBUS = ("nimbus", "nimbus-pw")
 
 
 @pytest.fixture
-def replicas(
-    zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]], tmp_path: Path
-) -> list[str]:
+def replicas(zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]], tmp_path: Path) -> list[str]:
     for user in (ADMIN, NIMBUS):
         put_user(raw_zk, *user)
     urls = []
@@ -60,8 +58,13 @@ def _may_create_for_joe(url: str) -> Callable[[], bool]:
 
 def _acl(**fields: str) -> dict[str, str]:
     return {
-        "resourceType": "User", "resourceName": "User:joe", "patternType": "LITERAL", "principal": "User:nimbus",
-        "host": "*", "operation": "CreateTokens", "permissionType": "Allow",
+        "resourceType": "User",
+        "resourceName": "User:joe",
+        "patternType": "LITERAL",
+        "principal": "User:nimbus",
+        "host": "*",
+        "operation": "CreateTokens",
+        "permissionType": "Allow",
     } | fields
 
 

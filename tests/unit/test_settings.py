@@ -41,7 +41,9 @@ def config_error(path: Path, values: dict[str, str]) -> str:
 # -------------------- reading the file
 
 
-def test_reads_kafka_key_names_from_a_properties_file(properties: Path) -> None:
+def test_reads_kafka_key_names_from_a_properties_file(properties: Path, tmp_path: Path) -> None:
+    for name in ("cert.pem", "key.pem", "ca.pem"):
+        (tmp_path / name).write_text("x")
     settings = load_file(
         properties,
         {
@@ -53,7 +55,10 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path) -> None:
             "allow.everyone.if.no.acl.found": "true",
             "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
             "zookeeper.session.timeout.ms": "6000",
-            "listeners": "http://10.1.2.3:9000",
+            "listeners": "https://127.0.0.2:9000",
+            "ssl.certfile": str(tmp_path / "cert.pem"),
+            "ssl.keyfile": str(tmp_path / "key.pem"),
+            "ssl.cafile": str(tmp_path / "ca.pem"),
             "audit.db.url": "sqlite:////var/lib/kts/audit.db",
             "ssl.client.auth": "requested",
             "service.id": "kts-1",
@@ -68,7 +73,7 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path) -> None:
     assert settings.allow_everyone_if_no_acl_found is True
     assert settings.ssl_principal_mapping_rules == "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"
     assert settings.zookeeper_session_timeout_ms == 6_000
-    assert (settings.listener_scheme, settings.listener_host, settings.listener_port) == ("http", "10.1.2.3", 9000)
+    assert (settings.listener_scheme, settings.listener_host, settings.listener_port) == ("https", "127.0.0.2", 9000)
     assert settings.audit_db_url == "sqlite:////var/lib/kts/audit.db"
     assert settings.ssl_client_auth == "requested"
     assert settings.service_id == "kts-1"
@@ -254,6 +259,8 @@ def test_https_listener_with_only_a_certificate_is_refused(properties: Path, tmp
 
 
 def test_https_listener_with_certificate_and_key(properties: Path, tmp_path: Path) -> None:
+    (tmp_path / "cert.pem").write_text("x")
+    (tmp_path / "key.pem").write_text("x")
     settings = load_file(
         properties,
         {
@@ -333,3 +340,22 @@ def test_super_users_error_names_the_key_and_the_bad_entry(properties: Path) -> 
     message = config_error(properties, {**REQUIRED, "super.users": "User:a;bob"})
     assert message.startswith("super.users")
     assert "bob" in message
+
+
+@pytest.mark.parametrize(
+    ("values", "key"),
+    [
+        ({"ssl.client.auth": "required"}, "ssl.client.auth"),
+        (
+            {
+                "listeners": "https://127.0.0.1:8443",
+                "ssl.certfile": "/nonexistent/c.pem",
+                "ssl.keyfile": "/nonexistent/k.pem",
+            },
+            "ssl.certfile",
+        ),
+        ({"ssl.principal.mapping.rules": "RULE:[broken"}, "ssl.principal.mapping.rules"),
+    ],
+)
+def test_tls_settings_are_checked_at_start(properties: Path, values: dict[str, str], key: str) -> None:
+    assert key in config_error(properties, {**REQUIRED, **values})

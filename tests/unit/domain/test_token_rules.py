@@ -82,7 +82,7 @@ def deny_all() -> FakeAuthorizer:
 
 
 def caller(principal: KafkaPrincipal, *, token_id: str | None = None) -> Caller:
-    return Caller(principal, host="10.0.0.1", token_id=token_id)
+    return Caller(principal, host="127.0.0.9", token_id=token_id)
 
 
 def token_caller(principal: KafkaPrincipal) -> Caller:
