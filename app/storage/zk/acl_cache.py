@@ -37,7 +37,7 @@ class AclCache:
         self._zk = zk
         self._store = store
         self._snapshot = AclSnapshot()
-        self._lock = threading.Lock()  # serializes writers of the snapshot; readers never take it
+        self._lock = threading.Lock()  # serializes refreshes of the snapshot; readers never take it
         self._seen: dict[str, set[str]] = {path: set() for path, _ in _QUEUES}
         self._wake = threading.Event()
         self._reload_needed = True
@@ -64,9 +64,12 @@ class AclCache:
             self._worker.join(timeout=5)
 
     def refresh(self, pattern: ResourcePattern) -> None:
-        """Re-read one resource (after our own write, so this replica reads its writes at once)."""
-        entries, _ = self._store.read(pattern)
+        """Re-read one resource (after our own write, so this replica reads its writes at once).
+
+        The read happens under the lock: refreshes run one at a time, so a slow read that began before a
+        newer change can never overwrite the newer entries another refresh installed."""
         with self._lock:
+            entries, _ = self._store.read(pattern)
             self._snapshot = self._snapshot.replace(pattern, entries)
 
     def _on_state(self, state: KazooState) -> None:
@@ -100,9 +103,8 @@ class AclCache:
         # processed afterwards, and re-reading a resource is harmless.
         for path, _ in _QUEUES:
             self._seen[path] = set(self._zk.wait(self._zk.client.get_children_async(path)))
-        loaded = self._store.load_all()
         with self._lock:
-            self._snapshot = AclSnapshot(loaded)
+            self._snapshot = AclSnapshot(self._store.load_all())
         self._reload_needed = False
         self.loaded = True
         log.info("ACL cache loaded %d ACLs", len(self._snapshot))
