@@ -1,28 +1,18 @@
-"""SslPrincipalMapper and distinguished_name give the names a Kafka broker gives.
+"""SslPrincipalMapper and principal_name_for give the names a Kafka broker gives.
 
 The rule cases are Kafka's own SslPrincipalMapperTest; every other expected value was
-produced by running the same input through Kafka's SslPrincipalMapper and the JDK's
-X500Principal.getName() (JDK 17), so these tables are what a broker prints.
+produced by running the same input through Kafka's SslPrincipalMapper (JDK 17), so
+these tables are what a broker prints.
 """
 
 from __future__ import annotations
 
-import datetime
-import functools
 import re
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
-from app.auth.ssl_principal_mapper import (
-    NoMatchingRule,
-    SslPrincipalMapper,
-    distinguished_name,
-    principal_name_for,
-)
+from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
+from tests.unit.auth.test_x500_name import CN, ORG, OU, C, certificate_der, rdn, subject_of
 
 # --- Kafka's SslPrincipalMapperTest -------------------------------------------------
 
@@ -132,127 +122,6 @@ MAPPINGS = [
     ("RULE:cn=(.*)/$1/L", "cn=ΟΔΟΣ", "οδος"),
 ]
 
-# Java regex semantics that differ from Python's re: (pattern, name, does the rule apply?)
-JAVA_REGEX = [
-    (".*", "a\rb", False),  # "." excludes every Java line terminator, not just \n
-    (".*", "a\u2028b", False),
-    ("(?s).*", "a\rb", True),
-    ("(?d).*", "a\rb", True),
-    ("a$\\n", "a\n", True),  # $ before the final line terminator
-    ("a$\\r\\n", "a\r\n", True),
-    ("a$\\u2028", "a\u2028", True),
-    ("\\w+", "é", False),  # \w, \d, \s, \b are ASCII-only
-    ("\\W", "é", True),
-    ("(?i)É", "é", False),  # case-insensitivity is ASCII-only without (?u)
-    ("(?i)[a-c]+", "AbC", True),
-    ("a(?i)b|c", "C", True),  # (?i) lasts to the end of the group, across |
-    ("(a(?i)b)|c", "C", False),
-    ("(?i:a)b", "AB", False),
-    ("\\Q.*\\E", ".*", True),
-    ("\\Q.*\\E", "ab", False),
-    ("[\\Qa\\E-c]", "b", True),
-    ("\\p{Alpha}+\\P{Alpha}", "ab1", True),
-    ("[\\p{Upper}\\d]+", "A1", True),
-    ("\\x41\\u0042\\0103\\x{44}\\cA", "ABCD\x01", True),
-    ("\\h\\v", "\t\n", True),
-    ("(a)\\1\\11", "aaa1", True),  # \11 is group 1 then "1" when there is no group 11
-    ("(?<g>x)\\k<g>", "xx", True),
-    ("a\\Z\\n", "a\n", True),
-    ("a\\z\\n", "a\n", False),
-    ("\\B", "", True),
-    ("{2}x", "x", True),  # Java quantifies an empty atom here
-    ("[]a]+", "]a", True),
-    ("\\bab\\b", "ab", True),
-]
-
-# Valid Java regexes with no faithful Python form: rejected rather than guessed.
-UNSUPPORTED_PATTERNS = [
-    "[a[b]]",
-    "[a&&b]",
-    "\\p{L}",
-    "\\pL",
-    "\\G",
-    "\\R",
-    "\\X",
-    "\\b{g}",
-    "(?u)a",
-    "(?x)a",
-    "(?<=a|bc)x",
-]
-
-# Rejected by Java's Pattern.compile as well.
-INVALID_PATTERNS = ["(", "a)", "a{x}", "a{,2}", "*a", "a**", "[a", "\\y", "\\0", "[b-a]", "\\k<n>", "(?<=\\1)(a)"]
-
-# --- Certificate subjects (outputs from X500Principal.getName()) -------------------
-
-
-def _rdn(*attributes: tuple[x509.ObjectIdentifier, str]) -> x509.RelativeDistinguishedName:
-    return x509.RelativeDistinguishedName([x509.NameAttribute(oid, value) for oid, value in attributes])
-
-
-def _subject(*rdns: x509.RelativeDistinguishedName) -> x509.Name:
-    return x509.Name(list(rdns))
-
-
-C, ORG, OU, CN = NameOID.COUNTRY_NAME, NameOID.ORGANIZATION_NAME, NameOID.ORGANIZATIONAL_UNIT_NAME, NameOID.COMMON_NAME
-
-# (subject in X.509 order, most significant first; what the JDK prints)
-SUBJECTS = [
-    (
-        _subject(_rdn((C, "US")), _rdn((ORG, "acme")), _rdn((OU, "eng")), _rdn((CN, "alice"))),
-        "CN=alice,OU=eng,O=acme,C=US",
-    ),
-    (_subject(_rdn((ORG, "acme")), _rdn((CN, 'Smith, John "JJ" + co'))), 'CN=Smith\\, John \\"JJ\\" \\+ co,O=acme'),
-    (_subject(_rdn((CN, "a\\b<c>d;e=f#g"))), "CN=a\\\\b\\<c\\>d\\;e\\=f\\#g"),
-    (_subject(_rdn((CN, "#lead"))), "CN=\\#lead"),
-    (_subject(_rdn((CN, " both "))), "CN=\\ both\\ "),
-    (_subject(_rdn((CN, "ok 'chars' (-./:?@_*&!%)"))), "CN=ok 'chars' (-./:?@_*&!%)"),
-    (_subject(_rdn((CN, "héllo wörld €"))), "CN=héllo wörld €"),
-    # multi-valued RDN: values joined with "+", in their DER (sorted) order
-    (_subject(_rdn((ORG, "acme")), _rdn((CN, "bob"), (NameOID.USER_ID, "b123"))), "CN=bob+UID=b123,O=acme"),
-    (_subject(_rdn((OU, "z"), (CN, "y"))), "CN=y+OU=z"),
-    # emailAddress has no RFC 2253 keyword: dotted OID and the DER value in hex
-    (
-        _subject(_rdn((ORG, "acme")), _rdn((CN, "alice")), _rdn((NameOID.EMAIL_ADDRESS, "alice@example.com"))),
-        "1.2.840.113549.1.9.1=#1611616c696365406578616d706c652e636f6d,CN=alice,O=acme",
-    ),
-    (
-        _subject(
-            _rdn((NameOID.DOMAIN_COMPONENT, "com")),
-            _rdn((NameOID.DOMAIN_COMPONENT, "example")),
-            _rdn((NameOID.STATE_OR_PROVINCE_NAME, "CA")),
-            _rdn((NameOID.LOCALITY_NAME, "SF")),
-            _rdn((NameOID.STREET_ADDRESS, "1 Main St")),
-            _rdn((NameOID.SERIAL_NUMBER, "42")),
-            _rdn((NameOID.TITLE, "t")),
-        ),
-        "2.5.4.12=#0c0174,2.5.4.5=#13023432,STREET=1 Main St,L=SF,ST=CA,DC=example,DC=com",
-    ),
-    (_subject(_rdn((CN, "nul\x00here"))), "CN=nul\\00here"),
-    (_subject(), ""),
-]
-
-
-@functools.cache
-def _key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def _certificate(subject: x509.Name) -> bytes:
-    start = datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(x509.Name([x509.NameAttribute(CN, "kts test issuer")]))
-        .public_key(_key().public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(start)
-        .not_valid_after(start + datetime.timedelta(days=1))
-        .sign(_key(), hashes.SHA256())
-    )
-    return certificate.public_bytes(serialization.Encoding.DER)
-
-
 # --- Tests ------------------------------------------------------------------------
 
 
@@ -339,50 +208,13 @@ def test_broken_replacement_fails_when_applied_like_kafka(rules: str, message: s
     assert not isinstance(error.value, NoMatchingRule)
 
 
-@pytest.mark.parametrize(("pattern", "dn", "applies"), JAVA_REGEX)
-def test_patterns_have_java_semantics(pattern: str, dn: str, applies: bool) -> None:
-    mapper = SslPrincipalMapper.from_rules(f"RULE:{pattern}/matched/")
-    if applies:
-        assert "matched" in mapper.name(dn)  # replaceAll may add a second "matched"
-    else:
-        with pytest.raises(NoMatchingRule):
-            mapper.name(dn)
-
-
-@pytest.mark.parametrize("pattern", UNSUPPORTED_PATTERNS)
-def test_java_constructs_without_python_equivalent_are_rejected(pattern: str) -> None:
-    with pytest.raises(ValueError, match="Unsupported Java regular expression"):
-        SslPrincipalMapper.from_rules(f"RULE:{pattern}/x/")
-
-
-@pytest.mark.parametrize("pattern", INVALID_PATTERNS)
-def test_patterns_java_rejects_are_rejected(pattern: str) -> None:
-    with pytest.raises(ValueError, match=r"^Invalid rule") as error:
-        SslPrincipalMapper.from_rules(f"RULE:{pattern}/x/")
-    assert "\n" not in str(error.value)
-
-
-def test_result_that_java_would_cut_in_half_is_refused() -> None:
-    # After an empty match Java steps one UTF-16 unit, into the emoji's surrogate pair.
-    mapper = SslPrincipalMapper.from_rules("RULE:[^,]*?/x/")
-    with pytest.raises(ValueError, match="half of a character"):
-        mapper.name("a\U0001f600")
-    # An empty replacement glues the halves back together, as in Java.
-    assert SslPrincipalMapper.from_rules("RULE:[^,]*?//").name("a\U0001f600") == "a\U0001f600"
-
-
-@pytest.mark.parametrize(("subject", "expected"), SUBJECTS)
-def test_distinguished_name_is_printed_like_x500principal(subject: x509.Name, expected: str) -> None:
-    assert distinguished_name(_certificate(subject)) == expected
-
-
 def test_principal_name_for_certificate() -> None:
-    der = _certificate(_subject(_rdn((C, "US")), _rdn((ORG, "acme")), _rdn((OU, "ServiceUsers")), _rdn((CN, "Svc-1"))))
+    der = certificate_der(subject_of(rdn((C, "US")), rdn((ORG, "acme")), rdn((OU, "ServiceUsers")), rdn((CN, "Svc-1"))))
     mapper = SslPrincipalMapper.from_rules(KAFKA_RULES)
     assert principal_name_for(der, mapper) == "svc-1"
     assert principal_name_for(der, SslPrincipalMapper.from_rules("DEFAULT")) == "CN=Svc-1,OU=ServiceUsers,O=acme,C=US"
 
 
-def test_distinguished_name_rejects_non_certificates() -> None:
-    with pytest.raises(ValueError):
-        distinguished_name(b"not a certificate")
+def test_a_rule_with_a_bad_java_pattern_is_an_invalid_rule() -> None:
+    with pytest.raises(ValueError, match="^Invalid rule"):
+        SslPrincipalMapper.from_rules("RULE:[unclosed/$1/")
