@@ -216,5 +216,5 @@ def test_principal_name_for_certificate() -> None:
 
 
 def test_a_rule_with_a_bad_java_pattern_is_an_invalid_rule() -> None:
-    with pytest.raises(ValueError, match="^Invalid rule"):
+    with pytest.raises(ValueError, match=r"^Invalid rule"):
         SslPrincipalMapper.from_rules("RULE:[unclosed/$1/")
