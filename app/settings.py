@@ -77,6 +77,7 @@ class Settings(BaseSettings):
     # service keys
     listeners: str = "http://127.0.0.1:8080"
     audit_db_url: str = "sqlite:///./kts-audit.db"
+    audit_db_auto_migrate: bool = True
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     ssl_cafile: Path | None = None
@@ -112,6 +113,20 @@ class Settings(BaseSettings):
     @classmethod
     def _mapping_rules(cls, value: str) -> str:
         SslPrincipalMapper.from_rules(value)  # raises ValueError naming the bad rule
+        return value
+
+    @field_validator("audit_db_url")
+    @classmethod
+    def _database_url(cls, value: str) -> str:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        try:
+            backend = make_url(value).get_backend_name()
+        except ArgumentError:
+            raise ValueError("is not a database URL such as sqlite:///kts-audit.db or postgresql://...") from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError("must name an SQLite or PostgreSQL database")
         return value
 
     @field_validator("listeners")

@@ -12,16 +12,21 @@ from fastapi import FastAPI
 
 from app.api.errors import install_error_handlers
 from app.api.limits import BodySizeLimit
-from app.api.routers import acls, ops, tokens, users
+from app.api.request_context import RequestContextMiddleware
+from app.api.routers import acls, audit, ops, tokens, users
 from app.api.runtime import build_runtime
 from app.domain.clock import Clock
+from app.service.audit import AuditLog
 from app.settings import Settings, load_settings
 
 CONFIG_ENV = "KTS_CONFIG"
 
 
-def create_app(settings: Settings | None = None, *, clock: Clock | None = None) -> FastAPI:
-    """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``."""
+def create_app(
+    settings: Settings | None = None, *, clock: Clock | None = None, audit_log: AuditLog | None = None
+) -> FastAPI:
+    """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``.
+    ``audit_log`` replaces the database-backed audit log (benchmarks only)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -29,7 +34,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
         if effective is None:
             config = os.environ.get(CONFIG_ENV)
             effective = load_settings(Path(config) if config else None)
-        runtime = build_runtime(effective, clock)
+        runtime = build_runtime(effective, clock, audit_log)
         await anyio.to_thread.run_sync(runtime.start)
         app.state.runtime = runtime
         try:
@@ -45,6 +50,7 @@ def create_app(settings: Settings | None = None, *, clock: Clock | None = None) 
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
-    for router in (tokens.router, acls.router, users.router, ops.router):
+    app.add_middleware(RequestContextMiddleware)
+    for router in (tokens.router, acls.router, users.router, audit.router, ops.router):
         app.include_router(router)
     return app

@@ -11,6 +11,7 @@ from fastapi.security.base import SecurityBase
 from app.api.runtime import Runtime
 from app.domain.authorization import Caller
 from app.service.acls import AclService
+from app.service.audit_trail import AuditTrail
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
@@ -64,7 +65,12 @@ def get_acl_service(runtime: RuntimeDep) -> AclService:
     return runtime.acls
 
 
+def get_audit_trail(runtime: RuntimeDep) -> AuditTrail:
+    return runtime.audit_trail
+
+
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
 Tokens = Annotated[TokenService, Depends(get_token_service)]
 Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
+Audit = Annotated[AuditTrail, Depends(get_audit_trail)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
@@ -12,38 +13,61 @@ from app.domain.clock import Clock, SystemClock
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.service.acls import AclService
+from app.service.audit import AuditLog, Auditor, AuditReconciler
+from app.service.audit_trail import AuditTrail
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
+from app.storage.audit import migrations
+from app.storage.audit.database import describe_url, make_engine
+from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
 class Runtime:
     settings: Settings
     zk: ZkConnection
+    audit_log: AuditLog
     tokens: TokenService
     users: UserCredentialService
     acls: AclService
+    audit_trail: AuditTrail
     acl_cache: AclCache
+    reconciler: AuditReconciler
     authenticator: Authenticator
 
     def start(self) -> None:
+        if isinstance(self.audit_log, SqlAuditLog):
+            self.audit_log.migrate(auto=self.settings.audit_db_auto_migrate)
+            log.info(
+                "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
+            )
         self.zk.start()
         self.acl_cache.start()
+        self.reconciler.start()
 
     def stop(self) -> None:
+        self.reconciler.stop()
         self.acl_cache.stop()
         self.zk.stop()
 
 
-def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
+def build_runtime(settings: Settings, clock: Clock | None = None, audit_log: AuditLog | None = None) -> Runtime:
+    """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink)."""
     clock = clock or SystemClock()
     zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
+    if audit_log is None:
+        audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
+    intents = ZkIntentStore(zk)
+    auditor = Auditor(audit_log, intents)
     acl_store = ZkAclStore(zk)
     acl_cache = AclCache(zk, acl_store)
     authorizer = AclAuthorizer(
@@ -61,18 +85,23 @@ def build_runtime(settings: Settings, clock: Clock | None = None) -> Runtime:
         ),
         authorizer=authorizer,
         clock=clock,
+        auditor=auditor,
     )
     return Runtime(
         settings=settings,
         zk=zk,
+        audit_log=audit_log,
         tokens=tokens,
-        users=UserCredentialService(user_store, authorizer=authorizer),
-        acls=AclService(acl_store, acl_cache, authorizer=authorizer),
+        users=UserCredentialService(user_store, authorizer=authorizer, auditor=auditor),
+        acls=AclService(acl_store, acl_cache, authorizer=authorizer, auditor=auditor),
+        audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         acl_cache=acl_cache,
+        reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
         authenticator=Authenticator(
             BasicAuthenticator(user_store, clock),
             tokens,
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
+            auditor=auditor,
         ),
     )

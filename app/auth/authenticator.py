@@ -15,10 +15,12 @@ import ssl
 
 from app.auth.basic import BasicAuthenticator
 from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
+from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
+from app.service.audit import Auditor
 from app.service.tokens import TokenService
 
 # Enough for a long user name and password; longer headers are refused before any decoding work.
@@ -34,13 +36,32 @@ class Authenticator:
         *,
         client_auth: str = "none",
         mapper: SslPrincipalMapper | None = None,
+        auditor: Auditor | None = None,
     ) -> None:
         self._basic = basic
         self._tokens = tokens
+        self._auditor = auditor
         self._client_auth = client_auth
         self._mapper = mapper or SslPrincipalMapper.from_rules("DEFAULT")
 
     def authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None = None) -> Caller:
+        try:
+            return self._authenticate(authorization, host, client_cert_pem)
+        except NotAuthenticated as exc:
+            if self._auditor is not None:
+                scheme, principal, token_id = _claimed_identity(authorization, client_cert_pem)
+                self._auditor.record(
+                    AuditEvent(
+                        Action.AUTHENTICATION,
+                        Outcome.DENIED,
+                        principal=principal,
+                        token_id=token_id,
+                        details={"scheme": scheme, "reason": exc.message},
+                    )
+                )
+            raise
+
+    def _authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None) -> Caller:
         if self._client_auth == "required" and client_cert_pem is None:
             raise NotAuthenticated("This listener requires a TLS client certificate.")
         if not authorization:
@@ -93,3 +114,22 @@ class Authenticator:
         if not name:
             raise NotAuthenticated("The client certificate maps to an empty principal name.")
         return KafkaPrincipal.user(name)
+
+
+def _claimed_identity(authorization: str | None, client_cert_pem: str | None) -> tuple[str, str | None, str | None]:
+    """(scheme, claimed principal, token id) of a failed login, for the audit trail. Never the password or
+    the HMAC: only the user name of Basic credentials and the token id of Bearer ones."""
+    if not authorization:
+        return ("certificate" if client_cert_pem else "none"), None, None
+    scheme, _, credentials = authorization.partition(" ")
+    scheme = scheme.lower()[:16]
+    if scheme == "basic":
+        try:
+            user_name = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")[0]
+        except (binascii.Error, ValueError):
+            return scheme, None, None
+        return scheme, f"User:{user_name[:255]}" if user_name else None, None
+    if scheme == "bearer":
+        token_id = credentials.strip().partition(":")[0]
+        return scheme, None, token_id if _TOKEN_ID.fullmatch(token_id) else None
+    return scheme, None, None

@@ -1,59 +1,105 @@
-"""ACL management: who may manage ACLs, validation, and writes that the writing replica reads at once."""
+"""ACL management: who may manage ACLs, validation, audited writes the writing replica reads at once."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from app.domain.acl import AccessControlEntry, AclBinding, AclFilter, ResourcePattern, validate_binding
+from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
 from app.domain.errors import ClusterAuthorizationFailed, InvalidInput
+from app.service.audit import Auditor
 from app.service.ports import AclStore, AclView
+
+Entries = frozenset[AccessControlEntry]
 
 
 class AclService:
-    def __init__(self, store: AclStore, view: AclView, *, authorizer: Authorizer) -> None:
+    def __init__(self, store: AclStore, view: AclView, *, authorizer: Authorizer, auditor: Auditor) -> None:
         self._store = store
         self._view = view
         self._authorizer = authorizer
+        self._auditor = auditor
 
-    def _require(self, caller: Caller, operation: Operation) -> None:
+    def _require(self, caller: Caller, operation: Operation, event: AuditEvent | None) -> None:
         # A leaked token must not be able to widen its own powers, so ACL changes need a login.
         if (caller.token_authenticated and operation is Operation.ALTER) or not self._authorizer.authorize(
             caller, operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
         ):
-            raise ClusterAuthorizationFailed(
+            error = ClusterAuthorizationFailed(
                 f"{caller.principal} may not manage ACLs (needs {operation} on Cluster:{CLUSTER_RESOURCE_NAME})."
             )
+            if event is not None:
+                self._auditor.refused(event, error)
+            raise error
 
     def create(self, caller: Caller, binding: AclBinding) -> AclBinding:
-        self._require(caller, Operation.ALTER)
+        event = _event(Action.ACL_ADD, caller, binding.pattern, [binding.entry])
+        self._require(caller, Operation.ALTER, event)
         validate_binding(binding)
-        self._store.change(binding.pattern, lambda entries: entries | {binding.entry})
+        self._auditor.mutation(
+            event,
+            lambda intent: self._store.change(binding.pattern, lambda entries: entries | {binding.entry}, intent),
+            succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
+        )
         self._view.refresh(binding.pattern)
         return binding
 
     def describe(self, caller: Caller, selector: AclFilter) -> list[AclBinding]:
-        self._require(caller, Operation.DESCRIBE)
+        self._require(caller, Operation.DESCRIBE, None)
         return [binding for binding in self._view.snapshot().bindings() if selector.matches(binding)]
 
     def delete(self, caller: Caller, selector: AclFilter) -> list[AclBinding]:
-        self._require(caller, Operation.ALTER)
+        """One audited change per resource pattern touched (each is its own ZooKeeper transaction)."""
+        refused = AuditEvent(Action.ACL_REMOVE, Outcome.PENDING, principal=str(caller.principal))
+        self._require(caller, Operation.ALTER, refused)
         if selector.is_empty:
             raise InvalidInput("Refusing to delete every ACL: give at least one filter field.")
         patterns = sorted({b.pattern for b in self._view.snapshot().bindings() if selector.matches(b)})
-        deleted: list[AclBinding] = []
-        for pattern in patterns:
-            # Re-evaluated against the stored entries, so ACLs added since the snapshot are judged too.
-            before, after = self._store.change(pattern, _without_matching(pattern, selector))
-            deleted += sorted(AclBinding(pattern, entry) for entry in before - after)
-            self._view.refresh(pattern)
-        return deleted
+        return [binding for pattern in patterns for binding in self._remove(caller, pattern, selector)]
+
+    def _remove(self, caller: Caller, pattern: ResourcePattern, selector: AclFilter) -> list[AclBinding]:
+        matching = [b.entry for b in self._view.snapshot().bindings() if b.pattern == pattern and selector.matches(b)]
+        event = _event(Action.ACL_REMOVE, caller, pattern, matching)
+
+        def removed(result: tuple[Entries, Entries]) -> AuditEvent:
+            return event.ended(Outcome.SUCCEEDED, removed=[_entry_details(e) for e in sorted(result[0] - result[1])])
+
+        # Re-evaluated against the stored entries, so ACLs added since the snapshot are judged too.
+        before, after = self._auditor.mutation(
+            event,
+            lambda intent: self._store.change(pattern, _without_matching(pattern, selector), intent),
+            succeeded=removed,
+        )
+        self._view.refresh(pattern)
+        return sorted(AclBinding(pattern, entry) for entry in before - after)
 
 
-def _without_matching(
-    pattern: ResourcePattern, selector: AclFilter
-) -> Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]]:
-    def edit(entries: frozenset[AccessControlEntry]) -> frozenset[AccessControlEntry]:
+def _without_matching(pattern: ResourcePattern, selector: AclFilter) -> Callable[[Entries], Entries]:
+    def edit(entries: Entries) -> Entries:
         return frozenset(entry for entry in entries if not selector.matches(AclBinding(pattern, entry)))
 
     return edit
+
+
+def _entry_details(entry: AccessControlEntry) -> dict[str, str]:
+    return {
+        "principal": entry.principal,
+        "host": entry.host,
+        "operation": entry.operation,
+        "permissionType": entry.permission,
+    }
+
+
+def _event(action: Action, caller: Caller, pattern: ResourcePattern, entries: list[AccessControlEntry]) -> AuditEvent:
+    return AuditEvent(
+        action,
+        Outcome.PENDING,
+        principal=str(caller.principal),
+        details={
+            "resourceType": pattern.resource_type,
+            "resourceName": pattern.name,
+            "patternType": pattern.pattern_type.value,
+            "entries": [_entry_details(entry) for entry in sorted(entries)],
+        },
+    )

@@ -5,17 +5,19 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from app.domain import token_rules
+from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, TokenNotFound
+from app.domain.errors import ConcurrentModification, KtsError, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
+from app.service.audit import Auditor
 from app.service.hmac_index import HmacIndex
 from app.service.ports import StoredToken, TokenStore
 
@@ -23,6 +25,12 @@ from app.service.ports import StoredToken, TokenStore
 MAX_CAS_ATTEMPTS = 8
 CAS_BACKOFF_S = 0.005
 T = TypeVar("T")
+
+
+def _event(
+    action: Action, caller: Caller, token_id: str | None, *, outcome: Outcome = Outcome.PENDING, **details: object
+) -> AuditEvent:
+    return AuditEvent(action, outcome, principal=str(caller.principal), token_id=token_id, details=dict(details))
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,43 +54,72 @@ class TokenService:
         policy: TokenPolicy,
         authorizer: Authorizer,
         clock: Clock,
+        auditor: Auditor,
     ) -> None:
         self._store = store
         self._secret = secret
         self._policy = policy
         self._authorizer = authorizer
         self._clock = clock
+        self._auditor = auditor
         self._hmac_index = HmacIndex(secret)
 
     def create(self, caller: Caller, request: CreateRequest) -> IssuedToken:
-        token = token_rules.plan_create(
-            caller,
-            request,
-            token_id=new_token_id(),
-            now_ms=self._clock.now_ms(),
-            policy=self._policy,
-            authorizer=self._authorizer,
+        token_id = new_token_id()
+        event = AuditEvent(
+            Action.TOKEN_CREATE,
+            Outcome.PENDING,
+            principal=str(caller.principal),
+            owner=str(request.owner or caller.principal),
+            token_requester=str(caller.principal),
+            token_id=token_id,
+            details={
+                "requestedMaxLifetimeMs": request.max_lifetime_ms,
+                "renewers": [str(renewer) for renewer in request.renewers],
+            },
         )
-        self._store.create(token)
+        token = self._decide(
+            event,
+            lambda: token_rules.plan_create(
+                caller,
+                request,
+                token_id=token_id,
+                now_ms=self._clock.now_ms(),
+                policy=self._policy,
+                authorizer=self._authorizer,
+            ),
+        )
+        self._auditor.mutation(
+            event,
+            lambda intent: self._store.create(token, intent),
+            succeeded=lambda _: event.ended(
+                Outcome.SUCCEEDED,
+                issueTimestamp=token.issue_timestamp,
+                expiryTimestamp=token.expiry_timestamp,
+                maxTimestamp=token.max_timestamp,
+            ),
+        )
         return IssuedToken(token, self._secret.hmac(token.token_id))
 
     def renew(self, caller: Caller, token_id: str, renew_period_ms: int) -> ExpiryChange:
-        token_rules.ensure_may_request_tokens(caller)
-        self._ensure_visible(caller, token_id)
-        return self._renew(caller, token_id, renew_period_ms)
+        event = _event(Action.TOKEN_RENEW, caller, token_id, renewTimePeriodMs=renew_period_ms)
+        self._decide(event, lambda: self._ensure_may_change_visible(caller, token_id))
+        return self._renew(caller, token_id, renew_period_ms, event)
 
     def renew_by_hmac(self, caller: Caller, mac: bytes, renew_period_ms: int) -> ExpiryChange:
-        token_rules.ensure_may_request_tokens(caller)
-        return self._renew(caller, self._token_id_for(mac), renew_period_ms)
+        event = _event(Action.TOKEN_RENEW, caller, None, renewTimePeriodMs=renew_period_ms)
+        token_id = self._decide(event, lambda: self._token_id_for(caller, mac))
+        return self._renew(caller, token_id, renew_period_ms, replace(event, token_id=token_id))
 
     def expire(self, caller: Caller, token_id: str, expiry_period_ms: int) -> ExpiryChange:
-        token_rules.ensure_may_request_tokens(caller)
-        self._ensure_visible(caller, token_id)
-        return self._expire(caller, token_id, expiry_period_ms)
+        event = _event(Action.TOKEN_EXPIRE, caller, token_id, expiryTimePeriodMs=expiry_period_ms)
+        self._decide(event, lambda: self._ensure_may_change_visible(caller, token_id))
+        return self._expire(caller, token_id, expiry_period_ms, event)
 
     def expire_by_hmac(self, caller: Caller, mac: bytes, expiry_period_ms: int) -> ExpiryChange:
-        token_rules.ensure_may_request_tokens(caller)
-        return self._expire(caller, self._token_id_for(mac), expiry_period_ms)
+        event = _event(Action.TOKEN_EXPIRE, caller, None, expiryTimePeriodMs=expiry_period_ms)
+        token_id = self._decide(event, lambda: self._token_id_for(caller, mac))
+        return self._expire(caller, token_id, expiry_period_ms, replace(event, token_id=token_id))
 
     def describe(
         self,
@@ -94,21 +131,52 @@ class TokenService:
     ) -> Page:
         tokens = (stored.token for stored in self._store.list())
         visible = token_rules.describe(tokens, caller, owners, self._authorizer)
-        return token_rules.paginate(visible, limit=limit, after=after)
+        page = token_rules.paginate(visible, limit=limit, after=after)
+        self._auditor.record(
+            _event(
+                Action.TOKEN_DESCRIBE,
+                caller,
+                None,
+                outcome=Outcome.SUCCEEDED,
+                owners=None if owners is None else [str(owner) for owner in owners],
+                returned=len(page.tokens),
+            )
+        )
+        return page
 
     def get(self, caller: Caller, token_id: str) -> TokenInformation:
         """The token, or TokenNotFound when it is absent or the caller may not see it (no existence leak)."""
-        return self._ensure_visible(caller, token_id).token
+        event = _event(Action.TOKEN_DESCRIBE, caller, token_id)
+        token = self._decide(event, lambda: self._ensure_visible(caller, token_id)).token
+        self._auditor.record(event.ended(Outcome.SUCCEEDED))
+        return token
 
     def verify(self, token_id: str, mac: bytes) -> TokenInformation | None:
-        """The token when ``mac`` is its HMAC and it has not expired; otherwise None."""
+        """The token when ``mac`` is its HMAC and it has not expired; otherwise None. Not audited: it is the
+        Bearer login path, whose failures the authenticator records."""
         stored = self._store.get(token_id)
         if stored is None or not self._secret.matches(token_id, mac):
             return None
         token = stored.token
         return token if token.authenticates_at(self._clock.now_ms()) else None
 
-    def _token_id_for(self, mac: bytes) -> str:
+    def verify_for(self, caller: Caller, token_id: str, mac: bytes) -> TokenInformation | None:
+        """``verify`` on behalf of a caller of /v1/tokens/verify; failures are audited."""
+        token = self.verify(token_id, mac)
+        if token is None:
+            self._auditor.record(_event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
+        return token
+
+    def _decide(self, event: AuditEvent, decide: Callable[[], T]) -> T:
+        """Run a check; a refusal is recorded before it propagates."""
+        try:
+            return decide()
+        except KtsError as exc:
+            self._auditor.refused(event, exc)
+            raise
+
+    def _token_id_for(self, caller: Caller, mac: bytes) -> str:
+        token_rules.ensure_may_request_tokens(caller)
         token_id = self._hmac_index.find(mac, self._store.list_ids)
         if token_id is None or not self._secret.matches(token_id, mac):
             raise TokenNotFound("No token has this HMAC.")
@@ -120,9 +188,26 @@ class TokenService:
             raise TokenNotFound(f"Token {token_id} does not exist or is not visible to {caller.principal}.")
         return stored
 
-    def _renew(self, caller: Caller, token_id: str, renew_period_ms: int) -> ExpiryChange:
-        def attempt(stored: StoredToken) -> ExpiryChange:
-            expiry = token_rules.plan_renew(
+    def _ensure_may_change_visible(self, caller: Caller, token_id: str) -> None:
+        token_rules.ensure_may_request_tokens(caller)
+        self._ensure_visible(caller, token_id)
+
+    def _with_token(self, event: AuditEvent, token_id: str) -> tuple[AuditEvent, StoredToken]:
+        stored = self._decide(event, lambda: self._stored(token_id))
+        token = stored.token
+        return replace(event, owner=str(token.owner), token_requester=str(token.token_requester)), stored
+
+    def _stored(self, token_id: str) -> StoredToken:
+        stored = self._store.get(token_id)
+        if stored is None:
+            raise TokenNotFound(f"Token {token_id} does not exist.")
+        return stored
+
+    def _renew(self, caller: Caller, token_id: str, renew_period_ms: int, event: AuditEvent) -> ExpiryChange:
+        event, current = self._with_token(event, token_id)
+
+        def plan(stored: StoredToken) -> int:
+            return token_rules.plan_renew(
                 stored.token,
                 caller,
                 renew_period_ms=renew_period_ms,
@@ -130,27 +215,56 @@ class TokenService:
                 policy=self._policy,
                 authorizer=self._authorizer,
             )
-            self._store.update(stored.token.with_expiry(expiry), stored.version)
-            return ExpiryChange(token_id, expiry)
 
-        return self._with_cas(token_id, attempt)
+        self._decide(event, lambda: plan(current))  # refusals are recorded without a pending event
 
-    def _expire(self, caller: Caller, token_id: str, expiry_period_ms: int) -> ExpiryChange:
-        def attempt(stored: StoredToken) -> ExpiryChange:
-            decision = token_rules.plan_expire(
+        def perform(intent: str) -> ExpiryChange:
+            def attempt(stored: StoredToken) -> ExpiryChange:
+                expiry = plan(stored)
+                self._store.update(stored.token.with_expiry(expiry), stored.version, intent)
+                return ExpiryChange(token_id, expiry)
+
+            return self._with_cas(token_id, attempt)
+
+        return self._auditor.mutation(
+            event,
+            perform,
+            succeeded=lambda change: event.ended(Outcome.SUCCEEDED, expiryTimestamp=change.expiry_timestamp),
+        )
+
+    def _expire(self, caller: Caller, token_id: str, expiry_period_ms: int, event: AuditEvent) -> ExpiryChange:
+        event, current = self._with_token(event, token_id)
+
+        def plan(stored: StoredToken) -> token_rules.ExpireDecision:
+            return token_rules.plan_expire(
                 stored.token,
                 caller,
                 expiry_period_ms=expiry_period_ms,
                 now_ms=self._clock.now_ms(),
                 authorizer=self._authorizer,
             )
-            if isinstance(decision, DeleteToken):
-                self._store.delete(token_id, stored.version)
-            else:
-                self._store.update(stored.token.with_expiry(decision.expiry_timestamp), stored.version)
-            return ExpiryChange(token_id, decision.expiry_timestamp)
 
-        return self._with_cas(token_id, attempt)
+        self._decide(event, lambda: plan(current))
+
+        def perform(intent: str) -> tuple[ExpiryChange, bool]:
+            def attempt(stored: StoredToken) -> tuple[ExpiryChange, bool]:
+                decision = plan(stored)
+                if isinstance(decision, DeleteToken):
+                    self._store.delete(token_id, stored.version, intent)
+                else:
+                    self._store.update(stored.token.with_expiry(decision.expiry_timestamp), stored.version, intent)
+                return ExpiryChange(token_id, decision.expiry_timestamp), isinstance(decision, DeleteToken)
+
+            return self._with_cas(token_id, attempt)
+
+        change, _deleted = self._auditor.mutation(
+            event,
+            perform,
+            succeeded=lambda result: event.ended(
+                Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1]
+            ),
+        )
+        return change
 
     def _with_cas(self, token_id: str, attempt: Callable[[StoredToken], T]) -> T:
         """Read, decide, write guarded by the version read; on a lost race read and decide again."""

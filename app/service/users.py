@@ -1,33 +1,59 @@
-"""SCRAM credential management: who may change credentials, and the credential written."""
+"""SCRAM credential management: who may change credentials, the credential written, and its audit."""
 
 from __future__ import annotations
 
 from app.auth.scram import derive
+from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
 from app.domain.credentials import Mechanism
 from app.domain.errors import ClusterAuthorizationFailed
+from app.service.audit import Auditor
 from app.service.ports import UserStore
 
 
 class UserCredentialService:
-    def __init__(self, store: UserStore, *, authorizer: Authorizer) -> None:
+    def __init__(self, store: UserStore, *, authorizer: Authorizer, auditor: Auditor) -> None:
         self._store = store
         self._authorizer = authorizer
+        self._auditor = auditor
 
-    def _authorize(self, caller: Caller) -> None:
+    def _authorize(self, caller: Caller, event: AuditEvent) -> None:
         if caller.token_authenticated or not self._authorizer.authorize(
             caller, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
         ):
-            raise ClusterAuthorizationFailed(
+            error = ClusterAuthorizationFailed(
                 f"{caller.principal} may not change credentials (needs Alter on Cluster:{CLUSTER_RESOURCE_NAME})."
             )
+            self._auditor.refused(event, error)
+            raise error
 
     def set_password(
         self, caller: Caller, user_name: str, mechanism: Mechanism, password: str, iterations: int
     ) -> None:
-        self._authorize(caller)
-        self._store.put_credential(user_name, mechanism, derive(mechanism, password, iterations))
+        event = _event(Action.CREDENTIAL_SET, caller, user_name, mechanism, iterations=iterations)
+        self._authorize(caller, event)
+        credential = derive(mechanism, password, iterations)
+        self._auditor.mutation(
+            event,
+            lambda intent: self._store.put_credential(user_name, mechanism, credential, intent),
+            succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
+        )
 
     def delete(self, caller: Caller, user_name: str, mechanism: Mechanism) -> None:
-        self._authorize(caller)
-        self._store.delete_credential(user_name, mechanism)
+        event = _event(Action.CREDENTIAL_DELETE, caller, user_name, mechanism)
+        self._authorize(caller, event)
+        self._auditor.mutation(
+            event,
+            lambda intent: self._store.delete_credential(user_name, mechanism, intent),
+            succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
+        )
+
+
+def _event(action: Action, caller: Caller, user_name: str, mechanism: Mechanism, **details: object) -> AuditEvent:
+    return AuditEvent(
+        action,
+        Outcome.PENDING,
+        principal=str(caller.principal),
+        owner=f"User:{user_name}",
+        details={"user": user_name, "mechanism": mechanism.value, **details},
+    )

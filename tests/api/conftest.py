@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,7 +46,12 @@ def settings_overrides() -> dict[str, Any]:
 
 
 @pytest.fixture
-def make_client(zk_connect: str, raw_zk: KazooClient) -> Iterator[Callable[..., TestClient]]:
+def audit_db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'audit.db'}"
+
+
+@pytest.fixture
+def make_client(zk_connect: str, raw_zk: KazooClient, audit_db_url: str) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
     def make(**overrides: Any) -> TestClient:
@@ -54,6 +60,7 @@ def make_client(zk_connect: str, raw_zk: KazooClient) -> Iterator[Callable[..., 
             "delegation_token_secret_key": SECRET,
             "super_users": "User:admin",
             "service_id": "test",
+            "audit_db_url": audit_db_url,
         }
         values.update(overrides)
         client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False)

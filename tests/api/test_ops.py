@@ -33,6 +33,7 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
             zookeeper_connect=zookeeper.connect_string,
             delegation_token_secret_key=SECRET,
             zookeeper_session_timeout_ms=4000,
+            audit_db_url=f"sqlite:///{tmp_path / 'audit.db'}",
         )
         with TestClient(create_app(settings), raise_server_exceptions=False) as client:
             assert client.post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def kts_env(**extra: str) -> dict[str, str]:
+    """The environment of a kts process: none of the caller's KTS_* settings, an audit database of its own."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("KTS_")}
     env["PYTHONUNBUFFERED"] = "1"
+    env["KTS_AUDIT_DB_URL"] = f"sqlite:///{tempfile.mkdtemp(prefix='kts-audit-')}/audit.db"
     env.update(extra)
     return env
 

@@ -7,6 +7,8 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import RuntimeDep
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
+from app.api.runtime import Runtime
+from app.domain.errors import KtsError
 
 router = APIRouter(tags=["operations"])
 
@@ -21,6 +23,7 @@ def readyz(runtime: RuntimeDep) -> JSONResponse:
     checks = {
         "zookeeper": "ok" if runtime.zk.connected else "session not connected",
         "acls": "ok" if runtime.acl_cache.loaded else "not loaded",
+        "audit_database": _audit_database(runtime),
     }
     failing = [f"{name}: {state}" for name, state in checks.items() if state != "ok"]
     if failing:
@@ -30,3 +33,11 @@ def readyz(runtime: RuntimeDep) -> JSONResponse:
             headers={"Retry-After": RETRY_AFTER_SECONDS},
         )
     return JSONResponse({"status": "ready", "checks": checks})
+
+
+def _audit_database(runtime: Runtime) -> str:
+    try:
+        runtime.audit_log.ping()
+    except KtsError:
+        return "unreachable"
+    return "ok"

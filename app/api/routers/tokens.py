@@ -94,8 +94,8 @@ def expire_by_hmac(body: ExpireByHmacRequest, caller: CurrentCaller, tokens: Tok
 
 
 @router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 422, 503))
-def verify_token(body: VerifyRequest, _caller: CurrentCaller, tokens: Tokens) -> VerifyResponse:
-    token = tokens.verify(body.tokenId, decode_hmac(body.hmac))
+def verify_token(body: VerifyRequest, caller: CurrentCaller, tokens: Tokens) -> VerifyResponse:
+    token = tokens.verify_for(caller, body.tokenId, decode_hmac(body.hmac))
     if token is None:
         raise NotAuthenticated("Unknown, expired or invalid delegation token.")
     return VerifyResponse(

@@ -69,7 +69,9 @@ class ZkAclStore:
                 log.warning("ignoring unreadable ACL znode for %s: %s", pattern, exc)
         return loaded
 
-    def change(self, pattern: ResourcePattern, edit: Callable[[Entries], Entries]) -> tuple[Entries, Entries]:
+    def change(
+        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: str | None = None
+    ) -> tuple[Entries, Entries]:
         """Apply ``edit`` to the resource's entries with compare-and-set; returns (before, after).
 
         An empty result deletes the znode, as Kafka does. No change, no write and no notification.
@@ -91,6 +93,8 @@ class ZkAclStore:
             transaction.create(
                 f"{acl_changes(prefixed)}/{ACL_CHANGE_NAME_PREFIX}", acl_codec.encode_change(pattern), sequence=True
             )
+            if intent is not None:
+                transaction.create(intent, b"")
             self._zk.ensure_connected()
             results = self._zk.wait(transaction.commit_async())
             failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]

@@ -24,8 +24,14 @@ ACL_PREFIXED_CHANGES = "/kafka-acl-extended-changes"
 ACL_CHANGE_NAME_PREFIX = "acl_changes_"
 ACL_RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId", "DelegationToken", "User")
 
+# kts's own znodes. An audit intent marks a change whose audit event was written as pending; it is created
+# in the same transaction as the change, so its presence proves the change happened (app/service/audit.py).
+KTS_ROOT = "/kts"
+AUDIT_INTENTS = f"{KTS_ROOT}/audit-intents"
+
 # Created on start so every later write can assume its parent exists, as brokers do.
 PERSISTENT_PATHS = (
+    AUDIT_INTENTS,
     TOKENS,
     TOKEN_CHANGES,
     CONFIG_USERS,
@@ -60,3 +66,7 @@ def acl_changes(prefixed: bool) -> str:
 def acl_path(resource_type: str, name: str, *, prefixed: bool) -> str:
     """Resource names go into the path as they are, as Kafka does (kts refuses names containing '/')."""
     return f"{acl_root(prefixed)}/{resource_type}/{name}"
+
+
+def audit_intent_path(event_id: int) -> str:
+    return f"{AUDIT_INTENTS}/{event_id}"

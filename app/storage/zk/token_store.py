@@ -58,35 +58,37 @@ class ZkTokenStore:
                 found.append(stored)
         return found
 
-    def create(self, token: TokenInformation) -> StoredToken:
+    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
         transaction.create(token_path(token.token_id), token_codec.encode(token, self._znode_version))
-        self._notify(transaction, token.token_id)
+        self._notify(transaction, token.token_id, intent)
         self._commit(transaction, token.token_id)
         return StoredToken(token, 0)
 
-    def update(self, token: TokenInformation, expected_version: int) -> StoredToken:
+    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
         transaction.set_data(
             token_path(token.token_id),
             token_codec.encode(token, self._znode_version),
             version=expected_version,
         )
-        self._notify(transaction, token.token_id)
+        self._notify(transaction, token.token_id, intent)
         self._commit(transaction, token.token_id)
         return StoredToken(token, expected_version + 1)
 
-    def delete(self, token_id: str, expected_version: int) -> None:
+    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
         transaction = self._zk.client.transaction()
         transaction.delete(token_path(token_id), version=expected_version)
-        self._notify(transaction, token_id)
+        self._notify(transaction, token_id, intent)
         self._commit(transaction, token_id)
 
     @staticmethod
-    def _notify(transaction: object, token_id: str) -> None:
+    def _notify(transaction: object, token_id: str, intent: str | None) -> None:
         transaction.create(  # type: ignore[attr-defined]
             TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True
         )
+        if intent is not None:
+            transaction.create(intent, b"")  # type: ignore[attr-defined]
 
     def _commit(self, transaction: object, token_id: str) -> None:
         self._zk.ensure_connected()

@@ -36,20 +36,27 @@ class ZkUserStore:
         current = self._read(user_name)
         return {} if current is None else user_config_codec.credentials(current[0])
 
-    def put_credential(self, user_name: str, mechanism: Mechanism, credential: ScramCredential) -> None:
+    def put_credential(
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+    ) -> None:
         value = user_config_codec.credential_to_string(credential)
-        self._change(user_name, lambda config: config | {mechanism.value: value}, create_missing=True)
+        self._change(user_name, lambda config: config | {mechanism.value: value}, create_missing=True, intent=intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
         def without(config: dict[str, str]) -> dict[str, str]:
             if mechanism.value not in config:
                 raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
             return {key: value for key, value in config.items() if key != mechanism.value}
 
-        self._change(user_name, without, create_missing=False)
+        self._change(user_name, without, create_missing=False, intent=intent)
 
     def _change(
-        self, user_name: str, edit: Callable[[dict[str, str]], dict[str, str]], *, create_missing: bool
+        self,
+        user_name: str,
+        edit: Callable[[dict[str, str]], dict[str, str]],
+        *,
+        create_missing: bool,
+        intent: str | None,
     ) -> None:
         path = user_config_path(user_name)
         for _ in range(_MAX_ATTEMPTS):

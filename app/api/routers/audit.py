@@ -1,0 +1,88 @@
+"""``/v1/audit``: the audit trail, newest first, with filters and a cursor."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel
+
+from app.api.deps import Audit, CurrentCaller
+from app.api.responses import error_responses
+from app.domain.audit import Action, EventQuery, Outcome
+from app.domain.errors import InvalidInput
+from app.domain.principal import MAX_PRINCIPAL_LENGTH
+
+router = APIRouter(prefix="/v1/audit", tags=["audit"])
+MAX_PAGE = 1000
+
+
+class Event(BaseModel):
+    id: int
+    timestamp: int
+    action: str
+    outcome: str
+    principal: str | None
+    owner: str | None
+    tokenRequester: str | None
+    tokenId: str | None
+    errorCode: int | None
+    serviceId: str
+    requestId: str | None
+    clientAddress: str | None
+    details: dict[str, Any]
+
+
+class EventPage(BaseModel):
+    events: list[Event]
+    nextCursor: str | None
+
+
+@router.get("", response_model=EventPage, responses=error_responses(401, 403, 422, 503))
+def list_events(
+    caller: CurrentCaller,
+    audit: Audit,
+    tokenId: Annotated[str | None, Query(max_length=64)] = None,
+    principal: Annotated[str | None, Query(max_length=MAX_PRINCIPAL_LENGTH)] = None,
+    action: Action | None = None,
+    outcome: Outcome | None = None,
+    since: Annotated[int | None, Query(ge=0, description="ms since the epoch, inclusive")] = None,
+    until: Annotated[int | None, Query(ge=0, description="ms since the epoch, exclusive")] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    cursor: Annotated[str | None, Query(max_length=20)] = None,
+) -> EventPage:
+    if cursor is not None and not cursor.isdigit():
+        raise InvalidInput("The cursor is not one this service returned.")
+    query = EventQuery(
+        token_id=tokenId,
+        principal=principal,
+        action=action.value if action else None,
+        outcome=outcome.value if outcome else None,
+        since=since,
+        until=until,
+        limit=limit + 1,
+        before_id=int(cursor) if cursor else None,
+    )
+    rows = audit.events(caller, query)
+    page = rows[:limit]
+    return EventPage(
+        events=[
+            Event(
+                id=row.id,
+                timestamp=row.timestamp,
+                action=row.action,
+                outcome=row.outcome,
+                principal=row.principal,
+                owner=row.owner,
+                tokenRequester=row.token_requester,
+                tokenId=row.token_id,
+                errorCode=row.error_code,
+                serviceId=row.service_id,
+                requestId=row.request_id,
+                clientAddress=row.client_address,
+                details=row.details,
+            )
+            for row in page
+        ],
+        nextCursor=str(page[-1].id) if len(rows) > limit else None,
+    )

@@ -1,0 +1,167 @@
+"""Auditing every action, and keeping the audit trail and ZooKeeper in agreement.
+
+The protocol for a mutation (token create/renew/expire, ACL and credential changes):
+
+1. Decide with the domain rules. A refusal is recorded as ``denied`` (best effort: the refusal stands
+   whether or not it could be written) and raised.
+2. Append the event as ``pending`` and commit. If the audit database cannot take it, the request fails
+   with 503 and nothing has changed: audit fails closed.
+3. Write to ZooKeeper in one multi-op transaction that also creates the intent marker
+   ``/kts/audit-intents/<event id>``. The marker exists if and only if the change was applied.
+4. Complete the event as ``succeeded`` (or ``failed``/``denied`` with the error), then delete the marker.
+
+A crash or an outage can interrupt this anywhere. Before 2: nothing happened, nothing recorded. Between 2
+and 3, or with 3's outcome unknown (a connection lost mid-commit), or before 4 completes: the event stays
+``pending``. The reconciler (``AuditReconciler``, run at start-up and then periodically) settles every
+pending event by the marker: present means the change was applied (``succeeded``), absent means it never
+was (``failed``). So no token exists without its create event, and no create event claims a token that
+was never issued unless it is marked failed. Markers whose event is settled are deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from contextvars import ContextVar
+from typing import Protocol, TypeVar
+
+from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.clock import Clock
+from app.domain.errors import KafkaError, KtsError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Set by the API for each request; events pick up the request id and client address from it.
+request_context: ContextVar[RequestContext] = ContextVar("kts_request_context", default=RequestContext())  # noqa: B039 - frozen
+
+# Pending events younger than this may belong to requests still in flight on another replica.
+RECONCILE_GRACE_MS = 60_000
+RECONCILE_INTERVAL_S = 30.0
+
+
+class AuditLog(Protocol):
+    def ping(self) -> None: ...
+
+    def append(self, event: AuditEvent, context: RequestContext) -> int: ...
+
+    def complete(self, event_id: int, event: AuditEvent) -> bool: ...
+
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]: ...
+
+    def query(self, query: EventQuery) -> list[StoredEvent]: ...
+
+    def is_pending(self, event_id: int) -> bool | None: ...
+
+
+class IntentStore(Protocol):
+    def path(self, event_id: int) -> str: ...
+
+    def exists(self, event_id: int) -> bool: ...
+
+    def clear(self, event_id: int) -> None: ...
+
+    def list(self) -> list[int]: ...
+
+
+class Auditor:
+    def __init__(self, log_: AuditLog, intents: IntentStore) -> None:
+        self._log = log_
+        self._intents = intents
+
+    def record(self, event: AuditEvent) -> None:
+        """Record a finished action (a read, a refusal, a failed login). Best effort: never fails the request."""
+        try:
+            self._log.append(event, request_context.get())
+        except KtsError as exc:
+            log.warning("audit event %s not recorded: %s", event.action, exc.message)
+
+    def refused(self, event: AuditEvent, error: KtsError) -> None:
+        self.record(_ended_by(event, error))
+
+    def mutation(self, event: AuditEvent, perform: Callable[[str], T], *, succeeded: Callable[[T], AuditEvent]) -> T:
+        """Run ``perform(intent_path)`` under the protocol above; ``succeeded`` builds the completed event."""
+        event_id = self._log.append(event.ended(Outcome.PENDING), request_context.get())  # 503 if down
+        try:
+            result = perform(self._intents.path(event_id))
+        except KtsError as exc:
+            self._settle(event_id, _ended_by(event, exc))
+            raise
+        self._settle(event_id, succeeded(result))
+        return result
+
+    def _settle(self, event_id: int, event: AuditEvent) -> None:
+        try:
+            self._log.complete(event_id, event)
+        except KtsError as exc:
+            # The change is done (or not) and the marker says which; the reconciler settles the event.
+            log.warning("audit event %d left pending (%s); reconciliation will settle it", event_id, exc.message)
+            return
+        try:
+            self._intents.clear(event_id)
+        except KtsError:
+            pass  # an orphan marker of a settled event is removed by the reconciler
+
+
+def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
+    code = error.code if isinstance(error, KafkaError) else None
+    outcome = Outcome.DENIED if isinstance(error, KafkaError) else Outcome.FAILED
+    return event.ended(outcome, error_code=code, error=error.name)
+
+
+class AuditReconciler:
+    """Settles pending events by their intent markers, and removes markers of settled events."""
+
+    def __init__(self, log_: AuditLog, intents: IntentStore, *, clock: Clock, service_id: str) -> None:
+        self._log = log_
+        self._intents = intents
+        self._clock = clock
+        self._service_id = service_id
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def reconcile(self, *, at_start: bool = False) -> int:
+        """One pass; returns how many events it settled. At start-up this replica's own pending events are
+        settled whatever their age: none of its requests can still be in flight."""
+        cutoff = self._clock.now_ms() - RECONCILE_GRACE_MS
+        pending = self._log.pending(older_than_ms=cutoff, service_id=self._service_id if at_start else None)
+        settled = 0
+        for stored in pending:
+            applied = self._intents.exists(stored.id)
+            outcome = Outcome.SUCCEEDED if applied else Outcome.FAILED
+            event = AuditEvent(
+                action=Action(stored.action),
+                outcome=outcome,
+                token_id=stored.token_id,
+                details={**stored.details, "reconciled": True},
+            )
+            if self._log.complete(stored.id, event):
+                settled += 1
+                log.warning("reconciled audit event %d (%s) as %s", stored.id, stored.action, outcome)
+            if applied:
+                self._intents.clear(stored.id)
+        for event_id in self._intents.list():
+            if self._log.is_pending(event_id) is False:
+                self._intents.clear(event_id)
+        return settled
+
+    def start(self) -> None:
+        self.reconcile(at_start=True)
+        self._thread = threading.Thread(target=self._run, name="audit-reconciler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stopped.wait(RECONCILE_INTERVAL_S):
+            try:
+                self.reconcile()
+            except KtsError as exc:
+                log.warning("audit reconciliation postponed: %s", exc.message)
+
+
+__all__ = ["AuditLog", "AuditReconciler", "Auditor", "IntentStore", "request_context"]

@@ -1,0 +1,148 @@
+"""Writing and reading audit events with SQLAlchemy Core (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import Engine, and_, insert, select, update
+
+from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.clock import Clock
+from app.storage.audit import migrations
+from app.storage.audit.database import translated_db_errors
+from app.storage.audit.tables import audit_events as events
+
+# Field lengths of the table: values from callers are cut, never refused, so an event is always written.
+_LIMITS = {
+    "principal": 1100,
+    "owner": 1100,
+    "token_requester": 1100,
+    "token_id": 64,
+    "request_id": 64,
+    "client_address": 64,
+}
+
+
+class SqlAuditLog:
+    def __init__(self, engine: Engine, *, service_id: str, clock: Clock) -> None:
+        self._engine = engine
+        self._service_id = service_id
+        self._clock = clock
+
+    def _row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
+        row: dict[str, Any] = {
+            "timestamp": self._clock.now_ms(),
+            "action": event.action.value,
+            "outcome": event.outcome.value,
+            "principal": event.principal,
+            "owner": event.owner,
+            "token_requester": event.token_requester,
+            "token_id": event.token_id,
+            "error_code": event.error_code,
+            "service_id": self._service_id,
+            "request_id": context.request_id,
+            "client_address": context.client_address,
+            "details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
+        }
+        for key, limit in _LIMITS.items():
+            if isinstance(row[key], str):
+                row[key] = row[key][:limit]
+        return row
+
+    def ping(self) -> None:
+        with translated_db_errors(), self._engine.connect() as connection:
+            connection.execute(select(1))
+
+    def migrate(self, *, auto: bool) -> None:
+        migrations.ensure_schema(self._engine, auto_migrate=auto)
+
+    def append(self, event: AuditEvent, context: RequestContext) -> int:
+        """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
+        with translated_db_errors(), self._engine.begin() as connection:
+            result = connection.execute(insert(events).values(**self._row(event, context)))
+            return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+    def complete(self, event_id: int, event: AuditEvent) -> bool:
+        """Settle a pending event; False when it was no longer pending (reconciliation got there first)."""
+        values: dict[str, Any] = {
+            "outcome": event.outcome.value,
+            "error_code": event.error_code,
+            "details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
+        }
+        if event.token_id is not None:
+            values["token_id"] = event.token_id
+        with translated_db_errors(), self._engine.begin() as connection:
+            result = connection.execute(
+                update(events)
+                .where(and_(events.c.id == event_id, events.c.outcome == Outcome.PENDING.value))
+                .values(**values)
+            )
+            return result.rowcount == 1
+
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
+        """Pending events written before ``older_than_ms`` (or any age for ``service_id``'s own)."""
+        condition = events.c.outcome == Outcome.PENDING.value
+        if service_id is not None:
+            condition = and_(condition, (events.c.timestamp < older_than_ms) | (events.c.service_id == service_id))
+        else:
+            condition = and_(condition, events.c.timestamp < older_than_ms)
+        return self._select(select(events).where(condition).order_by(events.c.id))
+
+    def query(self, query: EventQuery) -> list[StoredEvent]:
+        conditions = []
+        for column, value in (
+            (events.c.token_id, query.token_id),
+            (events.c.principal, query.principal),
+            (events.c.action, query.action),
+            (events.c.outcome, query.outcome),
+        ):
+            if value is not None:
+                conditions.append(column == value)
+        if query.since is not None:
+            conditions.append(events.c.timestamp >= query.since)
+        if query.until is not None:
+            conditions.append(events.c.timestamp < query.until)
+        if query.before_id is not None:
+            conditions.append(events.c.id < query.before_id)
+        statement = select(events).where(*conditions).order_by(events.c.id.desc()).limit(query.limit)
+        return self._select(statement)
+
+    def is_pending(self, event_id: int) -> bool | None:
+        """True/False for a known event, None when no event has that id."""
+        rows = self._select(select(events).where(events.c.id == event_id))
+        return None if not rows else rows[0].outcome == Outcome.PENDING.value
+
+    def _select(self, statement: Any) -> list[StoredEvent]:
+        with translated_db_errors(), self._engine.connect() as connection:
+            rows = connection.execute(statement).mappings().all()
+        return [
+            StoredEvent(**{key: row[key] for key in row.keys() if key != "details"}, details=json.loads(row["details"]))
+            for row in rows
+        ]
+
+
+class NullAuditLog:
+    """Records nothing: for benchmarks that measure what auditing costs. Never used by ``kts serve``."""
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def ping(self) -> None:
+        return None
+
+    def append(self, event: AuditEvent, context: RequestContext) -> int:
+        self._next += 1
+        return self._next
+
+    def complete(self, event_id: int, event: AuditEvent) -> bool:
+        return True
+
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
+        return []
+
+    def query(self, query: EventQuery) -> list[StoredEvent]:
+        return []
+
+    def is_pending(self, event_id: int) -> bool | None:
+        return None
