@@ -4,10 +4,10 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := zookeeper
+APT_PACKAGES := zookeeper postgresql-15
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps system-deps lint openapi clean
+.PHONY: run test deps system-deps lint openapi bench-audit clean
 
 run: deps
 	$(VENV)/bin/kts dev
@@ -17,7 +17,7 @@ test: deps
 
 deps: system-deps $(VENV)/.installed
 
-# Debian packages the service and the tests run for real (ZooKeeper's jars and a Java runtime).
+# Debian packages the service and the tests run for real (ZooKeeper's jars, PostgreSQL for the audit tests).
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -34,6 +34,10 @@ $(VENV)/.installed: pyproject.toml
 
 openapi: deps
 	$(PY) -c 'import json; from app.main import create_app; print(json.dumps(create_app().openapi(), indent=2, sort_keys=True))' > openapi/openapi.json
+
+# Token creates per second with the PostgreSQL audit on vs a no-op audit sink (prints JSON).
+bench-audit: deps
+	$(PY) -m bench.create_audit
 
 lint: deps
 	$(VENV)/bin/ruff check app tests

@@ -11,6 +11,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from tests.postgres_server import PostgresServer
 
 SECRET = "test12345"
 
@@ -51,6 +52,23 @@ def raw_zk(zk_connect: str) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+@pytest.fixture(scope="session")
+def postgres(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    server = PostgresServer(tmp_path_factory.mktemp("postgres"))
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_audit_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty audit database URL, once for SQLite and once for a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'audit.db'}"
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.create_database()
 
 
 def write_properties(path: Path, values: dict[str, str]) -> Path:

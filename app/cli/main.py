@@ -10,6 +10,7 @@ from rich.console import Console
 
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, load_settings
+from app.storage.audit.migrations import SchemaBehind
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -29,9 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         if args.command == "serve":
-            from app.cli.serve import serve
+            from app.cli.serve import prepare_audit_database, serve
 
-            return serve(load_settings(args.config))
+            settings = load_settings(args.config)
+            prepare_audit_database(settings)
+            return serve(settings)
         if args.command == "dev":
             from app.cli.dev import dev
 
@@ -42,6 +45,9 @@ def main(argv: list[str] | None = None) -> int:
     except StoreUnavailable as exc:
         print(f"kts: {exc.message}", file=sys.stderr)
         return 1
+    except SchemaBehind as exc:
+        print(f"kts: {exc}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
     return 2

@@ -11,7 +11,10 @@ import uvicorn
 
 from app.api.app import create_app
 from app.cli.tls_protocol import TlsAwareH11Protocol
+from app.domain.errors import StoreUnavailable
 from app.settings import Settings
+from app.storage.audit import migrations
+from app.storage.audit.database import describe_url, make_engine
 
 # "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
 # HTTP 401 that says why instead of an opaque TLS alert.
@@ -36,6 +39,17 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         if settings.ssl_cafile is not None:
             options["ssl_ca_certs"] = str(settings.ssl_cafile)
     return options
+
+
+def prepare_audit_database(settings: Settings) -> None:
+    """Migrate (or check) the audit schema before serving, so a problem is one line, not a traceback."""
+    engine = make_engine(settings.audit_db_url)
+    try:
+        migrations.ensure_schema(engine, auto_migrate=settings.audit_db_auto_migrate)
+    except StoreUnavailable as exc:
+        raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+    finally:
+        engine.dispose()
 
 
 def serve(settings: Settings) -> int:

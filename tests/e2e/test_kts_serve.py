@@ -99,3 +99,44 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     )
     assert result.returncode == 2
     assert "absent.properties" in result.stderr
+
+
+def test_refuses_a_behind_schema_without_auto_migration(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*KTS, "serve"],
+        cwd=ROOT,
+        env=kts_env(
+            KTS_ZOOKEEPER_CONNECT="127.0.0.1:2181",
+            KTS_DELEGATION_TOKEN_SECRET_KEY="s",
+            KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'audit.db'}",
+            KTS_AUDIT_DB_AUTO_MIGRATE="false",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert "upgrade head" in lines[0]
+
+
+def test_unreachable_audit_database_is_one_line(tmp_path: Path) -> None:
+    from app.cli.embedded_zookeeper import free_port
+
+    result = subprocess.run(
+        [*KTS, "serve"],
+        cwd=ROOT,
+        env=kts_env(
+            KTS_ZOOKEEPER_CONNECT="127.0.0.1:2181",
+            KTS_DELEGATION_TOKEN_SECRET_KEY="s",
+            KTS_AUDIT_DB_URL=f"postgresql://kts:hunter2@127.0.0.1:{free_port()}/audit",
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().count("\n") == 0
+    assert "audit.db.url" in result.stderr
+    assert "hunter2" not in result.stderr

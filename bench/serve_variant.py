@@ -1,0 +1,32 @@
+"""Serve kts with the audit log a benchmark asks for: the configured database, or a no-op sink.
+
+Settings come from the usual KTS_* variables; ``--audit none`` swaps in NullAuditLog, which kts serve
+itself never offers (auditing is not optional in production).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import uvicorn
+
+from app.api.app import create_app
+from app.cli.serve import prepare_audit_database, uvicorn_options
+from app.settings import load_settings
+from app.storage.audit.sink import NullAuditLog
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--audit", choices=["db", "none"], required=True)
+    args = parser.parse_args()
+    settings = load_settings()
+    if args.audit == "db":
+        prepare_audit_database(settings)
+    app = create_app(settings, audit_log=NullAuditLog() if args.audit == "none" else None)
+    options = uvicorn_options(settings) | {"log_level": "warning", "access_log": False}
+    uvicorn.run(app, **options)
+
+
+if __name__ == "__main__":
+    main()
