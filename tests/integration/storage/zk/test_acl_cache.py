@@ -70,11 +70,14 @@ def test_garbage_notifications_and_znodes_do_not_stop_the_cache(cache: AclCache,
 
 
 def test_own_writes_are_visible_at_once(cache: AclCache, zk_connect: str) -> None:
-    store = ZkAclStore(cache._zk)
+    zk = ZkConnection(zk_connect, session_timeout_ms=6000)
+    zk.start()
+    store = ZkAclStore(zk)
     pattern = ResourcePattern("User", "User:joe", PatternType.LITERAL)
     store.change(pattern, lambda entries: entries | {AccessControlEntry("User:nimbus", "*", "CreateTokens", "Allow")})
     cache.refresh(pattern)
     assert _allowed(cache)
+    zk.stop()
 
 
 def test_checks_are_answered_from_memory_when_zookeeper_is_gone(tmp_path: Path) -> None:

@@ -1,0 +1,134 @@
+"""Following change notifications the way brokers do, for every in-memory cache kts keeps.
+
+A cache registers one handler per notification queue (a persistent-sequential znode folder such as
+``/delegation_token/token_changes``). Watches only wake a worker thread, because kazoo runs watch
+callbacks on a single thread that must not block on ZooKeeper requests. The worker hands each new
+notification's data to its queue's handler, in order, and after a session expiry (when notifications may
+have been missed and purged) marks what exists as seen and asks the cache to reload everything. Like
+brokers, it deletes notifications older than 15 minutes.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from kazoo.exceptions import NoNodeError
+from kazoo.protocol.states import KazooState
+from kazoo.recipe.watchers import ChildrenWatch
+
+from app.domain.errors import KtsError
+from app.storage.zk.connection import ZkConnection
+
+log = logging.getLogger(__name__)
+
+NOTIFICATION_RETENTION_MS = 15 * 60 * 1000
+PURGE_INTERVAL_S = 60.0
+IDLE_WAKE_S = 30.0
+
+
+@dataclass(frozen=True)
+class NotificationQueue:
+    path: str
+    handle: Callable[[bytes], None]  # called with a notification's data; may read ZooKeeper
+
+
+class ChangeFollower:
+    def __init__(
+        self, zk: ZkConnection, queues: Sequence[NotificationQueue], reload: Callable[[], None], *, name: str
+    ) -> None:
+        self._zk = zk
+        self._queues = list(queues)
+        self._reload = reload
+        self._name = name
+        self._seen: dict[str, set[str]] = {queue.path: set() for queue in self._queues}
+        self._wake = threading.Event()
+        self._stopped = threading.Event()
+        self._reload_needed = False
+        self._worker: threading.Thread | None = None
+        self._last_purge = time.monotonic()
+
+    def start(self) -> None:
+        """Load everything, then follow. Raises StoreUnavailable if the first load cannot be done."""
+        self._load()
+        self._zk.client.add_listener(self._on_state)
+        for queue in self._queues:
+            ChildrenWatch(self._zk.client, queue.path, self._on_children)
+        self._worker = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._worker.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._wake.set()
+        if self._worker is not None:
+            self._worker.join(timeout=5)
+
+    def _on_state(self, state: KazooState) -> None:
+        if state == KazooState.LOST:
+            self._reload_needed = True
+        elif state == KazooState.CONNECTED:
+            self._wake.set()
+
+    def _on_children(self, _children: list[str]) -> bool:
+        self._wake.set()
+        return not self._stopped.is_set()  # False ends the watch
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            self._wake.wait(timeout=IDLE_WAKE_S)
+            self._wake.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                if self._reload_needed:
+                    self._load()
+                else:
+                    self._follow()
+            except KtsError as exc:  # ZooKeeper away: keep serving what we have, try again shortly
+                log.warning("%s could not refresh: %s", self._name, exc.message)
+                time.sleep(0.5)
+                self._wake.set()
+
+    def _load(self) -> None:
+        # Mark the notifications present now as seen first: any that arrive during the load are handled
+        # afterwards, and handling a change twice is harmless.
+        self._zk.ensure_connected()
+        for queue in self._queues:
+            self._seen[queue.path] = set(self._zk.wait(self._zk.client.get_children_async(queue.path)))
+        self._reload()
+        self._reload_needed = False
+
+    def _follow(self) -> None:
+        now_ms = time.time_ns() // 1_000_000
+        purge = time.monotonic() - self._last_purge > PURGE_INTERVAL_S
+        for queue in self._queues:
+            names = set(self._zk.wait(self._zk.client.get_children_async(queue.path)))
+            fresh = sorted(names - self._seen[queue.path])
+            pending = [(name, self._zk.client.get_async(f"{queue.path}/{name}")) for name in fresh]
+            for name, result in pending:
+                try:
+                    data, _ = self._zk.wait(result)
+                except NoNodeError:
+                    continue  # purged already
+                try:
+                    queue.handle(data)
+                except KtsError:
+                    raise
+                except Exception:  # a malformed notification must not stop the cache
+                    log.exception("%s could not handle notification %s/%s", self._name, queue.path, name)
+            self._seen[queue.path] = names
+            if purge:
+                self._purge(queue.path, names, now_ms)
+        if purge:
+            self._last_purge = time.monotonic()
+
+    def _purge(self, path: str, names: set[str], now_ms: int) -> None:
+        """Delete notifications older than brokers keep them; another replica or a broker may race us."""
+        stats = [(name, self._zk.client.exists_async(f"{path}/{name}")) for name in names]
+        for name, result in stats:
+            stat = self._zk.wait(result)
+            if stat is not None and now_ms - stat.ctime > NOTIFICATION_RETENTION_MS:
+                self._zk.client.delete_async(f"{path}/{name}")
