@@ -12,6 +12,8 @@ from app.domain.acl import AclAuthorizer
 from app.domain.clock import Clock, SystemClock
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.leader.leadership import Leadership
+from app.leader.sweeper import Sweeper
 from app.service.acls import AclService
 from app.service.audit import AuditLog, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
@@ -25,6 +27,8 @@ from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.paths import SWEEPER_ELECTION
+from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 
@@ -41,6 +45,9 @@ class Runtime:
     acls: AclService
     audit_trail: AuditTrail
     acl_cache: AclCache
+    token_cache: TokenCache
+    sweeper: Sweeper
+    sweeper_leadership: Leadership
     reconciler: AuditReconciler
     authenticator: Authenticator
 
@@ -52,10 +59,14 @@ class Runtime:
             )
         self.zk.start()
         self.acl_cache.start()
+        self.token_cache.start()
         self.reconciler.start()
+        self.sweeper_leadership.start()
 
     def stop(self) -> None:
+        self.sweeper_leadership.stop()
         self.reconciler.stop()
+        self.token_cache.stop()
         self.acl_cache.stop()
         self.zk.stop()
 
@@ -76,9 +87,13 @@ def build_runtime(settings: Settings, clock: Clock | None = None, audit_log: Aud
         allow_everyone_if_no_acl_found=settings.allow_everyone_if_no_acl_found,
     )
     user_store = ZkUserStore(zk)
+    secret = TokenSecret(settings.secret_key)
+    token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
+    token_cache = TokenCache(zk, token_store, secret)
     tokens = TokenService(
-        ZkTokenStore(zk, znode_version=settings.token_znode_version),
-        secret=TokenSecret(settings.secret_key),
+        token_store,
+        token_cache,
+        secret=secret,
         policy=TokenPolicy(
             max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
             default_renew_ms=settings.delegation_token_expiry_time_ms,
@@ -86,6 +101,13 @@ def build_runtime(settings: Settings, clock: Clock | None = None, audit_log: Aud
         authorizer=authorizer,
         clock=clock,
         auditor=auditor,
+    )
+    sweeper = Sweeper(
+        token_store,
+        token_cache,
+        auditor=auditor,
+        clock=clock,
+        interval_ms=settings.delegation_token_expiry_check_interval_ms,
     )
     return Runtime(
         settings=settings,
@@ -96,6 +118,9 @@ def build_runtime(settings: Settings, clock: Clock | None = None, audit_log: Aud
         acls=AclService(acl_store, acl_cache, authorizer=authorizer, auditor=auditor),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         acl_cache=acl_cache,
+        token_cache=token_cache,
+        sweeper=sweeper,
+        sweeper_leadership=Leadership(zk, SWEEPER_ELECTION, settings.service_id, sweeper.run),
         reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
         authenticator=Authenticator(
             BasicAuthenticator(user_store, clock),

@@ -182,3 +182,8 @@ def paginate(ordered: Sequence[TokenInformation], *, limit: int, after: str | No
     page = list(ordered[start : start + limit])
     more = start + limit < len(ordered)
     return Page(page, page[-1].token_id if more and page else None)
+
+
+def expired_tokens(tokens: Iterable[TokenInformation], now_ms: int) -> list[TokenInformation]:
+    """What a sweep deletes: tokens past their expiry or their maximum (Kafka's expireTokens)."""
+    return sorted((token for token in tokens if token.is_expired(now_ms)), key=lambda token: token.token_id)

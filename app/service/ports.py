@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 
 
@@ -30,6 +31,20 @@ class TokenStore(Protocol):
     def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken: ...
 
     def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None: ...
+
+
+class TokenView(Protocol):
+    """The replica's in-memory tokens (read paths never ask ZooKeeper)."""
+
+    def get(self, token_id: str) -> StoredToken | None: ...
+
+    def find_by_hmac(self, mac: bytes) -> str | None: ...
+
+    def tokens(self) -> list[StoredToken]: ...
+
+    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]: ...
+
+    def refresh(self, token_id: str) -> None: ...
 
 
 class UserStore(Protocol):

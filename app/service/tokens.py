@@ -18,8 +18,7 @@ from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.audit import Auditor
-from app.service.hmac_index import HmacIndex
-from app.service.ports import StoredToken, TokenStore
+from app.service.ports import StoredToken, TokenStore, TokenView
 
 # A renew and an expire of one token racing on two replicas: the loser re-reads and decides again.
 MAX_CAS_ATTEMPTS = 8
@@ -49,6 +48,7 @@ class TokenService:
     def __init__(
         self,
         store: TokenStore,
+        view: TokenView,
         *,
         secret: TokenSecret,
         policy: TokenPolicy,
@@ -57,12 +57,12 @@ class TokenService:
         auditor: Auditor,
     ) -> None:
         self._store = store
+        self._view = view
         self._secret = secret
         self._policy = policy
         self._authorizer = authorizer
         self._clock = clock
         self._auditor = auditor
-        self._hmac_index = HmacIndex(secret)
 
     def create(self, caller: Caller, request: CreateRequest) -> IssuedToken:
         token_id = new_token_id()
@@ -91,7 +91,7 @@ class TokenService:
         )
         self._auditor.mutation(
             event,
-            lambda intent: self._store.create(token, intent),
+            lambda intent: self._created(token, intent),
             succeeded=lambda _: event.ended(
                 Outcome.SUCCEEDED,
                 issueTimestamp=token.issue_timestamp,
@@ -129,7 +129,8 @@ class TokenService:
         limit: int,
         after: str | None,
     ) -> Page:
-        tokens = (stored.token for stored in self._store.list())
+        candidates = self._view.tokens() if owners is None else self._view.related_to(owners)
+        tokens = (stored.token for stored in candidates)
         visible = token_rules.describe(tokens, caller, owners, self._authorizer)
         page = token_rules.paginate(visible, limit=limit, after=after)
         self._auditor.record(
@@ -153,8 +154,8 @@ class TokenService:
 
     def verify(self, token_id: str, mac: bytes) -> TokenInformation | None:
         """The token when ``mac`` is its HMAC and it has not expired; otherwise None. Not audited: it is the
-        Bearer login path, whose failures the authenticator records."""
-        stored = self._store.get(token_id)
+        Bearer login path, whose failures the authenticator records. Reads only the cache."""
+        stored = self._view.get(token_id)
         if stored is None or not self._secret.matches(token_id, mac):
             return None
         token = stored.token
@@ -167,6 +168,10 @@ class TokenService:
             self._auditor.record(_event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
         return token
 
+    def _created(self, token: TokenInformation, intent: str) -> None:
+        self._store.create(token, intent)
+        self._view.refresh(token.token_id)  # this replica reads its own write at once
+
     def _decide(self, event: AuditEvent, decide: Callable[[], T]) -> T:
         """Run a check; a refusal is recorded before it propagates."""
         try:
@@ -177,13 +182,13 @@ class TokenService:
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
-        token_id = self._hmac_index.find(mac, self._store.list_ids)
+        token_id = self._view.find_by_hmac(mac)
         if token_id is None or not self._secret.matches(token_id, mac):
             raise TokenNotFound("No token has this HMAC.")
         return token_id
 
     def _ensure_visible(self, caller: Caller, token_id: str) -> StoredToken:
-        stored = self._store.get(token_id)
+        stored = self._view.get(token_id)
         if stored is None or not token_rules.may_describe(stored.token, caller, self._authorizer):
             raise TokenNotFound(f"Token {token_id} does not exist or is not visible to {caller.principal}.")
         return stored
@@ -198,7 +203,7 @@ class TokenService:
         return replace(event, owner=str(token.owner), token_requester=str(token.token_requester)), stored
 
     def _stored(self, token_id: str) -> StoredToken:
-        stored = self._store.get(token_id)
+        stored = self._view.get(token_id)
         if stored is None:
             raise TokenNotFound(f"Token {token_id} does not exist.")
         return stored
@@ -276,7 +281,9 @@ class TokenService:
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")
             try:
-                return attempt(stored)
+                result = attempt(stored)
             except ConcurrentModification:
                 continue
+            self._view.refresh(token_id)  # this replica reads its own write at once
+            return result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")

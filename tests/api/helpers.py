@@ -45,3 +45,9 @@ def kafka_acls_sh_writes(raw_zk: KazooClient, resource_type: str, name: str, acl
         raw_zk.create(path, data)
     raw_zk.ensure_path("/kafka-acl-changes")
     raw_zk.create("/kafka-acl-changes/acl_changes_", f"{resource_type}:{name}".encode(), sequence=True)
+
+
+def broker_writes_token(raw_zk: KazooClient, token_id: str, data: bytes) -> None:
+    """Write a token znode and its change notification as a Kafka broker does."""
+    raw_zk.create(f"{TOKENS}/{token_id}", data)
+    raw_zk.create(f"{TOKEN_CHANGES}/token_change_", token_id.encode(), sequence=True)

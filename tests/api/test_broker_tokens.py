@@ -14,6 +14,7 @@ from kazoo.client import KazooClient
 
 from app.storage.zk.paths import TOKENS
 from tests.api.conftest import ALICE, BOB, basic
+from tests.api.helpers import broker_writes_token, eventually
 from tests.conftest import SECRET
 
 DAY = 86_400_000
@@ -33,7 +34,7 @@ def _broker_token(raw_zk: KazooClient, token_id: str, version: int) -> str:
     }
     if version == 3:
         doc["tokenRequester"] = "User%3Aalice"
-    raw_zk.create(f"{TOKENS}/{token_id}", json.dumps(doc, separators=(",", ":")).encode())
+    broker_writes_token(raw_zk, token_id, json.dumps(doc, separators=(",", ":")).encode())
     mac = hmac.new(SECRET.encode(), token_id.encode(), hashlib.sha512).digest()
     return base64.b64encode(mac).decode()
 
@@ -43,6 +44,7 @@ def test_broker_tokens_behave_like_our_own(
     client: TestClient, raw_zk: KazooClient, token_id: str, version: int
 ) -> None:
     mac = _broker_token(raw_zk, token_id, version)
+    eventually(lambda: client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE)).status_code == 200)
     described = client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE)).json()
     assert (described["owner"], described["tokenRequester"], described["renewers"]) == (
         "User:alice",
@@ -64,9 +66,10 @@ def test_broker_tokens_behave_like_our_own(
 
 
 def test_unreadable_token_znodes_are_skipped_not_fatal(client: TestClient, raw_zk: KazooClient) -> None:
-    raw_zk.create(f"{TOKENS}/GarbageTokenAAAAAAAAAA", b"{not json")
-    raw_zk.create(
-        f"{TOKENS}/StringTimesAAAAAAAAAAA",
+    broker_writes_token(raw_zk, "GarbageTokenAAAAAAAAAA", b"{not json")
+    broker_writes_token(
+        raw_zk,
+        "StringTimesAAAAAAAAAAA",
         json.dumps(
             {
                 "version": 3,

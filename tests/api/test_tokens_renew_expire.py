@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 
 from app.storage.zk.paths import TOKENS
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
-from tests.api.helpers import notifications, token_state
+from tests.api.helpers import broker_writes_token, eventually, notifications, token_state
 
 DAY = 86_400_000
 
@@ -175,8 +175,9 @@ def test_token_id_paths_hide_tokens_the_caller_cannot_see(client: TestClient, ra
 def test_requester_sees_but_may_not_renew(client: TestClient, raw_zk: KazooClient) -> None:
     """A requester who is neither owner nor renewer may describe the token, not renew it (63)."""
     now = int(time.time() * 1000)
-    raw_zk.create(
-        f"{TOKENS}/RQtokenAAAAAAAAAAAAAAA",
+    broker_writes_token(
+        raw_zk,
+        "RQtokenAAAAAAAAAAAAAAA",
         json.dumps(
             {
                 "version": 3,
@@ -190,7 +191,7 @@ def test_requester_sees_but_may_not_renew(client: TestClient, raw_zk: KazooClien
             }
         ).encode(),
     )
-    assert client.get("/v1/tokens/RQtokenAAAAAAAAAAAAAAA", headers=basic(CAROL)).status_code == 200
+    eventually(lambda: client.get("/v1/tokens/RQtokenAAAAAAAAAAAAAAA", headers=basic(CAROL)).status_code == 200)
     response = client.post("/v1/tokens/RQtokenAAAAAAAAAAAAAAA/renew", json={}, headers=basic(CAROL))
     assert response.status_code == 403
     assert response.json()["code"] == 63

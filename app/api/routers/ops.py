@@ -21,7 +21,10 @@ def healthz() -> dict[str, str]:
 @router.get("/readyz", responses={503: {"description": "A dependency is not ready; the body names it"}})
 def readyz(runtime: RuntimeDep) -> JSONResponse:
     checks = {
-        "zookeeper": "ok" if runtime.zk.connected else "session not connected",
+        "zookeeper": "ok"
+        if runtime.zk.connected
+        else "session not connected (reads are served from the caches; writes are refused)",
+        "tokens": "ok" if runtime.token_cache.loaded else "not loaded",
         "acls": "ok" if runtime.acl_cache.loaded else "not loaded",
         "audit_database": _audit_database(runtime),
     }

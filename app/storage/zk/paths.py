@@ -28,6 +28,7 @@ ACL_RESOURCE_TYPES = ("Topic", "Group", "Cluster", "TransactionalId", "Delegatio
 # in the same transaction as the change, so its presence proves the change happened (app/service/audit.py).
 KTS_ROOT = "/kts"
 AUDIT_INTENTS = f"{KTS_ROOT}/audit-intents"
+SWEEPER_ELECTION = f"{KTS_ROOT}/sweeper-election"
 
 # Created on start so every later write can assume its parent exists, as brokers do.
 PERSISTENT_PATHS = (

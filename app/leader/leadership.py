@@ -1,0 +1,79 @@
+"""Leadership among replicas as a context that can be lost, not a flag.
+
+kazoo's Election recipe picks one contender at a time under a znode path. While this replica leads,
+``work(lost)`` runs; ``lost`` is set the moment the ZooKeeper session is SUSPENDED or LOST (another
+replica may be elected as soon as our session expires, so we must assume we lost it), and ``work`` must
+return promptly when it is. Then the replica contends again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from kazoo.exceptions import KazooException
+from kazoo.protocol.states import KazooState
+
+from app.storage.zk.connection import ZkConnection
+
+log = logging.getLogger(__name__)
+RETRY_S = 1.0
+
+
+class Leadership:
+    def __init__(self, zk: ZkConnection, path: str, identifier: str, work: Callable[[threading.Event], None]) -> None:
+        self._zk = zk
+        self._path = path
+        self._identifier = identifier
+        self._work = work
+        self._stopped = threading.Event()
+        self._lost = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._election = zk.client.Election(path, identifier)
+        self.is_leader = False
+
+    def start(self) -> None:
+        self._zk.client.add_listener(self._on_state)
+        self._thread = threading.Thread(target=self._contend, name=f"leadership:{self._path}", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+        self._lost.set()
+        try:
+            self._election.cancel()
+        except KazooException:
+            pass
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    def contenders(self) -> list[str]:
+        return list(self._election.contenders())
+
+    def _on_state(self, state: KazooState) -> None:
+        if state in (KazooState.SUSPENDED, KazooState.LOST):
+            self._lost.set()
+
+    def _contend(self) -> None:
+        while not self._stopped.is_set():
+            if not self._zk.connected:
+                self._stopped.wait(RETRY_S)
+                continue
+            self._lost.clear()
+            try:
+                self._election.run(self._lead)
+            except Exception as exc:  # connection trouble while acquiring or releasing: contend again
+                log.warning("leadership of %s interrupted: %r", self._path, exc)
+                self._stopped.wait(RETRY_S)
+
+    def _lead(self) -> None:
+        if self._stopped.is_set() or self._lost.is_set():
+            return
+        self.is_leader = True
+        log.info("%s leads %s", self._identifier, self._path)
+        try:
+            self._work(self._lost)
+        finally:
+            self.is_leader = False
+            log.info("%s no longer leads %s", self._identifier, self._path)
