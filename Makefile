@@ -12,8 +12,10 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 run: deps
 	$(VENV)/bin/kts dev
 
+# A base temp dir of its own: pytest prunes old ones at start, which would pull the data directories of
+# ZooKeeper and PostgreSQL from under another test run on the same machine.
 test: deps
-	$(PY) -m pytest
+	$(PY) -m pytest --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
 
 deps: system-deps $(VENV)/.installed
 
