@@ -56,10 +56,21 @@ def installed() -> bool:
 class EmbeddedZooKeeper:
     """One ZooKeeper server on a loopback port, its data in ``data_dir``."""
 
-    def __init__(self, data_dir: Path, port: int | None = None, *, tick_ms: int = 500) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        port: int | None = None,
+        *,
+        tick_ms: int = 500,
+        myid: int | None = None,
+        extra_config: tuple[str, ...] = (),
+    ) -> None:
+        """``myid`` and ``extra_config`` (``server.N=...`` lines) make this server one of an ensemble."""
         self.data_dir = data_dir
         self.port = port or free_port()
         self.tick_ms = tick_ms
+        self.myid = myid
+        self.extra_config = extra_config
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -70,6 +81,8 @@ class EmbeddedZooKeeper:
         if not installed():
             raise ZooKeeperUnavailable("ZooKeeper is not installed: apt-get install zookeeper (make deps does)")
         (self.data_dir / "data").mkdir(parents=True, exist_ok=True)
+        if self.myid is not None:
+            (self.data_dir / "data" / "myid").write_text(f"{self.myid}\n")
         config = self.data_dir / "zoo.cfg"
         config.write_text(
             "\n".join(
@@ -81,6 +94,9 @@ class EmbeddedZooKeeper:
                     "maxSessionTimeout=60000",
                     "admin.enableServer=false",
                     "4lw.commands.whitelist=*",
+                    "initLimit=10",
+                    "syncLimit=5",
+                    *self.extra_config,
                     "",
                 )
             )

@@ -51,3 +51,23 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
                 process.wait(15)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def start_kts(processes: list[subprocess.Popen[str]], log_dir: Path, name: str, **settings: str) -> str:
+    """Start one ``kts serve`` replica with KTS_* settings; returns its URL once it is ready."""
+    from app.cli.embedded_zookeeper import free_port
+
+    port = free_port()
+    env = kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_SERVICE_ID=name, **settings)
+    process = subprocess.Popen(
+        [*KTS, "serve"],
+        cwd=ROOT,
+        env=env,
+        stdout=(log_dir / f"{name}.log").open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    processes.append(process)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, process, timeout_s=60)
+    return url
