@@ -28,7 +28,7 @@ from typing import Protocol, TypeVar
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
-from app.domain.errors import KafkaError, KtsError
+from app.domain.errors import KafkaError, KtsError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -85,6 +85,10 @@ class Auditor:
         event_id = self._log.append(event.ended(Outcome.PENDING), request_context.get())  # 503 if down
         try:
             result = perform(self._intents.path(event_id))
+        except StoreUnavailable:
+            # The outcome is unknown (a commit may land although its answer was lost): the event stays
+            # pending and the reconciler settles it by the intent marker.
+            raise
         except KtsError as exc:
             self._settle(event_id, _ended_by(event, exc))
             raise
