@@ -60,7 +60,6 @@ class Leadership:
             if not self._zk.connected:
                 self._stopped.wait(RETRY_S)
                 continue
-            self._lost.clear()
             try:
                 self._election.run(self._lead)
             except Exception as exc:  # connection trouble while acquiring or releasing: contend again
@@ -68,8 +67,11 @@ class Leadership:
                 self._stopped.wait(RETRY_S)
 
     def _lead(self) -> None:
-        if self._stopped.is_set() or self._lost.is_set():
+        # A suspension while we waited for the lock set ``lost``; if the session survived it, the lock we
+        # now hold is ours, so start afresh. If we are not connected now, give leadership up at once.
+        if self._stopped.is_set() or not self._zk.connected:
             return
+        self._lost.clear()
         self.is_leader = True
         log.info("%s leads %s", self._identifier, self._path)
         try:

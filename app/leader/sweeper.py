@@ -61,11 +61,11 @@ class Sweeper:
                 self._auditor.mutation(event, _deleting(self._store, current), succeeded=_succeeded(event))
             except (ConcurrentModification, TokenNotFound):
                 continue  # renewed or expired by a request meanwhile: that request wins
-            self._view.refresh(token.token_id)
             deleted += 1
+            self.deleted_total += 1  # counted at once: a later failure must not hide what was done
+            self._view.refresh(token.token_id)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
-        self.deleted_total += deleted
         return deleted
 
 

@@ -81,8 +81,9 @@ class TokenCache:
         self.refresh(data.decode("utf-8", errors="replace"))
 
     def _reload(self) -> None:
-        loaded = self._store.list()
+        # Listed under the lock, like a refresh, so a write this replica refreshes meanwhile is not undone.
         with self._lock:
+            loaded = self._store.list()
             self._tokens.clear()
             self._by_hmac.clear()
             self._by_principal.clear()

@@ -1,0 +1,217 @@
+"""The expiry sweep on a real ZooKeeper with a real SQLite audit log: each expired token goes with one
+notification and one succeeded ``token.sweep`` event; a renew that lands first wins; under leadership
+only one replica sweeps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+from sqlalchemy import Engine
+
+from app.domain.audit import EventQuery
+from app.domain.clock import SystemClock
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.domain.token_secret import TokenSecret
+from app.leader.leadership import Leadership
+from app.leader.sweeper import Sweeper
+from app.service.audit import Auditor
+from app.service.ports import StoredToken
+from app.storage.audit import migrations
+from app.storage.audit.database import make_engine
+from app.storage.audit.sink import SqlAuditLog
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.paths import AUDIT_INTENTS, SWEEPER_ELECTION, TOKEN_CHANGES, TOKENS
+from app.storage.zk.token_cache import TokenCache
+from app.storage.zk.token_store import ZkTokenStore
+from tests.api.helpers import eventually, notifications
+from tests.conftest import SECRET
+
+HOUR = 3_600_000
+ALICE = KafkaPrincipal.user("alice")
+BOB = KafkaPrincipal.user("bob")
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _token(token_id: str, *, expiry_in_ms: int, max_in_ms: int = 7 * 24 * HOUR) -> TokenInformation:
+    now = _now()
+    return TokenInformation(token_id, ALICE, ALICE, (BOB,), now - HOUR, now + expiry_in_ms, now + max_in_ms)
+
+
+class Replica:
+    """What one kts replica needs to sweep: its own session, cache, audit log and auditor."""
+
+    def __init__(self, connect: str, engine: Engine, service_id: str, *, interval_ms: int = HOUR) -> None:
+        self.zk = ZkConnection(connect, session_timeout_ms=6000)
+        self.zk.start()
+        self.store = ZkTokenStore(self.zk)
+        self.cache = TokenCache(self.zk, self.store, TokenSecret(SECRET))
+        self.cache.start()
+        self.audit_log = SqlAuditLog(engine, service_id=service_id, clock=SystemClock())
+        self.sweeper = Sweeper(
+            self.store,
+            self.cache,
+            auditor=Auditor(self.audit_log, ZkIntentStore(self.zk)),
+            clock=SystemClock(),
+            interval_ms=interval_ms,
+        )
+
+    def close(self) -> None:
+        self.cache.stop()
+        self.zk.stop()
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> Iterator[Engine]:
+    audit_engine = make_engine(f"sqlite:///{tmp_path / 'audit.db'}")
+    migrations.upgrade(audit_engine)
+    yield audit_engine
+    audit_engine.dispose()
+
+
+@pytest.fixture
+def replica(zk_connect: str, engine: Engine) -> Iterator[Replica]:
+    one = Replica(zk_connect, engine, "svc-a")
+    yield one
+    one.close()
+
+
+@pytest.fixture
+def other_writer(zk_connect: str) -> Iterator[ZkTokenStore]:
+    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
+    connection.start()
+    yield ZkTokenStore(connection)
+    connection.stop()
+
+
+def _sweep_events(audit_log: SqlAuditLog) -> list[tuple[str | None, str]]:
+    return sorted((event.token_id, event.outcome) for event in audit_log.query(EventQuery(action="token.sweep")))
+
+
+def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audit_event_each(
+    replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient
+) -> None:
+    other_writer.create(_token("PastExpiryAAAAAAAAAAAA", expiry_in_ms=-1_000))
+    other_writer.create(_token("PastMaxAAAAAAAAAAAAAAA", expiry_in_ms=HOUR, max_in_ms=-1_000))
+    other_writer.create(_token("LiveTokenAAAAAAAAAAAAA", expiry_in_ms=HOUR))
+    eventually(lambda: len(replica.cache) == 3)
+    notified_before = len(raw_zk.get_children(TOKEN_CHANGES))
+
+    assert replica.sweeper.sweep() == 2
+
+    assert raw_zk.get_children(TOKENS) == ["LiveTokenAAAAAAAAAAAAA"]
+    new_notifications = notifications(raw_zk)[notified_before:]
+    assert sorted(new_notifications) == [b"PastExpiryAAAAAAAAAAAA", b"PastMaxAAAAAAAAAAAAAAA"]
+    assert _sweep_events(replica.audit_log) == [
+        ("PastExpiryAAAAAAAAAAAA", "succeeded"),
+        ("PastMaxAAAAAAAAAAAAAAA", "succeeded"),
+    ]
+    for event in replica.audit_log.query(EventQuery(action="token.sweep")):
+        assert (event.owner, event.token_requester, event.service_id) == ("User:alice", "User:alice", "svc-a")
+    assert raw_zk.get_children(AUDIT_INTENTS) == []  # every marker cleared once its event was settled
+    assert {stored.token.token_id for stored in replica.cache.tokens()} == {"LiveTokenAAAAAAAAAAAAA"}
+
+    assert replica.sweeper.sweep() == 0  # a second sweep finds nothing left to do
+    assert len(replica.audit_log.query(EventQuery(action="token.sweep"))) == 2
+
+
+class _RenewedRightAfterRead(ZkTokenStore):
+    """A token store after whose read of one token another replica renews it (a real compare-and-set race)."""
+
+    def __init__(self, zk: ZkConnection, renewer: ZkTokenStore, token_id: str) -> None:
+        super().__init__(zk)
+        self._renewer = renewer
+        self._token_id = token_id
+
+    def get(self, token_id: str) -> StoredToken | None:
+        stored = super().get(token_id)
+        if token_id == self._token_id and stored is not None:
+            self._renewer.update(stored.token.with_expiry(_now() + HOUR), stored.version)
+        return stored
+
+
+def test_a_token_renewed_between_plan_and_delete_survives(
+    replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient
+) -> None:
+    other_writer.create(_token("RenewedInTimeAAAAAAAAA", expiry_in_ms=-1_000))
+    other_writer.create(_token("NotRenewedAAAAAAAAAAAA", expiry_in_ms=-1_000))
+    eventually(lambda: len(replica.cache) == 2)
+    racing_store = _RenewedRightAfterRead(replica.zk, other_writer, "RenewedInTimeAAAAAAAAA")
+    sweeper = Sweeper(
+        racing_store,
+        replica.cache,
+        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
+        clock=SystemClock(),
+        interval_ms=HOUR,
+    )
+
+    assert sweeper.sweep() == 1
+
+    assert raw_zk.get_children(TOKENS) == ["RenewedInTimeAAAAAAAAA"]
+    survivor = other_writer.get("RenewedInTimeAAAAAAAAA")
+    assert survivor is not None and survivor.version == 1 and survivor.token.expiry_timestamp > _now()
+    eventually(lambda: (cached := replica.cache.get("RenewedInTimeAAAAAAAAA")) is not None and cached.version == 1)
+    assert _sweep_events(replica.audit_log) == [
+        ("NotRenewedAAAAAAAAAAAA", "succeeded"),
+        ("RenewedInTimeAAAAAAAAA", "failed"),  # the attempt is on record; it changed nothing
+    ]
+    assert notifications(raw_zk).count(b"RenewedInTimeAAAAAAAAA") == 2  # its create and its renew only
+    assert raw_zk.get_children(AUDIT_INTENTS) == []
+
+
+def test_a_token_renewed_after_the_cache_judged_it_is_skipped_without_an_audit_event(
+    replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient
+) -> None:
+    other_writer.create(_token("RenewedEarlyAAAAAAAAAA", expiry_in_ms=-1_000))
+    eventually(lambda: len(replica.cache) == 1)
+    replica.cache.stop()  # the cache keeps showing the expired version
+    other_writer.update(_token("RenewedEarlyAAAAAAAAAA", expiry_in_ms=HOUR), 0)
+
+    assert replica.sweeper.sweep() == 0
+
+    assert raw_zk.get_children(TOKENS) == ["RenewedEarlyAAAAAAAAAA"]
+    assert _sweep_events(replica.audit_log) == []
+
+
+def test_under_leadership_only_one_replica_sweeps_and_each_token_is_swept_once(
+    zk_connect: str, engine: Engine, other_writer: ZkTokenStore, raw_zk: KazooClient
+) -> None:
+    # Sweeping every 50 ms: a second sweeper running at the same time would collide and leave failed events.
+    replicas = [Replica(zk_connect, engine, f"svc-{name}", interval_ms=50) for name in "abc"]
+    leaderships = [
+        Leadership(one.zk, SWEEPER_ELECTION, f"svc-{name}", one.sweeper.run)
+        for one, name in zip(replicas, "abc", strict=True)
+    ]
+    try:
+        for leadership in leaderships:
+            leadership.start()
+        eventually(lambda: sum(leadership.is_leader for leadership in leaderships) == 1)
+        for n in range(6):
+            other_writer.create(_token(f"ExpiresSoon{n}AAAAAAAAAA", expiry_in_ms=100))
+        other_writer.create(_token("LiveTokenAAAAAAAAAAAAA", expiry_in_ms=HOUR))
+
+        eventually(lambda: raw_zk.get_children(TOKENS) == ["LiveTokenAAAAAAAAAAAAA"])
+        time.sleep(0.2)  # a few more sweep intervals
+
+        events = replicas[0].audit_log.query(EventQuery(action="token.sweep"))
+        assert sorted(event.token_id or "" for event in events) == [f"ExpiresSoon{n}AAAAAAAAAA" for n in range(6)]
+        assert {event.outcome for event in events} == {"succeeded"}
+        assert len({event.service_id for event in events}) == 1  # one replica did it all
+        assert sum(one.sweeper.deleted_total for one in replicas) == 6
+    finally:
+        stoppers = [threading.Thread(target=leadership.stop) for leadership in leaderships]
+        for stopper in stoppers:
+            stopper.start()
+        for stopper in stoppers:
+            stopper.join()
+        for one in replicas:
+            one.close()

@@ -1,0 +1,223 @@
+"""ChangeFollower on a real ZooKeeper: each queue's handler gets every new notification's data, in order;
+handled notifications past the retention are purged; failing handlers do not stop the following."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+from kazoo.client import KazooClient
+
+from app.domain.errors import StoreUnavailable
+from app.storage.zk import change_follower
+from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
+from app.storage.zk.connection import ZkConnection
+from tests.api.helpers import eventually
+
+QUEUE_A = "/test-changes/a"
+QUEUE_B = "/test-changes/b"
+
+
+class Recorder:
+    """A handler that records what it was given; ``fail`` decides, per call, to raise instead."""
+
+    def __init__(self, fail: Callable[[bytes, int], Exception | None] | None = None) -> None:
+        self.received: list[bytes] = []
+        self.calls: list[bytes] = []
+        self._fail = fail
+        self._lock = threading.Lock()
+
+    def __call__(self, data: bytes) -> None:
+        with self._lock:
+            self.calls.append(data)
+            attempt = self.calls.count(data)
+        error = self._fail(data, attempt) if self._fail is not None else None
+        if error is not None:
+            raise error
+        with self._lock:
+            self.received.append(data)
+
+
+class ReloadCounter:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> None:
+        self.count += 1
+
+
+def _notify(raw_zk: KazooClient, queue: str, data: bytes) -> None:
+    raw_zk.create(f"{queue}/change_", data, sequence=True)
+
+
+@pytest.fixture
+def zk(zk_connect: str, raw_zk: KazooClient) -> Iterator[ZkConnection]:
+    raw_zk.ensure_path(QUEUE_A)
+    raw_zk.ensure_path(QUEUE_B)
+    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
+    connection.start()
+    yield connection
+    connection.stop()
+
+
+StartFollower = Callable[[Sequence[NotificationQueue], Callable[[], None]], ChangeFollower]
+
+
+@pytest.fixture
+def start_follower(zk: ZkConnection) -> Iterator[StartFollower]:
+    followers: list[ChangeFollower] = []
+
+    def start(queues: Sequence[NotificationQueue], reload: Callable[[], None]) -> ChangeFollower:
+        follower = ChangeFollower(zk, queues, reload, name=f"test-follower-{len(followers)}")
+        follower.start()
+        followers.append(follower)
+        return follower
+
+    yield start
+    for follower in followers:
+        follower.stop()
+
+
+def test_start_reloads_once_and_treats_notifications_already_present_as_seen(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    _notify(raw_zk, QUEUE_A, b"old-1")
+    _notify(raw_zk, QUEUE_A, b"old-2")
+    handler, reload = Recorder(), ReloadCounter()
+
+    start_follower([NotificationQueue(QUEUE_A, handler)], reload)
+    _notify(raw_zk, QUEUE_A, b"new")
+
+    eventually(lambda: handler.received == [b"new"])
+    assert reload.count == 1
+
+
+def test_each_queues_handler_gets_every_new_notifications_data_in_order(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler_a, handler_b = Recorder(), Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler_a), NotificationQueue(QUEUE_B, handler_b)], ReloadCounter())
+    expected_a = [f"a-{n}".encode() for n in range(30)]
+    expected_b = [f"b-{n}".encode() for n in range(10)]
+
+    for n in range(30):
+        _notify(raw_zk, QUEUE_A, expected_a[n])
+        if n < 10:
+            _notify(raw_zk, QUEUE_B, expected_b[n])
+
+    eventually(lambda: len(handler_a.received) == 30 and len(handler_b.received) == 10)
+    assert handler_a.received == expected_a
+    assert handler_b.received == expected_b
+
+
+def test_notifications_written_in_one_burst_are_handled_in_sequence_order(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    transaction = raw_zk.transaction()
+    for n in range(12):  # sequence numbers 0..11: 10 sorts after 9 only because they are zero-padded
+        transaction.create(f"{QUEUE_A}/change_", str(n).encode(), sequence=True)
+    transaction.commit()
+
+    eventually(lambda: len(handler.received) == 12)
+    assert handler.received == [str(n).encode() for n in range(12)]
+
+
+def test_handled_notifications_older_than_the_retention_are_purged(
+    raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(change_follower, "NOTIFICATION_RETENTION_MS", 0)
+    monkeypatch.setattr(change_follower, "PURGE_INTERVAL_S", 0)
+    monkeypatch.setattr(change_follower, "IDLE_WAKE_S", 0.05)
+    handler = Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+
+    for n in range(5):
+        _notify(raw_zk, QUEUE_A, str(n).encode())
+
+    eventually(lambda: raw_zk.get_children(QUEUE_A) == [])
+    assert handler.received == [str(n).encode() for n in range(5)]  # every one was handled before it went
+
+
+def test_notifications_younger_than_the_retention_are_kept(
+    raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(change_follower, "PURGE_INTERVAL_S", 0)
+    monkeypatch.setattr(change_follower, "IDLE_WAKE_S", 0.05)
+    handler = Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+
+    for n in range(3):
+        _notify(raw_zk, QUEUE_A, str(n).encode())
+    eventually(lambda: len(handler.received) == 3)
+    time.sleep(0.3)  # several purge passes
+
+    assert len(raw_zk.get_children(QUEUE_A)) == 3
+    assert handler.received == [b"0", b"1", b"2"]  # and none was handled twice
+
+
+def test_a_handler_raising_an_unexpected_exception_does_not_stop_following(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder(fail=lambda data, _: ValueError("malformed") if data == b"poison" else None)
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+
+    _notify(raw_zk, QUEUE_A, b"before")
+    _notify(raw_zk, QUEUE_A, b"poison")
+    _notify(raw_zk, QUEUE_A, b"after")
+    eventually(lambda: handler.received == [b"before", b"after"])
+    _notify(raw_zk, QUEUE_A, b"later")
+
+    eventually(lambda: handler.received == [b"before", b"after", b"later"])
+    assert handler.calls.count(b"poison") == 1  # logged and skipped, not retried
+
+
+def test_a_handler_failing_with_store_unavailable_gets_the_notification_again(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder(
+        fail=lambda data, attempt: StoreUnavailable("down") if data == b"flaky" and attempt == 1 else None
+    )
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+
+    _notify(raw_zk, QUEUE_A, b"flaky")
+    eventually(lambda: handler.received == [b"flaky"])
+    _notify(raw_zk, QUEUE_A, b"next")
+
+    eventually(lambda: handler.received == [b"flaky", b"next"])
+    assert handler.calls.count(b"flaky") == 2
+
+
+def test_after_stop_no_handler_is_called(raw_zk: KazooClient, start_follower: StartFollower) -> None:
+    stopped_handler, running_handler = Recorder(), Recorder()
+    stopped = start_follower([NotificationQueue(QUEUE_A, stopped_handler)], ReloadCounter())
+    start_follower([NotificationQueue(QUEUE_A, running_handler)], ReloadCounter())
+    stopped.stop()
+
+    _notify(raw_zk, QUEUE_A, b"after-stop")
+    eventually(lambda: running_handler.received == [b"after-stop"])
+    time.sleep(0.2)
+
+    assert stopped_handler.calls == []
+
+
+def test_a_session_expiry_triggers_a_reload_and_following_resumes(
+    zk_connect: str, zk: ZkConnection, raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler, reload = Recorder(), ReloadCounter()
+    start_follower([NotificationQueue(QUEUE_A, handler)], reload)
+    assert reload.count == 1
+
+    session_id, password = zk.client.client_id
+    twin = KazooClient(hosts=zk_connect.partition("/")[0], client_id=(session_id, password))
+    twin.start(10)
+    twin.stop()  # closing the session from another connection expires it for ``zk``
+    twin.close()
+
+    eventually(lambda: reload.count == 2, timeout_s=10)
+    _notify(raw_zk, QUEUE_A, b"after-expiry")
+    eventually(lambda: handler.received == [b"after-expiry"])
+    assert reload.count == 2

@@ -1,0 +1,437 @@
+"""The expiry sweep's decisions, with in-memory fakes: which tokens it deletes, when a concurrent renew or
+delete wins, when it stops, and the audit protocol around each deletion (KAFKA_COMPAT.md "Sweep")."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.leader.sweeper import Sweeper
+from app.service.audit import Auditor
+from app.service.ports import StoredToken
+
+NOW = 1_700_000_000_000
+ALICE = KafkaPrincipal.user("alice")
+BOB = KafkaPrincipal.user("bob")
+CAROL = KafkaPrincipal.user("carol")
+
+
+class FakeClock:
+    def __init__(self, now_ms: int) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+
+class FakeTokenStore:
+    """The authoritative store: compare-and-set deletes, and hooks to act as a concurrent writer."""
+
+    def __init__(self, tokens: Iterable[StoredToken] = ()) -> None:
+        self.tokens: dict[str, StoredToken] = {stored.token.token_id: stored for stored in tokens}
+        self.deleted: list[tuple[str, int, str | None]] = []
+        self.after_get: Callable[[str], None] | None = None
+        self.after_delete: Callable[[str], None] | None = None
+
+    def get(self, token_id: str) -> StoredToken | None:
+        stored = self.tokens.get(token_id)
+        if self.after_get is not None:
+            self.after_get(token_id)
+        return stored
+
+    def list_ids(self) -> list[str]:
+        return list(self.tokens)
+
+    def list(self) -> list[StoredToken]:
+        return list(self.tokens.values())
+
+    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
+        raise AssertionError("the sweep never creates tokens")
+
+    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
+        raise AssertionError("the sweep never updates tokens")
+
+    def renew(self, token_id: str, expiry: int) -> None:
+        """Another replica's renew: a new version of the token."""
+        current = self.tokens[token_id]
+        self.tokens[token_id] = StoredToken(current.token.with_expiry(expiry), current.version + 1)
+
+    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
+        current = self.tokens.get(token_id)
+        if current is None:
+            raise TokenNotFound(f"Token {token_id} no longer exists.")
+        if current.version != expected_version:
+            raise ConcurrentModification("The token changed while this request was being handled.")
+        del self.tokens[token_id]
+        self.deleted.append((token_id, expected_version, intent))
+        if self.after_delete is not None:
+            self.after_delete(token_id)
+
+
+class FakeTokenView:
+    """The replica's cache, frozen at the moment the sweep plans."""
+
+    def __init__(self, tokens: Iterable[StoredToken]) -> None:
+        self._tokens = {stored.token.token_id: stored for stored in tokens}
+        self.refreshed: list[str] = []
+
+    def get(self, token_id: str) -> StoredToken | None:
+        return self._tokens.get(token_id)
+
+    def find_by_hmac(self, mac: bytes) -> str | None:
+        return None
+
+    def tokens(self) -> list[StoredToken]:
+        return list(self._tokens.values())
+
+    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
+        return []
+
+    def refresh(self, token_id: str) -> None:
+        self.refreshed.append(token_id)
+
+
+class FakeAuditLog:
+    def __init__(self) -> None:
+        self.appended: dict[int, AuditEvent] = {}
+        self.completed: dict[int, AuditEvent] = {}
+        self.append_failures = 0  # how many of the next appends fail
+        self.complete_fails = False
+
+    def ping(self) -> None:
+        return None
+
+    def append(self, event: AuditEvent, context: RequestContext) -> int:
+        if self.append_failures:
+            self.append_failures -= 1
+            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
+        event_id = len(self.appended) + 1
+        self.appended[event_id] = event
+        return event_id
+
+    def complete(self, event_id: int, event: AuditEvent) -> bool:
+        if self.complete_fails:
+            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
+        assert event_id in self.appended and event_id not in self.completed
+        self.completed[event_id] = event
+        return True
+
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
+        return []
+
+    def query(self, query: EventQuery) -> list[StoredEvent]:
+        return []
+
+    def is_pending(self, event_id: int) -> bool | None:
+        return event_id in self.appended and event_id not in self.completed
+
+
+class FakeIntents:
+    def __init__(self) -> None:
+        self.cleared: list[int] = []
+
+    def path(self, event_id: int) -> str:
+        return f"/kts/audit-intents/{event_id}"
+
+    def exists(self, event_id: int) -> bool:
+        return False
+
+    def clear(self, event_id: int) -> None:
+        self.cleared.append(event_id)
+
+    def list(self) -> list[int]:
+        return []
+
+
+class Harness:
+    def __init__(self, tokens: Iterable[StoredToken], *, now: int = NOW, interval_ms: int = 3_600_000) -> None:
+        tokens = list(tokens)
+        self.clock = FakeClock(now)
+        self.store = FakeTokenStore(tokens)
+        self.view = FakeTokenView(tokens)
+        self.log = FakeAuditLog()
+        self.intents = FakeIntents()
+        self.sweeper = Sweeper(
+            self.store,
+            self.view,
+            auditor=Auditor(self.log, self.intents),
+            clock=self.clock,
+            interval_ms=interval_ms,
+        )
+
+    @property
+    def deleted_ids(self) -> list[str]:
+        return [token_id for token_id, _, _ in self.store.deleted]
+
+
+def _stored(
+    token_id: str,
+    *,
+    expiry: int,
+    max_ts: int = NOW + 10_000,
+    version: int = 0,
+    owner: KafkaPrincipal = ALICE,
+    requester: KafkaPrincipal | None = None,
+) -> StoredToken:
+    token = TokenInformation(token_id, owner, requester or owner, (BOB,), NOW - 50_000, expiry, max_ts)
+    return StoredToken(token, version)
+
+
+def test_sweeps_exactly_the_tokens_past_their_expiry_or_their_maximum() -> None:
+    harness = Harness(
+        [
+            _stored("PastExpiry", expiry=NOW - 1),
+            _stored("PastMax", expiry=NOW + 5_000, max_ts=NOW - 1),
+            _stored("ExpiresNow", expiry=NOW),
+            _stored("MaxNow", expiry=NOW + 5_000, max_ts=NOW),
+            _stored("Live", expiry=NOW + 1),
+        ]
+    )
+
+    assert harness.sweeper.sweep() == 2
+
+    assert sorted(harness.deleted_ids) == ["PastExpiry", "PastMax"]
+    assert sorted(harness.store.tokens) == ["ExpiresNow", "Live", "MaxNow"]
+    assert sorted(harness.view.refreshed) == ["PastExpiry", "PastMax"]
+    assert harness.sweeper.deleted_total == 2
+
+
+def test_a_sweep_with_nothing_expired_deletes_and_audits_nothing() -> None:
+    harness = Harness([_stored("Live", expiry=NOW + 1), _stored("ExpiresNow", expiry=NOW)])
+
+    assert harness.sweeper.sweep() == 0
+    assert harness.store.deleted == [] and harness.log.appended == {}
+
+
+def test_deletes_the_version_it_judged_expired_with_the_audit_intent_in_the_same_write() -> None:
+    harness = Harness([_stored("PastExpiry", expiry=NOW - 1, version=7)])
+
+    harness.sweeper.sweep()
+
+    (event_id,) = harness.log.appended
+    assert harness.store.deleted == [("PastExpiry", 7, f"/kts/audit-intents/{event_id}")]
+
+
+def test_a_token_renewed_since_the_cache_saw_it_is_not_swept() -> None:
+    harness = Harness([_stored("Renewed", expiry=NOW - 1), _stored("Stale", expiry=NOW - 1)])
+    harness.store.renew("Renewed", NOW + 60_000)  # the cache still shows the expired version
+
+    assert harness.sweeper.sweep() == 1
+
+    assert harness.deleted_ids == ["Stale"]
+    assert harness.store.tokens["Renewed"].token.expiry_timestamp == NOW + 60_000
+    assert [event.token_id for event in harness.log.appended.values()] == ["Stale"]  # no event for the skip
+
+
+def test_a_token_renewed_between_its_read_and_its_delete_survives() -> None:
+    harness = Harness([_stored("RaceRenewed", expiry=NOW - 1)])
+
+    def renew_right_after_read(token_id: str) -> None:
+        harness.store.after_get = None
+        harness.store.renew(token_id, NOW + 60_000)
+
+    harness.store.after_get = renew_right_after_read
+
+    assert harness.sweeper.sweep() == 0
+
+    assert harness.store.tokens["RaceRenewed"].version == 1
+    assert harness.view.refreshed == []
+    assert harness.sweeper.deleted_total == 0
+    ((event_id, completed),) = harness.log.completed.items()
+    assert completed.outcome == Outcome.FAILED  # the attempt is on record, and it did not happen
+    assert completed.details["error"] == "CONCURRENT_MODIFICATION"
+    assert harness.intents.cleared == [event_id]
+
+
+def test_a_token_deleted_before_the_sweep_reads_it_is_skipped() -> None:
+    harness = Harness([_stored("GoneAlready", expiry=NOW - 1), _stored("StillThere", expiry=NOW - 1)])
+    del harness.store.tokens["GoneAlready"]  # expired by a request; the cache has not caught up
+
+    assert harness.sweeper.sweep() == 1
+
+    assert harness.deleted_ids == ["StillThere"]
+    assert [event.token_id for event in harness.log.appended.values()] == ["StillThere"]
+
+
+def test_a_token_deleted_between_its_read_and_its_delete_is_not_counted() -> None:
+    harness = Harness([_stored("RaceDeleted", expiry=NOW - 1)])
+
+    def delete_right_after_read(token_id: str) -> None:
+        harness.store.after_get = None
+        del harness.store.tokens[token_id]
+
+    harness.store.after_get = delete_right_after_read
+
+    assert harness.sweeper.sweep() == 0
+
+    ((_, completed),) = harness.log.completed.items()
+    assert completed.outcome != Outcome.SUCCEEDED
+    assert completed.error_code == TokenNotFound.code  # settled as the store answered: 62
+    assert harness.sweeper.deleted_total == 0
+
+
+def test_a_token_renewed_before_the_sweep_starts_but_still_expired_is_deleted_at_its_new_version() -> None:
+    harness = Harness([_stored("RenewedButExpired", expiry=NOW - 10, version=0)])
+    harness.store.renew("RenewedButExpired", NOW - 5)
+
+    assert harness.sweeper.sweep() == 1
+
+    assert harness.store.deleted[0][:2] == ("RenewedButExpired", 1)
+    (event,) = harness.log.appended.values()
+    assert event.details["expiryTimestamp"] == NOW - 5  # the authoritative timestamps, not the cache's
+
+
+def test_the_sweep_stops_when_leadership_is_lost_mid_sweep() -> None:
+    harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(5)])
+    lost = threading.Event()
+    harness.store.after_delete = lambda _token_id: lost.set()
+
+    assert harness.sweeper.sweep(lost) == 1
+
+    assert harness.deleted_ids == ["Expired0"]  # tokens are swept in token id order
+    assert len(harness.store.tokens) == 4
+    assert len(harness.log.appended) == 1
+
+
+def test_a_sweep_started_without_leadership_deletes_nothing() -> None:
+    harness = Harness([_stored("Expired", expiry=NOW - 1)])
+    lost = threading.Event()
+    lost.set()
+
+    assert harness.sweeper.sweep(lost) == 0
+    assert harness.store.deleted == [] and harness.log.appended == {}
+
+
+def test_each_deletion_is_an_audited_mutation_named_token_sweep() -> None:
+    harness = Harness(
+        [
+            _stored("AlicesToken", expiry=NOW - 1, owner=ALICE),
+            _stored("CarolsToken", expiry=NOW + 1, max_ts=NOW - 2, owner=CAROL, requester=ALICE),
+        ]
+    )
+
+    harness.sweeper.sweep()
+
+    pending = list(harness.log.appended.values())
+    assert [event.action for event in pending] == [Action.TOKEN_DELETE_BY_SWEEP] * 2
+    assert [event.outcome for event in pending] == [Outcome.PENDING] * 2  # recorded before the delete
+    assert [(e.token_id, e.owner, e.token_requester) for e in pending] == [
+        ("AlicesToken", "User:alice", "User:alice"),
+        ("CarolsToken", "User:carol", "User:alice"),
+    ]
+    assert pending[1].details == {"expiryTimestamp": NOW + 1, "maxTimestamp": NOW - 2}
+    completed = harness.log.completed
+    assert sorted(completed) == sorted(harness.log.appended)
+    assert all(event.outcome == Outcome.SUCCEEDED for event in completed.values())
+    assert all(event.action == Action.TOKEN_DELETE_BY_SWEEP for event in completed.values())
+    assert sorted(harness.intents.cleared) == sorted(harness.log.appended)
+    assert Action.TOKEN_DELETE_BY_SWEEP.value == "token.sweep"
+
+
+def test_an_audit_outage_stops_the_sweep_before_any_deletion() -> None:
+    """Audit fails closed: no event, no deletion. The error reaches the caller (``run`` logs it)."""
+    harness = Harness([_stored("Expired1", expiry=NOW - 1), _stored("Expired2", expiry=NOW - 1)])
+    harness.log.append_failures = 1
+
+    with pytest.raises(StoreUnavailable):
+        harness.sweeper.sweep()
+
+    assert harness.store.deleted == []
+    assert sorted(harness.store.tokens) == ["Expired1", "Expired2"]  # the second was not tried either
+    assert harness.log.appended == {}
+
+
+def test_an_audit_outage_mid_sweep_keeps_the_deletions_already_made_and_stops() -> None:
+    harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)])
+
+    def audit_goes_down(_token_id: str) -> None:
+        harness.log.append_failures = 10
+
+    harness.store.after_delete = audit_goes_down
+
+    with pytest.raises(StoreUnavailable):
+        harness.sweeper.sweep()
+
+    assert harness.deleted_ids == ["Expired0"]
+    assert sorted(harness.store.tokens) == ["Expired1", "Expired2"]
+    assert harness.view.refreshed == ["Expired0"]
+
+
+def test_deleted_total_counts_deletions_made_before_a_sweep_was_interrupted() -> None:
+    harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)])
+
+    def audit_goes_down(_token_id: str) -> None:
+        harness.log.append_failures = 10
+
+    harness.store.after_delete = audit_goes_down
+
+    with pytest.raises(StoreUnavailable):
+        harness.sweeper.sweep()
+
+    assert harness.deleted_ids == ["Expired0"]
+    assert harness.sweeper.deleted_total == 1
+
+
+def test_an_audit_outage_after_the_deletion_still_counts_it_and_leaves_the_marker_for_reconciliation() -> None:
+    harness = Harness([_stored("Expired", expiry=NOW - 1)])
+    harness.log.complete_fails = True
+
+    assert harness.sweeper.sweep() == 1
+
+    assert harness.deleted_ids == ["Expired"]
+    assert harness.log.completed == {}  # left pending
+    assert harness.intents.cleared == []  # the marker proves the deletion happened
+
+
+def test_the_sweep_judges_expiry_by_the_clock_at_sweep_time() -> None:
+    harness = Harness([_stored("ExpiresSoon", expiry=NOW + 1_000)])
+
+    assert harness.sweeper.sweep() == 0
+    harness.clock.now = NOW + 1_000
+    assert harness.sweeper.sweep() == 0  # expiry == now is not yet expired
+    harness.clock.now = NOW + 1_001
+    assert harness.sweeper.sweep() == 1
+
+
+def test_run_sweeps_until_leadership_is_lost_and_survives_an_audit_outage() -> None:
+    harness = Harness([_stored("Expired", expiry=NOW - 1)], interval_ms=1)
+    harness.log.append_failures = 3  # the first three sweeps meet an audit outage
+    lost = threading.Event()
+    harness.store.after_delete = lambda _token_id: lost.set()
+
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=5)
+
+    assert not runner.is_alive()
+    assert harness.deleted_ids == ["Expired"]
+    assert harness.sweeper.deleted_total == 1
+
+
+def test_run_returns_at_once_when_leadership_is_already_lost() -> None:
+    harness = Harness([_stored("Expired", expiry=NOW - 1)], interval_ms=3_600_000)
+    lost = threading.Event()
+    lost.set()
+
+    harness.sweeper.run(lost)
+
+    assert harness.store.deleted == []
+
+
+def test_run_waits_the_interval_between_sweeps_and_returns_when_leadership_is_lost() -> None:
+    harness = Harness([], interval_ms=3_600_000)
+    lost = threading.Event()
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=0.1)
+    assert runner.is_alive()  # sleeping out the hour
+
+    lost.set()
+    runner.join(timeout=2)
+    assert not runner.is_alive()
