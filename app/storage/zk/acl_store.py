@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError, RolledBackError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
 
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
 from app.domain.errors import ConcurrentModification, StoreUnavailable
@@ -95,11 +95,9 @@ class ZkAclStore:
             )
             if intent is not None:
                 transaction.create(intent, b"")
-            self._zk.ensure_connected()
-            results = self._zk.wait(transaction.commit_async())
-            failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-            if not failures:
+            failure = self._zk.commit(transaction)
+            if failure is None:
                 return before, after
-            if not isinstance(failures[0], BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
-                raise StoreUnavailable(f"ZooKeeper refused the ACL change: {type(failures[0]).__name__}.")
+            if not isinstance(failure, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
+                raise StoreUnavailable(f"ZooKeeper refused the ACL change: {type(failure).__name__}.")
         raise ConcurrentModification(f"The ACLs of {pattern.resource_type}:{pattern.name} kept changing; retry.")

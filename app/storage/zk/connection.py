@@ -13,6 +13,7 @@ from kazoo.exceptions import (
     ConnectionLoss,
     NoAuthError,
     OperationTimeoutError,
+    RolledBackError,
     SessionExpiredError,
     ZookeeperError,
 )
@@ -96,6 +97,14 @@ class ZkConnection:
         """Fail fast instead of queueing a request behind a suspended session."""
         if not self.client.connected:
             raise StoreUnavailable("The ZooKeeper session is not connected; retry shortly.")
+
+    def commit(self, transaction: Any) -> Exception | None:
+        """Commit a multi-op transaction; None when it applied, else the operation's own error (the
+        others then report RolledBackError, which says nothing)."""
+        self.ensure_connected()
+        results = self.wait(transaction.commit_async())
+        failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        return failures[0] if failures else None
 
     def wait(self, async_result: Any) -> Any:
         """Wait for a kazoo async result with a bound, so no request can hang on ZooKeeper."""

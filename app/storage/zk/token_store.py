@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
@@ -91,12 +91,9 @@ class ZkTokenStore:
             transaction.create(intent, b"")  # type: ignore[attr-defined]
 
     def _commit(self, transaction: object, token_id: str) -> None:
-        self._zk.ensure_connected()
-        results = self._zk.wait(transaction.commit_async())  # type: ignore[attr-defined]
-        failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-        if not failures:
+        failure = self._zk.commit(transaction)
+        if failure is None:
             return
-        failure = failures[0]
         if isinstance(failure, BadVersionError):
             raise ConcurrentModification("The token changed while this request was being handled.")
         if isinstance(failure, NoNodeError):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, RolledBackError
+from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.errors import ConcurrentModification, CredentialNotFound, StoreUnavailable
@@ -71,11 +71,9 @@ class ZkUserStore:
             else:
                 transaction.set_data(path, data, version=version)
             transaction.create(CONFIG_CHANGE_PREFIX, notification_codec.user_config_change(user_name), sequence=True)
-            self._zk.ensure_connected()
-            results = self._zk.wait(transaction.commit_async())
-            failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
-            if not failures:
+            failure = self._zk.commit(transaction)
+            if failure is None:
                 return
-            if not isinstance(failures[0], BadVersionError | NodeExistsError | NoNodeError):
-                raise StoreUnavailable(f"ZooKeeper refused the credential change: {type(failures[0]).__name__}.")
+            if not isinstance(failure, BadVersionError | NodeExistsError | NoNodeError):
+                raise StoreUnavailable(f"ZooKeeper refused the credential change: {type(failure).__name__}.")
         raise ConcurrentModification(f"The configuration of user {user_name} kept changing; retry.")
