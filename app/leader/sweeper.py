@@ -64,7 +64,7 @@ class Sweeper:
                 continue  # renewed or expired by a request meanwhile: that request wins
             deleted += 1
             self.deleted_total += 1  # counted at once: a later failure must not hide what was done
-            self._view.refresh(token.token_id)
+            self._view.discard(token.token_id)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted

@@ -169,8 +169,7 @@ class TokenService:
         return token
 
     def _created(self, token: TokenInformation, intent: str) -> None:
-        self._store.create(token, intent)
-        self._view.refresh(token.token_id)  # this replica reads its own write at once
+        self._view.apply(self._store.create(token, intent))  # this replica reads its own write at once
 
     def _decide(self, event: AuditEvent, decide: Callable[[], T]) -> T:
         """Run a check; a refusal is recorded before it propagates."""
@@ -226,7 +225,7 @@ class TokenService:
         def perform(intent: str) -> ExpiryChange:
             def attempt(stored: StoredToken) -> ExpiryChange:
                 expiry = plan(stored)
-                self._store.update(stored.token.with_expiry(expiry), stored.version, intent)
+                self._view.apply(self._store.update(stored.token.with_expiry(expiry), stored.version, intent))
                 return ExpiryChange(token_id, expiry)
 
             return self._with_cas(token_id, attempt)
@@ -256,8 +255,10 @@ class TokenService:
                 decision = plan(stored)
                 if isinstance(decision, DeleteToken):
                     self._store.delete(token_id, stored.version, intent)
+                    self._view.discard(token_id)
                 else:
-                    self._store.update(stored.token.with_expiry(decision.expiry_timestamp), stored.version, intent)
+                    new = stored.token.with_expiry(decision.expiry_timestamp)
+                    self._view.apply(self._store.update(new, stored.version, intent))
                 return ExpiryChange(token_id, decision.expiry_timestamp), isinstance(decision, DeleteToken)
 
             return self._with_cas(token_id, attempt)
@@ -281,9 +282,7 @@ class TokenService:
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")
             try:
-                result = attempt(stored)
+                return attempt(stored)  # each attempt installs what it wrote in the cache
             except ConcurrentModification:
                 continue
-            self._view.refresh(token_id)  # this replica reads its own write at once
-            return result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")

@@ -77,6 +77,19 @@ class TokenCache:
             if stored is not None:
                 self._put(stored)
 
+    def apply(self, stored: StoredToken) -> None:
+        """Install a state this replica just wrote (no ZooKeeper read), unless a newer one is cached."""
+        with self._lock:
+            current = self._tokens.get(stored.token.token_id)
+            if current is None or current.version < stored.version:
+                self._drop(stored.token.token_id)
+                self._put(stored)
+
+    def discard(self, token_id: str) -> None:
+        """Forget a token this replica just deleted."""
+        with self._lock:
+            self._drop(token_id)
+
     def _on_change(self, data: bytes) -> None:
         self.refresh(data.decode("utf-8", errors="replace"))
 

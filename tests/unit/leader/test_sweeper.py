@@ -79,7 +79,7 @@ class FakeTokenView:
 
     def __init__(self, tokens: Iterable[StoredToken]) -> None:
         self._tokens = {stored.token.token_id: stored for stored in tokens}
-        self.refreshed: list[str] = []
+        self.discarded: list[str] = []
 
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
@@ -94,7 +94,13 @@ class FakeTokenView:
         return []
 
     def refresh(self, token_id: str) -> None:
-        self.refreshed.append(token_id)
+        raise AssertionError("the sweeper knows what it deleted; it must not re-read")
+
+    def apply(self, stored: StoredToken) -> None:
+        raise AssertionError("the sweeper only deletes")
+
+    def discard(self, token_id: str) -> None:
+        self.discarded.append(token_id)
 
 
 class FakeAuditLog:
@@ -198,7 +204,7 @@ def test_sweeps_exactly_the_tokens_past_their_expiry_or_their_maximum() -> None:
 
     assert sorted(harness.deleted_ids) == ["PastExpiry", "PastMax"]
     assert sorted(harness.store.tokens) == ["ExpiresNow", "Live", "MaxNow"]
-    assert sorted(harness.view.refreshed) == ["PastExpiry", "PastMax"]
+    assert sorted(harness.view.discarded) == ["PastExpiry", "PastMax"]
     assert harness.sweeper.deleted_total == 2
 
 
@@ -241,7 +247,7 @@ def test_a_token_renewed_between_its_read_and_its_delete_survives() -> None:
     assert harness.sweeper.sweep() == 0
 
     assert harness.store.tokens["RaceRenewed"].version == 1
-    assert harness.view.refreshed == []
+    assert harness.view.discarded == []
     assert harness.sweeper.deleted_total == 0
     ((event_id, completed),) = harness.log.completed.items()
     assert completed.outcome == Outcome.FAILED  # the attempt is on record, and it did not happen
@@ -360,7 +366,7 @@ def test_an_audit_outage_mid_sweep_keeps_the_deletions_already_made_and_stops() 
 
     assert harness.deleted_ids == ["Expired0"]
     assert sorted(harness.store.tokens) == ["Expired1", "Expired2"]
-    assert harness.view.refreshed == ["Expired0"]
+    assert harness.view.discarded == ["Expired0"]
 
 
 def test_deleted_total_counts_deletions_made_before_a_sweep_was_interrupted() -> None:
