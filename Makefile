@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := zookeeper postgresql-15
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps system-deps lint openapi bench-audit clean
+.PHONY: run test deps system-deps lint openapi bench bench-quick bench-audit clean
 
 run: deps
 	$(VENV)/bin/kts dev
@@ -36,6 +36,13 @@ $(VENV)/.installed: pyproject.toml
 
 openapi: deps
 	$(PY) -c 'import json; from app.main import create_app; print(json.dumps(create_app().openapi(), indent=2, sort_keys=True))' > openapi/openapi.json
+
+# The benchmark suite: every figure against a ceiling measured in the same run (prints JSON).
+bench: deps
+	$(PY) -m bench.suite
+
+bench-quick: deps
+	$(PY) -m bench.suite --quick
 
 # Token creates per second with the PostgreSQL audit on vs a no-op audit sink (prints JSON).
 bench-audit: deps

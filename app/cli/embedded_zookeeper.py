@@ -64,6 +64,7 @@ class EmbeddedZooKeeper:
         tick_ms: int = 500,
         myid: int | None = None,
         extra_config: tuple[str, ...] = (),
+        jvm_options: tuple[str, ...] = (),
     ) -> None:
         """``myid`` and ``extra_config`` (``server.N=...`` lines) make this server one of an ensemble."""
         self.data_dir = data_dir
@@ -71,6 +72,7 @@ class EmbeddedZooKeeper:
         self.tick_ms = tick_ms
         self.myid = myid
         self.extra_config = extra_config
+        self.jvm_options = jvm_options
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -104,7 +106,7 @@ class EmbeddedZooKeeper:
         classpath = ":".join(str(JAVA_DIR / jar) for jar in CLASSPATH_JARS)
         log = (self.data_dir / "zookeeper.log").open("ab")
         self.process = subprocess.Popen(  # noqa: S603 - fixed command line, no shell
-            ["java", "-Xmx256m", "-cp", classpath, MAIN_CLASS, str(config)],  # noqa: S607
+            ["java", "-Xmx256m", *self.jvm_options, "-cp", classpath, MAIN_CLASS, str(config)],  # noqa: S607
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

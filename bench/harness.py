@@ -1,0 +1,216 @@
+"""What every benchmark needs: its own ZooKeeper, kts processes, users, tokens loaded fast, load drivers.
+
+Load comes from this process (an asyncio httpx client), the services run in their own processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from kazoo.client import KazooClient
+
+from app.auth.scram import derive
+from app.cli.embedded_zookeeper import free_port
+from app.domain.credentials import Mechanism
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.domain.token_secret import TokenSecret, encode_hmac, new_token_id
+from app.storage.zk import notification_codec, token_codec, user_config_codec
+from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path, user_config_path
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "bench-secret"
+USER, PASSWORD = "bench", "bench-password"
+ADMIN, ADMIN_PASSWORD = "admin", "admin-password"
+
+
+def basic(user: str = USER, password: str = PASSWORD) -> dict[str, str]:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def bearer(token_id: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token_id}:{encode_hmac(TokenSecret(SECRET).hmac(token_id))}"}
+
+
+def add_users(zk: KazooClient) -> None:
+    zk.ensure_path("/config/users")
+    for name, password in ((USER, PASSWORD), (ADMIN, ADMIN_PASSWORD)):
+        credential = derive(Mechanism.SCRAM_SHA_512, password, 4096)
+        config = {Mechanism.SCRAM_SHA_512.value: user_config_codec.credential_to_string(credential)}
+        if not zk.exists(user_config_path(name)):
+            zk.create(user_config_path(name), user_config_codec.encode(config))
+
+
+def load_tokens(zk: KazooClient, count: int, *, owners: int = 1000, expired: bool = False) -> list[str]:
+    """Write ``count`` token znodes directly (pipelined, as brokers would have), owners spread evenly."""
+    zk.ensure_path(TOKENS)
+    now = int(time.time() * 1000)
+    ids = []
+    pending = []
+    for n in range(count):
+        token_id = new_token_id()
+        owner = KafkaPrincipal.user(f"u{n % owners}")
+        expiry = now - 1000 if expired else now + 86_400_000
+        token = TokenInformation(token_id, owner, owner, (), now - 2000, expiry, now + 604_800_000)
+        pending.append(zk.create_async(token_path(token_id), token_codec.encode(token)))
+        ids.append(token_id)
+        if len(pending) >= 2000:
+            for result in pending:
+                result.get()
+            pending.clear()
+    for result in pending:
+        result.get()
+    return ids
+
+
+@dataclass
+class Service:
+    process: subprocess.Popen[bytes]
+    url: str
+
+    def rss_mb(self) -> float:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+@dataclass
+class Kts:
+    zk_connect: str
+    workdir: Path
+    services: list[Service] = field(default_factory=list)
+
+    def start(self, name: str, *, audit: str = "none", wait: bool = True, **settings: str) -> tuple[Service, float]:
+        """A replica (``--audit none`` unless told) and the seconds until it was ready."""
+        port = free_port()
+        env = {key: value for key, value in os.environ.items() if not key.startswith("KTS_")} | {
+            "KTS_ZOOKEEPER_CONNECT": self.zk_connect,
+            "KTS_DELEGATION_TOKEN_SECRET_KEY": SECRET,
+            "KTS_SUPER_USERS": f"User:{ADMIN}",
+            "KTS_LISTENERS": f"http://127.0.0.1:{port}",
+            "KTS_SERVICE_ID": name,
+            "KTS_AUDIT_DB_URL": f"sqlite:///{self.workdir / (name + '-audit.db')}",
+            **settings,
+        }
+        started = time.monotonic()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.serve_variant", "--audit", audit],
+            cwd=ROOT,
+            env=env,
+            stdout=(self.workdir / f"{name}.log").open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        service = Service(process, f"http://127.0.0.1:{port}")
+        self.services.append(service)
+        deadline = started + 600
+        while wait and time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise SystemExit(f"{name} exited; see {self.workdir / (name + '.log')}")
+            try:
+                if httpx.get(f"{service.url}/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        return service, time.monotonic() - started
+
+    def stop(self) -> None:
+        for service in self.services:
+            service.stop()
+
+
+def summarize(latencies: list[float], elapsed: float, errors: int) -> dict[str, float]:
+    latencies = sorted(latencies)
+    if not latencies:
+        return {"per_s": 0.0, "p50_ms": float("nan"), "p99_ms": float("nan"), "requests": 0, "errors": errors}
+    return {
+        "per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": round(statistics.median(latencies) * 1000, 2),
+        "p99_ms": round(latencies[max(0, int(len(latencies) * 0.99) - 1)] * 1000, 2),
+        "requests": len(latencies),
+        "errors": errors,
+    }
+
+
+async def drive(
+    url: str,
+    request: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
+    *,
+    seconds: float,
+    concurrency: int,
+    ok: tuple[int, ...] = (200, 201),
+) -> dict[str, float]:
+    """Closed-loop load: ``concurrency`` workers each sending ``request`` back to back for ``seconds``."""
+    latencies: list[float] = []
+    errors = 0
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        await request(client)  # warm-up: connections, caches
+        deadline = time.monotonic() + seconds
+
+        async def worker() -> None:
+            nonlocal errors
+            while time.monotonic() < deadline:
+                started = time.perf_counter()
+                response = await request(client)
+                if response.status_code in ok:
+                    latencies.append(time.perf_counter() - started)
+                else:
+                    errors += 1
+
+        started = time.monotonic()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        elapsed = time.monotonic() - started
+    return summarize(latencies, elapsed, errors)
+
+
+def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) -> dict[str, float]:
+    """The ceiling for creates: kazoo multi-op transactions (token znode + notification), pipelined."""
+    zk = KazooClient(hosts=zk_connect)
+    zk.start(15)
+    now = int(time.time() * 1000)
+    owner = KafkaPrincipal.user("ceiling")
+    done = 0
+    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    window: list[Any] = []
+    while time.monotonic() < deadline:
+        token_id = new_token_id()
+        token = TokenInformation(token_id, owner, owner, (), now, now + 86_400_000, now + 604_800_000)
+        transaction = zk.transaction()
+        transaction.create(token_path(token_id), token_codec.encode(token))
+        transaction.create(TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True)
+        window.append(transaction.commit_async())
+        if len(window) >= in_flight:
+            window.pop(0).get()
+            done += 1
+    for result in window:
+        result.get()
+        done += 1
+    elapsed = time.monotonic() - started
+    zk.stop()
+    return {"per_s": round(done / elapsed, 1), "transactions": done}
+
+
+def print_json(document: dict[str, Any]) -> None:
+    print(json.dumps(document, indent=2))

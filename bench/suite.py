@@ -1,0 +1,216 @@
+"""The benchmark suite (DESIGN.md "Performance"): every figure with its ceiling measured in the same run,
+printed as one JSON document with the goals of issue 6 beside the figures.
+
+    python -m bench.suite            # 100k tokens
+    python -m bench.suite --quick    # the same figures on small data, in about a minute
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from kazoo.client import KazooClient
+
+from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.storage.zk.paths import TOKENS
+from bench.harness import (
+    ADMIN,
+    ADMIN_PASSWORD,
+    Kts,
+    add_users,
+    basic,
+    bearer,
+    drive,
+    load_tokens,
+    print_json,
+    raw_create_ceiling,
+    summarize,
+)
+
+GOALS = {
+    "create_vs_raw_zookeeper": ">= 0.5",
+    "verify_vs_noop": ">= 0.7",
+    "describe_owner_p99_ms": "< 20",
+    "convergence_p99_ms": "< 250",
+    "sweep_seconds": "< 60 (100k tokens)",
+    "startup_seconds": "< 15 (100k tokens)",
+    "rss_mb": "< 250 (100k tokens)",
+}
+
+
+def _client(zk_connect: str) -> KazooClient:
+    hosts, _, chroot = zk_connect.partition("/")
+    bootstrap = KazooClient(hosts=hosts)
+    bootstrap.start(15)
+    bootstrap.ensure_path("/" + chroot)
+    bootstrap.stop()
+    client = KazooClient(hosts=zk_connect)
+    client.start(15)
+    return client
+
+
+async def _latencies(url: str, path: str, headers: dict[str, str], count: int) -> dict[str, float]:
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        await client.get(path)
+        samples = []
+        started = time.monotonic()
+        for _ in range(count):
+            begin = time.perf_counter()
+            response = await client.get(path)
+            response.raise_for_status()
+            samples.append(time.perf_counter() - begin)
+        return summarize(samples, time.monotonic() - started, 0)
+
+
+def _convergence(first: str, second: str, creates: int) -> dict[str, float]:
+    delays = []
+    with httpx.Client(timeout=30) as client:
+        for _ in range(creates):
+            token = client.post(f"{first}/v1/tokens", json={}, headers=basic()).json()
+            body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
+            started = time.perf_counter()
+            while client.post(f"{second}/v1/tokens/verify", json=body, headers=basic()).status_code != 200:
+                pass
+            delays.append(time.perf_counter() - started)
+    delays.sort()
+    return {
+        "p50_ms": round(statistics.median(delays) * 1000, 2),
+        "p99_ms": round(delays[max(0, int(len(delays) * 0.99) - 1)] * 1000, 2),
+        "creates": creates,
+        "note": "includes one verify round trip on the second replica",
+    }
+
+
+def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[str, Any]:
+    report: dict[str, Any] = {"tokens": tokens, "seconds_per_rate": seconds, "concurrency": concurrency}
+    with EmbeddedZooKeeper(workdir / "zk", jvm_options=("-Djute.maxbuffer=16777216",)) as zookeeper:
+        main_connect = f"{zookeeper.connect_string}/bench-main"
+        raw = _client(main_connect)
+        add_users(raw)
+        kts = Kts(main_connect, workdir)
+        try:
+            first, _ = kts.start("replica-a", audit="db")
+            token = httpx.post(f"{first.url}/v1/tokens", json={}, headers=basic()).json()
+            mine = bearer(token["tokenId"])
+
+            ceiling = raw_create_ceiling(main_connect, seconds=seconds)
+            create = asyncio.run(
+                drive(
+                    first.url,
+                    lambda c: c.post("/v1/tokens", json={}, headers=basic()),
+                    seconds=seconds,
+                    concurrency=concurrency,
+                )
+            )
+            report["create"] = {
+                "http": create,
+                "raw_zookeeper_ceiling": ceiling,
+                "ratio": round(create["per_s"] / ceiling["per_s"], 3),
+            }
+
+            verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
+            verify = asyncio.run(
+                drive(
+                    first.url,
+                    lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine),
+                    seconds=seconds,
+                    concurrency=concurrency,
+                )
+            )
+            noop = asyncio.run(drive(first.url, lambda c: c.get("/healthz"), seconds=seconds, concurrency=concurrency))
+            report["verify"] = {
+                "verify": verify,
+                "noop_ceiling": noop,
+                "ratio": round(verify["per_s"] / noop["per_s"], 3),
+            }
+
+            path = f"/v1/tokens/{token['tokenId']}"
+            with_basic = asyncio.run(
+                drive(first.url, lambda c: c.get(path, headers=basic()), seconds=seconds, concurrency=concurrency)
+            )
+            with_bearer = asyncio.run(
+                drive(first.url, lambda c: c.get(path, headers=mine), seconds=seconds, concurrency=concurrency)
+            )
+            report["basic_vs_bearer"] = {
+                "basic": with_basic,
+                "bearer": with_bearer,
+                "ratio": round(with_basic["per_s"] / with_bearer["per_s"], 3),
+            }
+
+            started = time.monotonic()
+            load_tokens(raw, tokens)
+            report["load"] = {"tokens_written": tokens, "seconds": round(time.monotonic() - started, 2)}
+            started = time.monotonic()
+            names = raw.get_children(TOKENS)
+            report["list_children"] = {"children": len(names), "seconds": round(time.monotonic() - started, 3)}
+
+            second, startup = kts.start("replica-b")
+            report["startup"] = {"seconds": round(startup, 2), "tokens_in_zookeeper": len(names)}
+            report["memory"] = {"rss_mb": round(second.rss_mb(), 1), "tokens": len(names)}
+
+            admin = basic(ADMIN, ADMIN_PASSWORD)
+            report["describe"] = {
+                "owner_filtered": asyncio.run(_latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200)),
+                "full_listing_first_page": asyncio.run(_latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
+            }
+            report["convergence"] = _convergence(first.url, second.url, 200)
+        finally:
+            kts.stop()
+            raw.stop()
+
+        sweep_connect = f"{zookeeper.connect_string}/bench-sweep"
+        raw = _client(sweep_connect)
+        add_users(raw)
+        load_tokens(raw, tokens, expired=True)
+        sweeper_kts = Kts(sweep_connect, workdir)
+        try:
+            sweeper, _ = sweeper_kts.start("sweeper", audit="db", KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000")
+            started = time.monotonic()
+            cap = 600.0
+            while raw.get_children(TOKENS) and time.monotonic() - started < cap:
+                time.sleep(0.25)
+            left = len(raw.get_children(TOKENS))
+            report["sweep"] = {
+                "tokens": tokens,
+                "seconds": round(time.monotonic() - started, 2),
+                "left": left,
+                "note": "includes the first interval (1 s) before the first sweep; audited",
+            }
+        finally:
+            sweeper_kts.stop()
+            raw.stop()
+    report["goals"] = GOALS
+    report["met"] = {
+        "create_vs_raw_zookeeper": report["create"]["ratio"] >= 0.5,
+        "verify_vs_noop": report["verify"]["ratio"] >= 0.7,
+        "describe_owner_p99_ms": report["describe"]["owner_filtered"]["p99_ms"] < 20,
+        "convergence_p99_ms": report["convergence"]["p99_ms"] < 250,
+        "sweep_seconds": report["sweep"]["left"] == 0 and report["sweep"]["seconds"] < 60,
+        "startup_seconds": report["startup"]["seconds"] < 15,
+        "rss_mb": report["memory"]["rss_mb"] < 250,
+    }
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true", help="small data, short runs: about a minute")
+    parser.add_argument("--tokens", type=int)
+    parser.add_argument("--seconds", type=float)
+    parser.add_argument("--concurrency", type=int, default=16)
+    args = parser.parse_args()
+    tokens = args.tokens or (2_000 if args.quick else 100_000)
+    seconds = args.seconds or (3.0 if args.quick else 10.0)
+    with tempfile.TemporaryDirectory(prefix="kts-bench-") as directory:
+        print_json(run(tokens, seconds, args.concurrency, Path(directory)))
+
+
+if __name__ == "__main__":
+    main()
