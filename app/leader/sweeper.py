@@ -1,6 +1,7 @@
 """The expiry sweep: decide from the cache which tokens are past expiry or maximum, then delete each one
 only if its znode is still at the version judged (a renew that lands first wins), with its notification
-and audit event. Running it twice, or on two replicas at once, is harmless."""
+and audit event. Deletes go in batches of one ZooKeeper transaction each. Running it twice, or on two
+replicas at once, is harmless."""
 
 from __future__ import annotations
 
@@ -12,10 +13,15 @@ from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.clock import Clock
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.token import TokenInformation
 from app.service.audit import Auditor
 from app.service.ports import StoredToken, TokenStore, TokenView
 
 log = logging.getLogger(__name__)
+
+# Tokens deleted per ZooKeeper transaction: with their notifications and intent markers a batch stays far
+# below ZooKeeper's 1 MB request limit (jute.maxbuffer).
+BATCH = 100
 
 
 class Sweeper:
@@ -41,33 +47,63 @@ class Sweeper:
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
-        for token in doomed:
+        for start in range(0, len(doomed), BATCH):
             if lost is not None and lost.is_set():
                 break  # leadership gone: another replica sweeps now
-            current = self._store.get(token.token_id)  # the authoritative version, not the cache's
-            if current is None or not current.token.is_expired(self._clock.now_ms()):
-                continue
-            event = AuditEvent(
-                Action.TOKEN_DELETE_BY_SWEEP,
-                Outcome.PENDING,
-                owner=str(token.owner),
-                token_requester=str(token.token_requester),
-                token_id=token.token_id,
-                details={
-                    "expiryTimestamp": current.token.expiry_timestamp,
-                    "maxTimestamp": current.token.max_timestamp,
-                },
-            )
-            try:
-                self._auditor.mutation(event, _deleting(self._store, current), succeeded=_succeeded(event))
-            except (ConcurrentModification, TokenNotFound):
-                continue  # renewed or expired by a request meanwhile: that request wins
-            deleted += 1
-            self.deleted_total += 1  # counted at once: a later failure must not hide what was done
-            self._view.discard(token.token_id)
+            deleted += self._sweep_batch(doomed[start : start + BATCH])
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted
+
+    def _sweep_batch(self, batch: list[TokenInformation]) -> int:
+        """Delete a batch in one transaction (one audit commit before, one after). If any token changed
+        since it was read, the whole transaction is refused; then each is deleted on its own, so the
+        token that changed survives and the others still go."""
+        current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
+        now = self._clock.now_ms()
+        still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
+        if not still:
+            return 0
+        try:
+            self._auditor.mutations(
+                [_event(stored) for stored in still],
+                lambda intents: self._store.delete_many(
+                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)]
+                ),
+            )
+        except (ConcurrentModification, TokenNotFound):
+            return sum(self._sweep_one(stored) for stored in still)
+        for stored in still:
+            self._deleted(stored.token.token_id)
+        return len(still)
+
+    def _sweep_one(self, judged: StoredToken) -> int:
+        current = self._store.get(judged.token.token_id)
+        if current is None or not current.token.is_expired(self._clock.now_ms()):
+            return 0
+        event = _event(current)
+        try:
+            self._auditor.mutation(event, _deleting(self._store, current), succeeded=_succeeded(event))
+        except (ConcurrentModification, TokenNotFound):
+            return 0  # renewed or expired by a request meanwhile: that request wins
+        self._deleted(current.token.token_id)
+        return 1
+
+    def _deleted(self, token_id: str) -> None:
+        self.deleted_total += 1  # counted at once: a later failure must not hide what was done
+        self._view.discard(token_id)
+
+
+def _event(stored: StoredToken) -> AuditEvent:
+    token = stored.token
+    return AuditEvent(
+        Action.TOKEN_DELETE_BY_SWEEP,
+        Outcome.PENDING,
+        owner=str(token.owner),
+        token_requester=str(token.token_requester),
+        token_id=token.token_id,
+        details={"expiryTimestamp": token.expiry_timestamp, "maxTimestamp": token.max_timestamp},
+    )
 
 
 def _deleting(store: TokenStore, stored: StoredToken) -> Callable[[str], None]:

@@ -46,7 +46,11 @@ class AuditLog(Protocol):
 
     def append(self, event: AuditEvent, context: RequestContext) -> int: ...
 
+    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]: ...
+
     def complete(self, event_id: int, event: AuditEvent) -> bool: ...
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int: ...
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]: ...
 
@@ -61,6 +65,8 @@ class IntentStore(Protocol):
     def exists(self, event_id: int) -> bool: ...
 
     def clear(self, event_id: int) -> None: ...
+
+    def clear_many(self, event_ids: list[int]) -> None: ...
 
     def list(self) -> list[int]: ...
 
@@ -94,6 +100,33 @@ class Auditor:
             raise
         self._settle(event_id, succeeded(result))
         return result
+
+    def mutations(self, batch: list[AuditEvent], perform: Callable[[list[str]], None]) -> None:
+        """The same protocol for several changes made in one ZooKeeper transaction (the sweeper's batches):
+        one commit for the pending events, one transaction, one commit settling them all."""
+        context = request_context.get()
+        event_ids = self._log.append_many([event.ended(Outcome.PENDING) for event in batch], context)
+        try:
+            perform([self._intents.path(event_id) for event_id in event_ids])
+        except StoreUnavailable:
+            raise  # outcome unknown: the reconciler settles the events by their markers
+        except KtsError as exc:
+            self._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
+            raise
+        self._settle_many(event_ids, [event.ended(Outcome.SUCCEEDED) for event in batch])
+
+    def _settle_many(self, event_ids: list[int], events: list[AuditEvent]) -> None:
+        try:
+            self._log.complete_many(list(zip(event_ids, events, strict=True)))
+        except KtsError as exc:
+            log.warning(
+                "%d audit events left pending (%s); reconciliation will settle them", len(event_ids), exc.message
+            )
+            return
+        try:
+            self._intents.clear_many(event_ids)
+        except KtsError:
+            pass
 
     def _settle(self, event_id: int, event: AuditEvent) -> None:
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Engine, and_, insert, select, update
+from sqlalchemy import Engine, and_, bindparam, func, insert, select, update
 
 from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
@@ -63,22 +63,43 @@ class SqlAuditLog:
             result = connection.execute(insert(events).values(**self._row(event, context)))
             return int(result.inserted_primary_key[0])  # type: ignore[index]
 
+    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+        """Insert several events in one transaction (one commit); ids in the order given."""
+        rows = [self._row(event, context) for event in batch]
+        with translated_db_errors(), self._engine.begin() as connection:
+            result = connection.execute(insert(events).returning(events.c.id, sort_by_parameter_order=True), rows)
+            return [int(row[0]) for row in result]
+
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         """Settle a pending event; False when it was no longer pending (reconciliation got there first)."""
-        values: dict[str, Any] = {
-            "outcome": event.outcome.value,
-            "error_code": event.error_code,
-            "details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
-        }
-        if event.token_id is not None:
-            values["token_id"] = event.token_id
-        with translated_db_errors(), self._engine.begin() as connection:
-            result = connection.execute(
-                update(events)
-                .where(and_(events.c.id == event_id, events.c.outcome == Outcome.PENDING.value))
-                .values(**values)
+        return self.complete_many([(event_id, event)]) == 1
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        """Settle several pending events in one transaction; returns how many were still pending."""
+        statement = (
+            update(events)
+            .where(and_(events.c.id == bindparam("event_id"), events.c.outcome == Outcome.PENDING.value))
+            .values(
+                outcome=bindparam("new_outcome"),
+                error_code=bindparam("new_error_code"),
+                details=bindparam("new_details"),
+                token_id=func.coalesce(bindparam("new_token_id"), events.c.token_id),
             )
-            return result.rowcount == 1
+        )
+        parameters = [
+            {
+                "event_id": event_id,
+                "new_outcome": event.outcome.value,
+                "new_error_code": event.error_code,
+                "new_details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
+                "new_token_id": event.token_id,
+            }
+            for event_id, event in settled
+        ]
+        with translated_db_errors(), self._engine.begin() as connection:
+            if len(parameters) == 1:
+                return int(connection.execute(statement, parameters[0]).rowcount)
+            return int(connection.execute(statement, parameters).rowcount)
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
         """Pending events written before ``older_than_ms`` (or any age for ``service_id``'s own)."""
@@ -135,8 +156,14 @@ class NullAuditLog:
         self._next += 1
         return self._next
 
+    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+        return [self.append(event, context) for event in batch]
+
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         return True
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        return len(settled)
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
         return []

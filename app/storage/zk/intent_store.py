@@ -26,6 +26,15 @@ class ZkIntentStore:
         except NoNodeError:
             pass
 
+    def clear_many(self, event_ids: list[int]) -> None:
+        self._zk.ensure_connected()
+        pending = [self._zk.client.delete_async(audit_intent_path(event_id)) for event_id in event_ids]
+        for result in pending:
+            try:
+                self._zk.wait(result)
+            except NoNodeError:
+                pass
+
     def list(self) -> list[int]:
         self._zk.ensure_connected()
         names = self._zk.wait(self._zk.client.get_children_async(AUDIT_INTENTS))

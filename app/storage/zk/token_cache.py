@@ -24,6 +24,10 @@ from app.storage.zk.token_store import ZkTokenStore
 
 log = logging.getLogger(__name__)
 
+# Java ZooKeeper clients (brokers, kafka-delegation-tokens.sh) refuse a response larger than jute.maxbuffer
+# (1 MB unless raised); kazoo reads it regardless, so kts keeps working but brokers would not.
+JAVA_CLIENT_MAX_RESPONSE = 0xFFFFF
+
 
 def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
     return {token.owner, token.token_requester, *token.renewers}
@@ -104,6 +108,14 @@ class TokenCache:
                 self._put(stored)
         self.loaded = True
         log.info("token cache loaded %d tokens", len(loaded))
+        listing = sum(len(stored.token.token_id) + 4 for stored in loaded)
+        if listing > JAVA_CLIENT_MAX_RESPONSE * 0.8:
+            log.warning(
+                "the children of /delegation_token/tokens take %d bytes, near or past the 1 MB that Java "
+                "ZooKeeper clients accept: start brokers (and ZooKeeper) with -Djute.maxbuffer=4194304 or more, "
+                "or brokers will fail to load tokens",
+                listing,
+            )
 
     def _put(self, stored: StoredToken) -> None:
         token = stored.token

@@ -7,6 +7,7 @@ what a broker would write for the same token.
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Any
 
 from app.domain.errors import InvalidPrincipal
@@ -84,7 +85,10 @@ def _string(doc: dict[str, Any], key: str) -> str:
     return value
 
 
+@lru_cache(maxsize=65536)
 def _principal(sanitized: str) -> KafkaPrincipal:
+    """Cached: the same few owners and renewers recur across many tokens, and sharing one immutable
+    principal object between them saves memory and parsing at start-up."""
     try:
         return KafkaPrincipal.parse(desanitize(sanitized))
     except (InvalidPrincipal, UnicodeDecodeError) as exc:

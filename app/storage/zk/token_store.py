@@ -36,6 +36,29 @@ class ZkTokenStore:
             return None
         return self._decode(token_id, data, stat.version)
 
+    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        """Several tokens read with pipelined requests."""
+        self._zk.ensure_connected()
+        pending = [(token_id, self._zk.client.get_async(token_path(token_id))) for token_id in token_ids]
+        found: dict[str, StoredToken | None] = {}
+        for token_id, result in pending:
+            try:
+                data, stat = self._zk.wait(result)
+            except NoNodeError:
+                found[token_id] = None
+                continue
+            found[token_id] = self._decode(token_id, data, stat.version)
+        return found
+
+    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+        """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
+        transaction: all or none."""
+        transaction = self._zk.client.transaction()
+        for token_id, version, intent in deletions:
+            transaction.delete(token_path(token_id), version=version)
+            self._notify(transaction, token_id, intent)
+        self._commit(transaction, ",".join(token_id for token_id, _, _ in deletions[:3]))
+
     def list_ids(self) -> list[str]:
         self._zk.ensure_connected()
         try:

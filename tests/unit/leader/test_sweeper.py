@@ -12,6 +12,7 @@ from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestCon
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.leader import sweeper as sweeper_module
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
@@ -44,6 +45,20 @@ class FakeTokenStore:
         if self.after_get is not None:
             self.after_get(token_id)
         return stored
+
+    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        return {token_id: self.get(token_id) for token_id in token_ids}
+
+    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+        """All or nothing, like a ZooKeeper multi-op transaction."""
+        for token_id, version, _ in deletions:
+            current = self.tokens.get(token_id)
+            if current is None:
+                raise TokenNotFound(f"Token {token_id} no longer exists.")
+            if current.version != version:
+                raise ConcurrentModification("The token changed while this request was being handled.")
+        for token_id, version, intent in deletions:
+            self.delete(token_id, version, intent)
 
     def list_ids(self) -> list[str]:
         return list(self.tokens)
@@ -121,6 +136,15 @@ class FakeAuditLog:
         self.appended[event_id] = event
         return event_id
 
+    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+        if self.append_failures:
+            self.append_failures -= 1
+            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
+        return [self.append(event, context) for event in batch]
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        return sum(self.complete(event_id, event) for event_id, event in settled)
+
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         if self.complete_fails:
             raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
@@ -151,8 +175,25 @@ class FakeIntents:
     def clear(self, event_id: int) -> None:
         self.cleared.append(event_id)
 
+    def clear_many(self, event_ids: list[int]) -> None:
+        self.cleared.extend(event_ids)
+
     def list(self) -> list[int]:
         return []
+
+
+@pytest.fixture
+def one_token_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of one, so that "mid-sweep" falls between two deletions."""
+    monkeypatch.setattr(sweeper_module, "BATCH", 1)
+
+
+def test_a_batch_is_deleted_in_one_transaction_with_one_audit_commit_each_side() -> None:
+    harness = Harness([_stored(f"Batch{n}", expiry=NOW - 1) for n in range(5)])
+    assert harness.sweeper.sweep() == 5
+    assert sorted(harness.deleted_ids) == [f"Batch{n}" for n in range(5)]
+    assert len(harness.log.completed) == 5
+    assert all(event.outcome is Outcome.SUCCEEDED for event in harness.log.completed.values())
 
 
 class Harness:
@@ -293,6 +334,7 @@ def test_a_token_renewed_before_the_sweep_starts_but_still_expired_is_deleted_at
     assert event.details["expiryTimestamp"] == NOW - 5  # the authoritative timestamps, not the cache's
 
 
+@pytest.mark.usefixtures("one_token_batches")
 def test_the_sweep_stops_when_leadership_is_lost_mid_sweep() -> None:
     harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(5)])
     lost = threading.Event()
@@ -353,6 +395,7 @@ def test_an_audit_outage_stops_the_sweep_before_any_deletion() -> None:
     assert harness.log.appended == {}
 
 
+@pytest.mark.usefixtures("one_token_batches")
 def test_an_audit_outage_mid_sweep_keeps_the_deletions_already_made_and_stops() -> None:
     harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)])
 
@@ -369,6 +412,7 @@ def test_an_audit_outage_mid_sweep_keeps_the_deletions_already_made_and_stops() 
     assert harness.view.discarded == ["Expired0"]
 
 
+@pytest.mark.usefixtures("one_token_batches")
 def test_deleted_total_counts_deletions_made_before_a_sweep_was_interrupted() -> None:
     harness = Harness([_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)])
 
