@@ -27,13 +27,13 @@ class ZkIntentStore:
             pass
 
     def clear_many(self, event_ids: list[int]) -> None:
-        self._zk.ensure_connected()
-        pending = [self._zk.client.delete_async(audit_intent_path(event_id)) for event_id in event_ids]
-        for result in pending:
-            try:
-                self._zk.wait(result)
-            except NoNodeError:
-                pass
+        """One transaction for the usual case; one by one if some marker is already gone."""
+        transaction = self._zk.client.transaction()
+        for event_id in event_ids:
+            transaction.delete(audit_intent_path(event_id))
+        if self._zk.commit(transaction) is not None:
+            for event_id in event_ids:
+                self.clear(event_id)
 
     def list(self) -> list[int]:
         self._zk.ensure_connected()

@@ -9,13 +9,15 @@ by HMAC) and by principal (owner, renewer, requester: describe with an owner fil
 from __future__ import annotations
 
 import logging
+import re
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.domain.token_secret import TokenSecret
+from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
@@ -27,6 +29,9 @@ log = logging.getLogger(__name__)
 # Java ZooKeeper clients (brokers, kafka-delegation-tokens.sh) refuse a response larger than jute.maxbuffer
 # (1 MB unless raised); kazoo reads it regardless, so kts keeps working but brokers would not.
 JAVA_CLIENT_MAX_RESPONSE = 0xFFFFF
+_TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
+TOMBSTONE_SECONDS = 120.0
+TOMBSTONES_CHECKED_AT = 10_000
 
 
 def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
@@ -40,12 +45,18 @@ class TokenCache:
         self._tokens: dict[str, StoredToken] = {}
         self._by_hmac: dict[bytes, str] = {}
         self._by_principal: defaultdict[KafkaPrincipal, set[str]] = defaultdict(set)
-        # Writers (refreshes, reloads) take the lock and run one at a time, so a slow read that began
-        # before a newer change never overwrites it. Single-key reads need no lock (dict lookups are atomic).
+        # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
+        # cannot undo it: states are installed only when their znode version is newer than the cached one,
+        # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
+        # Single-key reads need no lock (dict lookups are atomic).
         self._lock = threading.Lock()
+        self._tombstones: dict[str, float] = {}
         self.loaded = False
         self._follower = ChangeFollower(
-            zk, [NotificationQueue(TOKEN_CHANGES, self._on_change)], self._reload, name="token-cache"
+            zk,
+            [NotificationQueue(TOKEN_CHANGES, self._on_change, handle_batch=self._on_changes)],
+            self._reload,
+            name="token-cache",
         )
 
     def start(self) -> None:
@@ -74,33 +85,62 @@ class TokenCache:
             return [self._tokens[token_id] for token_id in ids]
 
     def refresh(self, token_id: str) -> None:
-        """Re-read one token from ZooKeeper (after a notification, or after this replica's own write)."""
+        """Re-read one token from ZooKeeper (after a notification)."""
+        self.refresh_many([token_id])
+
+    def refresh_many(self, token_ids: list[str]) -> None:
+        """Re-read several tokens with pipelined requests, then install what was read. Tokens this replica
+        saw deleted are not read again: ids are never reused, so a deleted token stays deleted."""
+        wanted = [
+            token_id
+            for token_id in dict.fromkeys(token_ids)
+            if token_id not in self._tombstones and _TOKEN_ID.fullmatch(token_id)  # else it names no token
+        ]
+        found = self._store.get_many(wanted) if wanted else {}
         with self._lock:
-            stored = self._store.get(token_id)
-            self._drop(token_id)
-            if stored is not None:
-                self._put(stored)
+            for token_id, stored in found.items():
+                if stored is None:
+                    self._forget(token_id)
+                else:
+                    self._install(stored)
 
     def apply(self, stored: StoredToken) -> None:
         """Install a state this replica just wrote (no ZooKeeper read), unless a newer one is cached."""
         with self._lock:
-            current = self._tokens.get(stored.token.token_id)
-            if current is None or current.version < stored.version:
-                self._drop(stored.token.token_id)
-                self._put(stored)
+            self._install(stored)
 
     def discard(self, token_id: str) -> None:
         """Forget a token this replica just deleted."""
         with self._lock:
-            self._drop(token_id)
+            self._forget(token_id)
 
     def _on_change(self, data: bytes) -> None:
         self.refresh(data.decode("utf-8", errors="replace"))
 
+    def _on_changes(self, batch: list[bytes]) -> None:
+        self.refresh_many([data.decode("utf-8", errors="replace") for data in batch])
+
+    def _install(self, stored: StoredToken) -> None:
+        token_id = stored.token.token_id
+        current = self._tokens.get(token_id)
+        if token_id in self._tombstones or (current is not None and current.version >= stored.version):
+            return
+        self._drop(token_id)
+        self._put(stored)
+
+    def _forget(self, token_id: str) -> None:
+        self._drop(token_id)
+        now = time.monotonic()
+        self._tombstones[token_id] = now
+        if len(self._tombstones) > TOMBSTONES_CHECKED_AT:
+            # A read races a delete for milliseconds, not minutes: old tombstones are no longer needed.
+            self._tombstones = {t: at for t, at in self._tombstones.items() if now - at < TOMBSTONE_SECONDS}
+
     def _reload(self) -> None:
-        # Listed under the lock, like a refresh, so a write this replica refreshes meanwhile is not undone.
+        # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.
         with self._lock:
             loaded = self._store.list()
+            self._tombstones.clear()
             self._tokens.clear()
             self._by_hmac.clear()
             self._by_principal.clear()

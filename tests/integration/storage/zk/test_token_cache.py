@@ -414,11 +414,18 @@ class _OwnWriteDuringReload(ZkTokenStore):
         self.cache.refresh(self._token_id)
         self.request_done.set()
 
-    def get(self, token_id: str) -> StoredToken | None:
-        if token_id == self._token_id and threading.current_thread().name == "token-cache":
+    def _hold_follower(self, token_ids: list[str]) -> None:
+        if self._token_id in token_ids and threading.current_thread().name == "token-cache":
             self.follower_waiting.set()
             self.release_follower.wait(5)
+
+    def get(self, token_id: str) -> StoredToken | None:
+        self._hold_follower([token_id])
         return super().get(token_id)
+
+    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        self._hold_follower(token_ids)
+        return super().get_many(token_ids)
 
 
 def test_a_reload_never_puts_back_a_version_older_than_this_replicas_own_refreshed_write(
