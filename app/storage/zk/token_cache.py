@@ -51,6 +51,7 @@ class TokenCache:
         # Single-key reads need no lock (dict lookups are atomic).
         self._lock = threading.Lock()
         self._tombstones: dict[str, float] = {}
+        self._prune_tombstones_at = TOMBSTONES_CHECKED_AT
         self.loaded = False
         self._follower = ChangeFollower(
             zk,
@@ -132,9 +133,11 @@ class TokenCache:
         self._drop(token_id)
         now = time.monotonic()
         self._tombstones[token_id] = now
-        if len(self._tombstones) > TOMBSTONES_CHECKED_AT:
-            # A read races a delete for milliseconds, not minutes: old tombstones are no longer needed.
+        if len(self._tombstones) > self._prune_tombstones_at:
+            # A read races a delete for milliseconds, not minutes: old tombstones are no longer needed. The
+            # next check waits until the set has doubled, so pruning stays linear during a mass sweep.
             self._tombstones = {t: at for t, at in self._tombstones.items() if now - at < TOMBSTONE_SECONDS}
+            self._prune_tombstones_at = max(TOMBSTONES_CHECKED_AT, 2 * len(self._tombstones))
 
     def _reload(self) -> None:
         # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.
