@@ -41,6 +41,12 @@ def env_name(field_name: str) -> str:
     return ENV_PREFIX + field_name.upper()
 
 
+def read_properties(path: Path) -> dict[str, str]:
+    """A Java properties file as Kafka reads it (escapes, continuations, ``=``/``:``/space separators)."""
+    with path.open(encoding="utf-8") as handle:
+        return dict(javaproperties.load(handle))
+
+
 class _PropertiesFile(PydanticBaseSettingsSource):
     """Reads a properties file, keeping only the keys that name a setting."""
 
@@ -48,8 +54,7 @@ class _PropertiesFile(PydanticBaseSettingsSource):
         super().__init__(settings_cls)
         self._values: dict[str, str] = {}
         if path is not None:
-            with path.open(encoding="utf-8") as handle:
-                raw = javaproperties.load(handle)
+            raw = read_properties(path)
             fields = {property_key(name): name for name in settings_cls.model_fields}
             self._values = {fields[key]: value for key, value in raw.items() if key in fields}
 

@@ -12,7 +12,7 @@ from app.auth.scram import derive
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
-from app.settings import Settings, load_settings
+from app.settings import Settings, load_settings, read_properties
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.user_store import ZkUserStore
 
@@ -84,7 +84,4 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
 def _file_sets_connect(config_file: Path | None) -> bool:
     if config_file is None or not config_file.is_file():
         return False
-    import javaproperties
-
-    with config_file.open(encoding="utf-8") as handle:
-        return bool(javaproperties.load(handle).get("zookeeper.connect"))
+    return bool(read_properties(config_file).get("zookeeper.connect"))
