@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import re
 import uuid
@@ -32,7 +31,7 @@ class TokenSecret:
         self._key = key.encode("utf-8")
 
     def hmac(self, token_id: str) -> bytes:
-        return hmac.new(self._key, token_id.encode("utf-8"), hashlib.sha512).digest()
+        return hmac.digest(self._key, token_id.encode("utf-8"), "sha512")
 
     def matches(self, token_id: str, candidate: bytes) -> bool:
         """Constant-time comparison of a presented HMAC with the token's own."""

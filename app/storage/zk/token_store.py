@@ -10,15 +10,20 @@ from __future__ import annotations
 import logging
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.protocol.states import ZnodeStat
 
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.service.ports import StoredToken
 from app.storage.zk import notification_codec, token_codec
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
 from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path
 
 log = logging.getLogger(__name__)
+
+# Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
+MULTI_READ_BATCH = 500
 
 
 class ZkTokenStore:
@@ -27,6 +32,7 @@ class ZkTokenStore:
             raise ValueError("token.znode.version must be 1 or 3")
         self._zk = zk
         self._znode_version = znode_version
+        self._multi_read = True
 
     def get(self, token_id: str) -> StoredToken | None:
         self._zk.ensure_connected()
@@ -34,11 +40,44 @@ class ZkTokenStore:
             data, stat = self._zk.wait(self._zk.client.get_async(token_path(token_id)))
         except NoNodeError:
             return None
-        return self._decode(token_id, data, stat.version)
+        return self._decode(token_id, data, stat)
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        """Several tokens read with pipelined requests."""
+        """Several tokens (None for those that do not exist or cannot be read), read in few round trips."""
         self._zk.ensure_connected()
+        return self._read(token_ids)
+
+    def _read(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        if self._multi_read:
+            try:
+                return self._read_multi(token_ids)
+            except MultiReadNotSupported as exc:
+                log.warning(
+                    "ZooKeeper does not answer multiRead (%s): tokens are read one request each, which makes "
+                    "start-up slower; ZooKeeper 3.6 and later answer it",
+                    exc,
+                )
+                self._multi_read = False
+        return self._read_pipelined(token_ids)
+
+    def _read_multi(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        batches = [token_ids[start : start + MULTI_READ_BATCH] for start in range(0, len(token_ids), MULTI_READ_BATCH)]
+        pending = [(batch, read_many_async(self._zk.client, [token_path(t) for t in batch])) for batch in batches]
+        found: dict[str, StoredToken | None] = {}
+        for batch, result in pending:
+            answers = self._zk.wait(result)
+            if len(answers) != len(batch):
+                raise MultiReadNotSupported(f"{len(answers)} answers to {len(batch)} reads")
+            for token_id, answer in zip(batch, answers, strict=True):
+                if isinstance(answer, NoNodeError):
+                    found[token_id] = None
+                elif isinstance(answer, Exception):
+                    raise StoreUnavailable(f"ZooKeeper refused to read token {token_id}: {type(answer).__name__}.")
+                else:
+                    found[token_id] = self._decode(token_id, *answer)
+        return found
+
+    def _read_pipelined(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
         pending = [(token_id, self._zk.client.get_async(token_path(token_id))) for token_id in token_ids]
         found: dict[str, StoredToken | None] = {}
         for token_id, result in pending:
@@ -47,7 +86,7 @@ class ZkTokenStore:
             except NoNodeError:
                 found[token_id] = None
                 continue
-            found[token_id] = self._decode(token_id, data, stat.version)
+            found[token_id] = self._decode(token_id, data, stat)
         return found
 
     def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
@@ -67,19 +106,8 @@ class ZkTokenStore:
             return []
 
     def list(self) -> list[StoredToken]:
-        """Every readable token; the reads are pipelined, not one round trip each."""
-        ids = self.list_ids()
-        pending = [(token_id, self._zk.client.get_async(token_path(token_id))) for token_id in ids]
-        found = []
-        for token_id, result in pending:
-            try:
-                data, stat = self._zk.wait(result)
-            except NoNodeError:
-                continue  # deleted between the listing and the read
-            stored = self._decode(token_id, data, stat.version)
-            if stored is not None:
-                found.append(stored)
-        return found
+        """Every readable token (a token deleted between the listing and its read is left out)."""
+        return [stored for stored in self._read(self.list_ids()).values() if stored is not None]
 
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
@@ -126,7 +154,7 @@ class ZkTokenStore:
         raise StoreUnavailable(f"ZooKeeper refused the token change: {type(failure).__name__}.")
 
     @staticmethod
-    def _decode(token_id: str, data: bytes, version: int) -> StoredToken | None:
+    def _decode(token_id: str, data: bytes, stat: ZnodeStat) -> StoredToken | None:
         """Like a broker, treat an unreadable token znode as no token, and say so in the log."""
         try:
             token = token_codec.decode(data)
@@ -136,4 +164,4 @@ class ZkTokenStore:
         if token.token_id != token_id:
             log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
             return None
-        return StoredToken(token, version)
+        return StoredToken(token, stat.version)

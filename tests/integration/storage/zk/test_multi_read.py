@@ -1,0 +1,103 @@
+"""multiRead on a real ZooKeeper: many znodes in one round trip, per-path errors, chroots, and the token
+store's fallback to one request per token when a server does not answer it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.storage.zk import token_store as token_store_module
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
+from app.storage.zk.token_store import MULTI_READ_BATCH, ZkTokenStore
+
+
+@pytest.fixture
+def zk(zk_connect: str) -> Iterator[ZkConnection]:
+    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
+    connection.start()
+    yield connection
+    connection.stop()
+
+
+def _token(n: int) -> TokenInformation:
+    owner = KafkaPrincipal.user(f"user{n}")
+    return TokenInformation(f"MultiReadToken{n:08d}", owner, owner, (), 1000, 2000 + n, 9000)
+
+
+def test_answers_each_path_in_order_with_data_stat_or_error(zk: ZkConnection, raw_zk: KazooClient) -> None:
+    raw_zk.create("/m/a", b"alpha", makepath=True)
+    raw_zk.create("/m/b", b"")
+    raw_zk.set("/m/b", b"beta")  # version 1
+
+    answers = read_many_async(zk.client, ["/m/a", "/m/missing", "/m/b"]).get(timeout=10)
+
+    assert [type(answer) for answer in answers] == [tuple, NoNodeError, tuple]
+    (data_a, stat_a), _, (data_b, stat_b) = answers
+    assert (data_a, stat_a.version) == (b"alpha", 0)
+    assert (data_b, stat_b.version) == (b"beta", 1)
+
+
+def test_paths_are_relative_to_the_chroot(zk: ZkConnection, raw_zk: KazooClient, zk_connect: str) -> None:
+    raw_zk.create("/inside", b"in the chroot")
+    hosts = zk_connect.partition("/")[0]
+    outside = KazooClient(hosts=hosts)
+    outside.start(10)
+    try:
+        outside.create("/inside", b"at the root")
+        [(data, _)] = read_many_async(zk.client, ["/inside"]).get(timeout=10)
+        assert data == b"in the chroot"
+    finally:
+        outside.delete("/inside")
+        outside.stop()
+
+
+def test_store_reads_more_tokens_than_one_batch_and_reports_missing_ones(zk: ZkConnection) -> None:
+    store = ZkTokenStore(zk)
+    tokens = [_token(n) for n in range(MULTI_READ_BATCH * 2 + 7)]
+    for token in tokens:
+        store.create(token)
+
+    found = store.get_many([token.token_id for token in tokens] + ["MultiReadMissingAAAAAA"])
+
+    assert found.pop("MultiReadMissingAAAAAA") is None
+    assert {token_id: stored.token if stored else None for token_id, stored in found.items()} == {
+        token.token_id: token for token in tokens
+    }
+    assert sorted(stored.token.token_id for stored in store.list()) == sorted(t.token_id for t in tokens)
+
+
+def test_store_falls_back_to_one_read_per_token_when_the_server_does_not_answer_multi_read(
+    zk: ZkConnection, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ZooKeeper older than 3.6 cannot be started here; its refusal is what reaches the store."""
+
+    class _Refused:
+        def get(self, timeout: float) -> Any:
+            raise MultiReadNotSupported("unexpected operation type 0 in a multiRead answer")
+
+    calls = []
+
+    def refusing(client: KazooClient, paths: list[str]) -> _Refused:
+        calls.append(paths)
+        return _Refused()
+
+    monkeypatch.setattr(token_store_module, "read_many_async", refusing)
+    store = ZkTokenStore(zk)
+    token = _token(1)
+    store.create(token)
+
+    with caplog.at_level(logging.WARNING):
+        first = store.get_many([token.token_id])
+        second = store.list()
+
+    assert first[token.token_id] is not None and [stored.token for stored in second] == [token]
+    assert len(calls) == 1  # asked once, then remembered
+    assert "does not answer multiRead" in caplog.text

@@ -1,0 +1,50 @@
+"""The multiRead wire format: what is sent, and answers that are not multiRead answers."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from kazoo.exceptions import NoNodeError
+
+from app.storage.zk.multi_read import MULTI_READ_OPCODE, MultiReadNotSupported, _MultiRead
+
+_STAT = struct.pack("!qqqqiiiqiiq", 1, 2, 3, 4, 7, 0, 0, 0, 5, 0, 9)
+
+
+def _header(op_type: int, done: bool, err: int) -> bytes:
+    return struct.pack("!iBi", op_type, 1 if done else 0, err)
+
+
+def test_request_is_get_data_operations_behind_multi_headers_then_a_done_header() -> None:
+    request = _MultiRead(("/a", "/bc"))
+    assert request.type == MULTI_READ_OPCODE == 22
+    expected = (
+        _header(4, False, -1) + struct.pack("!i", 2) + b"/a" + b"\x00"
+        + _header(4, False, -1) + struct.pack("!i", 3) + b"/bc" + b"\x00"
+        + _header(-1, True, -1)
+    )  # fmt: skip
+    assert bytes(request.serialize()) == expected
+
+
+def test_answer_with_data_and_an_error_result() -> None:
+    answer = (
+        _header(4, False, 0) + struct.pack("!i", 3) + b"abc" + _STAT
+        + _header(-1, False, -101) + struct.pack("!i", -101)
+        + _header(4, False, 0) + struct.pack("!i", -1) + _STAT
+        + _header(-1, True, -1)
+    )  # fmt: skip
+    first, second, third = _MultiRead.deserialize(answer, 0)
+    assert isinstance(first, tuple) and first[0] == b"abc" and first[1].version == 7
+    assert isinstance(second, NoNodeError)
+    assert isinstance(third, tuple) and third[0] == b""  # a znode without data
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [b"", b"\x00\x00", _header(4, False, 0) + b"\x00\x00\x00\x09ab", _header(13, False, 0) + _header(-1, True, -1)],
+    ids=["empty (an old server's header-only reply)", "short", "truncated data", "foreign operation"],
+)
+def test_answers_that_are_not_multi_read_answers_say_so(answer: bytes) -> None:
+    with pytest.raises(MultiReadNotSupported):
+        _MultiRead.deserialize(answer, 0)
