@@ -182,12 +182,15 @@ class TokenService:
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
         token_id = self._view.find_by_hmac(mac)
+        if token_id is None:  # perhaps made on another replica an instant ago: its notification may be in flight
+            self._view.catch_up()
+            token_id = self._view.find_by_hmac(mac)
         if token_id is None or not self._secret.matches(token_id, mac):
             raise TokenNotFound("No token has this HMAC.")
         return token_id
 
     def _ensure_visible(self, caller: Caller, token_id: str) -> StoredToken:
-        stored = self._view.get(token_id)
+        stored = self._current(token_id)
         if stored is None or not token_rules.may_describe(stored.token, caller, self._authorizer):
             raise TokenNotFound(f"Token {token_id} does not exist or is not visible to {caller.principal}.")
         return stored
@@ -201,8 +204,17 @@ class TokenService:
         token = stored.token
         return replace(event, owner=str(token.owner), token_requester=str(token.token_requester)), stored
 
-    def _stored(self, token_id: str) -> StoredToken:
+    def _current(self, token_id: str) -> StoredToken | None:
+        """The cached token; on a miss (perhaps made on another replica an instant ago) read once more from
+        the store. Only for authenticated callers: Bearer logins and verify never read the store."""
         stored = self._view.get(token_id)
+        if stored is None:
+            self._view.refresh(token_id)
+            stored = self._view.get(token_id)
+        return stored
+
+    def _stored(self, token_id: str) -> StoredToken:
+        stored = self._current(token_id)
         if stored is None:
             raise TokenNotFound(f"Token {token_id} does not exist.")
         return stored

@@ -11,6 +11,7 @@ from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, St
 from app.domain.clock import Clock
 from app.storage.audit import migrations
 from app.storage.audit.database import translated_db_errors
+from app.storage.audit.group_commit import GroupCommitter
 from app.storage.audit.tables import audit_events as events
 
 # Field lengths of the table: values from callers are cut, never refused, so an event is always written.
@@ -29,6 +30,7 @@ class SqlAuditLog:
         self._engine = engine
         self._service_id = service_id
         self._clock = clock
+        self._writes = GroupCommitter(engine)
 
     def _row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -59,16 +61,16 @@ class SqlAuditLog:
 
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
-        with translated_db_errors(), self._engine.begin() as connection:
-            result = connection.execute(insert(events).values(**self._row(event, context)))
-            return int(result.inserted_primary_key[0])  # type: ignore[index]
+        row = self._row(event, context)
+        return self._writes.run(
+            lambda connection: int(connection.execute(insert(events).values(**row)).inserted_primary_key[0])
+        )
 
     def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
         """Insert several events in one transaction (one commit); ids in the order given."""
         rows = [self._row(event, context) for event in batch]
-        with translated_db_errors(), self._engine.begin() as connection:
-            result = connection.execute(insert(events).returning(events.c.id, sort_by_parameter_order=True), rows)
-            return [int(row[0]) for row in result]
+        statement = insert(events).returning(events.c.id, sort_by_parameter_order=True)
+        return self._writes.run(lambda connection: [int(row[0]) for row in connection.execute(statement, rows)])
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         """Settle a pending event; False when it was no longer pending (reconciliation got there first)."""
@@ -96,10 +98,11 @@ class SqlAuditLog:
             }
             for event_id, event in settled
         ]
-        with translated_db_errors(), self._engine.begin() as connection:
-            if len(parameters) == 1:
-                return int(connection.execute(statement, parameters[0]).rowcount)
-            return int(connection.execute(statement, parameters).rowcount)
+        return self._writes.run(
+            lambda connection: int(
+                connection.execute(statement, parameters[0] if len(parameters) == 1 else parameters).rowcount
+            )
+        )
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
         """Pending events written before ``older_than_ms`` (or any age for ``service_id``'s own)."""

@@ -10,6 +10,7 @@ brokers, it deletes notifications older than 15 minutes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -20,14 +21,21 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
-from app.domain.errors import KtsError
+from app.domain.errors import KtsError, StoreUnavailable
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.multi_read import ReadResult
 
 log = logging.getLogger(__name__)
 
 NOTIFICATION_RETENTION_MS = 15 * 60 * 1000
 PURGE_INTERVAL_S = 60.0
 IDLE_WAKE_S = 30.0
+
+
+def _data(answer: ReadResult) -> bytes:
+    if isinstance(answer, Exception):
+        raise StoreUnavailable(f"ZooKeeper refused to read a notification: {type(answer).__name__}.")
+    return answer[0]
 
 
 @dataclass(frozen=True)
@@ -48,18 +56,24 @@ class ChangeFollower:
         self._reload = reload
         self._name = name
         self._seen: dict[str, set[str]] = {queue.path: set() for queue in self._queues}
+        # The children each watch delivered last: the watch recipe lists them anyway, listing them again
+        # would double the cost of every notification (the list holds up to 15 minutes of them).
+        self._listed: dict[str, list[str]] = {}
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._reload_needed = False
         self._worker: threading.Thread | None = None
         self._last_purge = time.monotonic()
+        # One pass at a time, from the worker or from a request catching up; ``_passes`` counts them.
+        self._pass_lock = threading.Lock()
+        self._passes = 0
 
     def start(self) -> None:
         """Load everything, then follow. Raises StoreUnavailable if the first load cannot be done."""
         self._load()
         self._zk.client.add_listener(self._on_state)
         for queue in self._queues:
-            ChildrenWatch(self._zk.client, queue.path, self._on_children)
+            ChildrenWatch(self._zk.client, queue.path, functools.partial(self._on_children, queue.path))
         self._worker = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._worker.start()
 
@@ -75,7 +89,8 @@ class ChangeFollower:
         elif state == KazooState.CONNECTED:
             self._wake.set()
 
-    def _on_children(self, _children: list[str]) -> bool:
+    def _on_children(self, path: str, children: list[str]) -> bool:
+        self._listed[path] = children
         self._wake.set()
         return not self._stopped.is_set()  # False ends the watch
 
@@ -86,38 +101,54 @@ class ChangeFollower:
             if self._stopped.is_set():
                 return
             try:
-                if self._reload_needed:
-                    self._load()
-                else:
-                    self._follow()
+                with self._pass_lock:
+                    self._pass(listed=True)
             except KtsError as exc:  # ZooKeeper away: keep serving what we have, try again shortly
                 log.warning("%s could not refresh: %s", self._name, exc.message)
                 time.sleep(0.5)
                 self._wake.set()
+
+    def catch_up(self) -> None:
+        """Handle every notification that exists now before returning, for a request that may have missed a
+        change made elsewhere an instant ago (its watch event may still be on the way). Concurrent callers
+        share passes: one that began after the call is enough."""
+        asked = self._passes
+        with self._pass_lock:
+            if self._passes >= asked + 2:  # the pass running at the call, then a whole one after it
+                return
+            self._pass(listed=False)
+
+    def _pass(self, *, listed: bool) -> None:
+        if self._reload_needed:
+            self._load()
+        else:
+            self._follow(listed=listed)
+        self._passes += 1
 
     def _load(self) -> None:
         # Mark the notifications present now as seen first: any that arrive during the load are handled
         # afterwards, and handling a change twice is harmless.
         self._zk.ensure_connected()
         for queue in self._queues:
-            self._seen[queue.path] = set(self._zk.wait(self._zk.client.get_children_async(queue.path)))
+            self._seen[queue.path] = set(self._list(queue.path))
         self._reload()
         self._reload_needed = False
 
-    def _follow(self) -> None:
+    def _follow(self, *, listed: bool) -> None:
+        """``listed``: use the children the watch delivered when it did (else list them now)."""
         now_ms = time.time_ns() // 1_000_000
         purge = time.monotonic() - self._last_purge > PURGE_INTERVAL_S
         for queue in self._queues:
-            names = set(self._zk.wait(self._zk.client.get_children_async(queue.path)))
+            delivered = self._listed.pop(queue.path, None)  # dropped when listing anew: it may be older
+            if not listed:
+                delivered = None
+            names = set(delivered if delivered is not None else self._list(queue.path))
             fresh = sorted(names - self._seen[queue.path])
-            pending = [(name, self._zk.client.get_async(f"{queue.path}/{name}")) for name in fresh]
-            batch: list[tuple[str, bytes]] = []
-            for name, result in pending:
-                try:
-                    data, _ = self._zk.wait(result)
-                except NoNodeError:
-                    continue  # purged already
-                batch.append((name, data))
+            batch = [
+                (name, data)
+                for name, data in zip(fresh, self._read(queue.path, fresh), strict=True)
+                if data is not None  # purged already
+            ]
             if queue.handle_batch is not None and batch:
                 try:
                     queue.handle_batch([data for _, data in batch])
@@ -138,6 +169,14 @@ class ChangeFollower:
                 self._purge(queue.path, names, now_ms)
         if purge:
             self._last_purge = time.monotonic()
+
+    def _list(self, path: str) -> list[str]:
+        return list(self._zk.wait(self._zk.client.get_children_async(path)))
+
+    def _read(self, path: str, names: list[str]) -> list[bytes | None]:
+        """The data of several notifications (None for those already purged), in few round trips."""
+        answers = self._zk.read_many([f"{path}/{name}" for name in names])
+        return [None if isinstance(answer, NoNodeError) else _data(answer) for answer in answers]
 
     def _purge(self, path: str, names: set[str], now_ms: int) -> None:
         """Delete notifications older than brokers keep them; another replica or a broker may race us."""

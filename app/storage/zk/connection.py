@@ -12,6 +12,7 @@ from kazoo.exceptions import (
     ConnectionClosedError,
     ConnectionLoss,
     NoAuthError,
+    NoNodeError,
     OperationTimeoutError,
     RolledBackError,
     SessionExpiredError,
@@ -21,9 +22,13 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from app.domain.errors import StoreUnavailable
+from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.paths import PERSISTENT_PATHS
 
 log = logging.getLogger(__name__)
+
+# Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
+MULTI_READ_BATCH = 500
 
 _UNAVAILABLE = (
     ConnectionLoss,
@@ -59,6 +64,7 @@ class ZkConnection:
         self.client = KazooClient(hosts=self._hosts + self._chroot, timeout=self._session_timeout_s)
         self._state = KazooState.LOST
         self.client.add_listener(self._on_state)
+        self._multi_read = True
 
     def _on_state(self, state: KazooState) -> None:
         if state != self._state:
@@ -105,6 +111,43 @@ class ZkConnection:
         results = self.wait(transaction.commit_async())
         failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
         return failures[0] if failures else None
+
+    def read_many(self, paths: list[str]) -> list[ReadResult]:
+        """Many znodes, in order: ``(data, stat)`` or the error for that path (``NoNodeError``). multiRead
+        batches where the server answers them, else pipelined reads. Connection failures raise."""
+        self.ensure_connected()
+        if self._multi_read:
+            try:
+                return self._read_multi(paths)
+            except MultiReadNotSupported as exc:
+                log.warning(
+                    "ZooKeeper does not answer multiRead (%s): znodes are read one request each, which makes "
+                    "start-up slower; ZooKeeper 3.6 and later answer it",
+                    exc,
+                )
+                self._multi_read = False
+        return self._read_pipelined(paths)
+
+    def _read_multi(self, paths: list[str]) -> list[ReadResult]:
+        batches = [paths[start : start + MULTI_READ_BATCH] for start in range(0, len(paths), MULTI_READ_BATCH)]
+        pending = [(batch, read_many_async(self.client, batch)) for batch in batches]
+        answers: list[ReadResult] = []
+        for batch, result in pending:
+            batch_answers = self.wait(result)
+            if len(batch_answers) != len(batch):
+                raise MultiReadNotSupported(f"{len(batch_answers)} answers to {len(batch)} reads")
+            answers.extend(batch_answers)
+        return answers
+
+    def _read_pipelined(self, paths: list[str]) -> list[ReadResult]:
+        pending = [self.client.get_async(path) for path in paths]
+        answers: list[ReadResult] = []
+        for result in pending:
+            try:
+                answers.append(self.wait(result))
+            except NoNodeError as exc:
+                answers.append(exc)
+        return answers
 
     def wait(self, async_result: Any) -> Any:
         """Wait for a kazoo async result with a bound, so no request can hang on ZooKeeper."""

@@ -20,11 +20,10 @@ class ZkIntentStore:
         return self._zk.wait(self._zk.client.exists_async(audit_intent_path(event_id))) is not None
 
     def clear(self, event_id: int) -> None:
-        self._zk.ensure_connected()
-        try:
-            self._zk.wait(self._zk.client.delete_async(audit_intent_path(event_id)))
-        except NoNodeError:
-            pass
+        """Delete a settled event's marker without waiting for the answer: the request has nothing to wait
+        for, and a marker the delete misses (the session dropped) is removed by the reconciler."""
+        if self._zk.connected:
+            self._zk.client.delete_async(audit_intent_path(event_id))
 
     def clear_many(self, event_ids: list[int]) -> None:
         """One transaction for the usual case; one by one if some marker is already gone."""
@@ -33,7 +32,13 @@ class ZkIntentStore:
             transaction.delete(audit_intent_path(event_id))
         if self._zk.commit(transaction) is not None:
             for event_id in event_ids:
-                self.clear(event_id)
+                self._delete(event_id)
+
+    def _delete(self, event_id: int) -> None:
+        try:
+            self._zk.wait(self._zk.client.delete_async(audit_intent_path(event_id)))
+        except NoNodeError:
+            pass
 
     def list(self) -> list[int]:
         self._zk.ensure_connected()

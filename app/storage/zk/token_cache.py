@@ -105,6 +105,9 @@ class TokenCache:
                 else:
                     self._install(stored)
 
+    def catch_up(self) -> None:
+        self._follower.catch_up()
+
     def apply(self, stored: StoredToken) -> None:
         """Install a state this replica just wrote (no ZooKeeper read), unless a newer one is cached."""
         with self._lock:

@@ -17,13 +17,9 @@ from app.domain.token import TokenInformation
 from app.service.ports import StoredToken
 from app.storage.zk import notification_codec, token_codec
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
 from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path
 
 log = logging.getLogger(__name__)
-
-# Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
-MULTI_READ_BATCH = 500
 
 
 class ZkTokenStore:
@@ -32,7 +28,6 @@ class ZkTokenStore:
             raise ValueError("token.znode.version must be 1 or 3")
         self._zk = zk
         self._znode_version = znode_version
-        self._multi_read = True
 
     def get(self, token_id: str) -> StoredToken | None:
         self._zk.ensure_connected()
@@ -48,45 +43,15 @@ class ZkTokenStore:
         return self._read(token_ids)
 
     def _read(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        if self._multi_read:
-            try:
-                return self._read_multi(token_ids)
-            except MultiReadNotSupported as exc:
-                log.warning(
-                    "ZooKeeper does not answer multiRead (%s): tokens are read one request each, which makes "
-                    "start-up slower; ZooKeeper 3.6 and later answer it",
-                    exc,
-                )
-                self._multi_read = False
-        return self._read_pipelined(token_ids)
-
-    def _read_multi(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        batches = [token_ids[start : start + MULTI_READ_BATCH] for start in range(0, len(token_ids), MULTI_READ_BATCH)]
-        pending = [(batch, read_many_async(self._zk.client, [token_path(t) for t in batch])) for batch in batches]
+        answers = self._zk.read_many([token_path(token_id) for token_id in token_ids])
         found: dict[str, StoredToken | None] = {}
-        for batch, result in pending:
-            answers = self._zk.wait(result)
-            if len(answers) != len(batch):
-                raise MultiReadNotSupported(f"{len(answers)} answers to {len(batch)} reads")
-            for token_id, answer in zip(batch, answers, strict=True):
-                if isinstance(answer, NoNodeError):
-                    found[token_id] = None
-                elif isinstance(answer, Exception):
-                    raise StoreUnavailable(f"ZooKeeper refused to read token {token_id}: {type(answer).__name__}.")
-                else:
-                    found[token_id] = self._decode(token_id, *answer)
-        return found
-
-    def _read_pipelined(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        pending = [(token_id, self._zk.client.get_async(token_path(token_id))) for token_id in token_ids]
-        found: dict[str, StoredToken | None] = {}
-        for token_id, result in pending:
-            try:
-                data, stat = self._zk.wait(result)
-            except NoNodeError:
+        for token_id, answer in zip(token_ids, answers, strict=True):
+            if isinstance(answer, NoNodeError):
                 found[token_id] = None
-                continue
-            found[token_id] = self._decode(token_id, data, stat)
+            elif isinstance(answer, Exception):
+                raise StoreUnavailable(f"ZooKeeper refused to read token {token_id}: {type(answer).__name__}.")
+            else:
+                found[token_id] = self._decode(token_id, *answer)
         return found
 
     def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:

@@ -99,6 +99,9 @@ class FakeTokenView:
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
 
+    def catch_up(self) -> None:
+        pass
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         return None
 

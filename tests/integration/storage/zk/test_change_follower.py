@@ -221,3 +221,36 @@ def test_a_session_expiry_triggers_a_reload_and_following_resumes(
     _notify(raw_zk, QUEUE_A, b"after-expiry")
     eventually(lambda: handler.received == [b"after-expiry"])
     assert reload.count == 2
+
+
+def test_catch_up_handles_every_notification_present_before_it_returns(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder()
+    follower = start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    for n in range(20):
+        _notify(raw_zk, QUEUE_A, b"change-%d" % n)
+        follower.catch_up()  # no waiting for the watch: the change is handled when this returns
+        assert b"change-%d" % n in handler.received
+
+
+def test_concurrent_catch_ups_all_see_the_notifications_present_when_they_asked(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder()
+    follower = start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    missing: list[bytes] = []
+
+    def ask(n: int) -> None:
+        data = b"concurrent-%d" % n
+        _notify(raw_zk, QUEUE_A, data)
+        follower.catch_up()
+        if data not in handler.received:
+            missing.append(data)
+
+    threads = [threading.Thread(target=ask, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert missing == []

@@ -13,10 +13,10 @@ from kazoo.exceptions import NoNodeError
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.storage.zk import token_store as token_store_module
-from app.storage.zk.connection import ZkConnection
+from app.storage.zk import connection as connection_module
+from app.storage.zk.connection import MULTI_READ_BATCH, ZkConnection
 from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
-from app.storage.zk.token_store import MULTI_READ_BATCH, ZkTokenStore
+from app.storage.zk.token_store import ZkTokenStore
 
 
 @pytest.fixture
@@ -74,7 +74,7 @@ def test_store_reads_more_tokens_than_one_batch_and_reports_missing_ones(zk: ZkC
     assert sorted(stored.token.token_id for stored in store.list()) == sorted(t.token_id for t in tokens)
 
 
-def test_store_falls_back_to_one_read_per_token_when_the_server_does_not_answer_multi_read(
+def test_falls_back_to_one_read_per_znode_when_the_server_does_not_answer_multi_read(
     zk: ZkConnection, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A ZooKeeper older than 3.6 cannot be started here; its refusal is what reaches the store."""
@@ -89,15 +89,16 @@ def test_store_falls_back_to_one_read_per_token_when_the_server_does_not_answer_
         calls.append(paths)
         return _Refused()
 
-    monkeypatch.setattr(token_store_module, "read_many_async", refusing)
+    monkeypatch.setattr(connection_module, "read_many_async", refusing)
     store = ZkTokenStore(zk)
     token = _token(1)
     store.create(token)
 
     with caplog.at_level(logging.WARNING):
-        first = store.get_many([token.token_id])
+        first = store.get_many([token.token_id, "MultiReadMissingAAAAAA"])
         second = store.list()
 
-    assert first[token.token_id] is not None and [stored.token for stored in second] == [token]
+    assert first[token.token_id] is not None and first["MultiReadMissingAAAAAA"] is None
+    assert [stored.token for stored in second] == [token]
     assert len(calls) == 1  # asked once, then remembered
     assert "does not answer multiRead" in caplog.text

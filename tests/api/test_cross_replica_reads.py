@@ -1,0 +1,38 @@
+"""A token made on one replica can be renewed, expired and described on another at once, before that
+replica's watch has told it about the token (an orchestrator behind a load balancer does exactly this)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi.testclient import TestClient
+
+from tests.api.conftest import ALICE, basic
+
+
+def test_renew_by_hmac_on_another_replica_right_after_the_create(
+    client: TestClient, make_client: Callable[..., TestClient]
+) -> None:
+    other = make_client()
+    for _ in range(15):
+        token = client.post("/v1/tokens", json={}, headers=basic(ALICE)).json()
+        renewed = other.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=basic(ALICE))
+        assert renewed.status_code == 200, renewed.text
+
+
+def test_describe_and_expire_by_id_on_another_replica_right_after_the_create(
+    client: TestClient, make_client: Callable[..., TestClient]
+) -> None:
+    other = make_client()
+    for _ in range(15):
+        token = client.post("/v1/tokens", json={}, headers=basic(ALICE)).json()
+        described = other.get(f"/v1/tokens/{token['tokenId']}", headers=basic(ALICE))
+        assert described.status_code == 200, described.text
+        token = client.post("/v1/tokens", json={}, headers=basic(ALICE)).json()
+        expired = other.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=basic(ALICE))
+        assert expired.status_code == 200, expired.text
+
+
+def test_an_unknown_hmac_is_still_not_found(client: TestClient) -> None:
+    response = client.post("/v1/tokens/renew", json={"hmac": "AAAA" * 21 + "AA=="}, headers=basic(ALICE))
+    assert response.status_code == 404
