@@ -89,6 +89,7 @@ class Settings(BaseSettings):
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
     token_znode_version: int = 3
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
+    log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
 
     @field_validator("zookeeper_connect")
     @classmethod

@@ -10,12 +10,16 @@ from pathlib import Path
 import anyio.to_thread
 from fastapi import FastAPI
 
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.limits import BodySizeLimit
+from app.api.metrics import MetricsMiddleware, readings_of
+from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, ops, tokens, users
 from app.api.runtime import build_runtime
 from app.domain.clock import Clock
+from app.observability.metrics import KtsMetrics
 from app.service.audit import AuditLog
 from app.settings import Settings, load_settings
 
@@ -27,6 +31,7 @@ def create_app(
 ) -> FastAPI:
     """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``.
     ``audit_log`` replaces the database-backed audit log (benchmarks only)."""
+    metrics = KtsMetrics()  # a registry of this app's own: several apps in one process never clash
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -34,12 +39,14 @@ def create_app(
         if effective is None:
             config = os.environ.get(CONFIG_ENV)
             effective = load_settings(Path(config) if config else None)
-        runtime = build_runtime(effective, clock, audit_log)
+        runtime = build_runtime(effective, clock, audit_log, audit_observer=metrics)
         await anyio.to_thread.run_sync(runtime.start)
         app.state.runtime = runtime
+        metrics.watch(readings_of(runtime))
         try:
             yield
         finally:
+            metrics.watch(None)
             await anyio.to_thread.run_sync(runtime.stop)
 
     app = FastAPI(
@@ -47,10 +54,15 @@ def create_app(
         summary="A token authority for Apache Kafka: delegation tokens over HTTP, byte-compatible with brokers.",
         version="0.1.0",
         lifespan=lifespan,
+        docs_url=None,  # replaced by install_docs: served from the package, not a CDN
+        redoc_url=None,
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(RequestContextMiddleware)
-    for router in (tokens.router, acls.router, users.router, audit.router, ops.router):
+    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.state.metrics = metrics
+    for router in (tokens.router, acls.router, users.router, audit.router, ops.router, metrics_router):
         app.include_router(router)
+    install_docs(app)
     return app

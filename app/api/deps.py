@@ -30,7 +30,7 @@ class _DocumentedScheme(SecurityBase):
 
 
 _basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
-_bearer_scheme = _DocumentedScheme("bearer", "<tokenId>:<base64 hmac> of a delegation token.")
+_bearer_scheme = _DocumentedScheme("bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64).")
 
 
 def get_runtime(request: Request) -> Runtime:

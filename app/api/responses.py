@@ -15,7 +15,7 @@ _DESCRIPTIONS = {
     410: "Token expired (Kafka code 66)",
     413: "Request body too large",
     422: "The request does not validate",
-    503: "ZooKeeper unreachable; retry after Retry-After seconds",
+    503: "ZooKeeper or the audit database unreachable; retry after Retry-After seconds",
 }
 
 

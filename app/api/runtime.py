@@ -15,7 +15,7 @@ from app.domain.token_secret import TokenSecret
 from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
 from app.service.acls import AclService
-from app.service.audit import AuditLog, Auditor, AuditReconciler
+from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -71,14 +71,21 @@ class Runtime:
         self.zk.stop()
 
 
-def build_runtime(settings: Settings, clock: Clock | None = None, audit_log: AuditLog | None = None) -> Runtime:
-    """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink)."""
+def build_runtime(
+    settings: Settings,
+    clock: Clock | None = None,
+    audit_log: AuditLog | None = None,
+    *,
+    audit_observer: AuditObserver | None = None,
+) -> Runtime:
+    """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
+    ``audit_observer`` is told how each action ended (the metrics)."""
     clock = clock or SystemClock()
     zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
     if audit_log is None:
         audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
     intents = ZkIntentStore(zk)
-    auditor = Auditor(audit_log, intents)
+    auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_store = ZkAclStore(zk)
     acl_cache = AclCache(zk, acl_store)
     authorizer = AclAuthorizer(

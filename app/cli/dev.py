@@ -75,7 +75,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
             console.print(f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)")
         else:
             console.print(f"  super user: {ADMIN_USER}  (password unchanged; set {ADMIN_PASSWORD_ENV} to reset it)")
-        return serve(settings)
+        return serve(settings, default_log_format="text")
     finally:
         if zookeeper is not None:
             zookeeper.stop()

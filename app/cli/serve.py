@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import signal
 import ssl
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import uvicorn
 
 from app.api.app import create_app
+from app.cli.logging_config import LogFormat, configure_logging
 from app.cli.tls_protocol import TlsAwareH11Protocol
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings
@@ -52,12 +52,13 @@ def prepare_audit_database(settings: Settings) -> None:
         engine.dispose()
 
 
-def serve(settings: Settings) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
+    """``default_log_format`` applies when ``log.format`` is unset (``kts dev`` passes ``text``)."""
     # Passwords, HMACs and the secret key never reach a log line: kts logs none, and kazoo's debug
-    # logging of request payloads stays off.
-    logging.getLogger("kazoo").setLevel(logging.WARNING)
-    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings))
+    # logging of request payloads stays off (configure_logging).
+    configure_logging(settings.log_format or default_log_format)
+    # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
+    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup

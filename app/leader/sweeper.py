@@ -31,6 +31,8 @@ class Sweeper:
         self._auditor = auditor
         self._clock = clock
         self._interval_s = interval_ms / 1000
+        # Read by the metrics at each scrape.
+        self.runs_total = 0
         self.deleted_total = 0
 
     def run(self, lost: threading.Event) -> None:
@@ -44,6 +46,7 @@ class Sweeper:
                 log.warning("sweep interrupted: %s", exc.message)
 
     def sweep(self, lost: threading.Event | None = None) -> int:
+        self.runs_total += 1
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0

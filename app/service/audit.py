@@ -71,13 +71,22 @@ class IntentStore(Protocol):
     def list(self) -> list[int]: ...
 
 
+class AuditObserver(Protocol):
+    """Told how each action ended, whether or not the audit database took it (metrics count actions).
+    Called on the acting thread, so it must be quick."""
+
+    def observe(self, event: AuditEvent) -> None: ...
+
+
 class Auditor:
-    def __init__(self, log_: AuditLog, intents: IntentStore) -> None:
+    def __init__(self, log_: AuditLog, intents: IntentStore, *, observer: AuditObserver | None = None) -> None:
         self._log = log_
         self._intents = intents
+        self._observer = observer
 
     def record(self, event: AuditEvent) -> None:
         """Record a finished action (a read, a refusal, a failed login). Best effort: never fails the request."""
+        self._observe(event)
         try:
             self._log.append(event, request_context.get())
         except KtsError as exc:
@@ -88,12 +97,17 @@ class Auditor:
 
     def mutation(self, event: AuditEvent, perform: Callable[[str], T], *, succeeded: Callable[[T], AuditEvent]) -> T:
         """Run ``perform(intent_path)`` under the protocol above; ``succeeded`` builds the completed event."""
-        event_id = self._log.append(event.ended(Outcome.PENDING), request_context.get())  # 503 if down
+        try:
+            event_id = self._log.append(event.ended(Outcome.PENDING), request_context.get())  # 503 if down
+        except KtsError as exc:
+            self._observe(_ended_by(event, exc))  # nothing was done
+            raise
         try:
             result = perform(self._intents.path(event_id))
-        except StoreUnavailable:
+        except StoreUnavailable as exc:
             # The outcome is unknown (a commit may land although its answer was lost): the event stays
             # pending and the reconciler settles it by the intent marker.
+            self._observe(event.ended(Outcome.PENDING, error=exc.name))
             raise
         except KtsError as exc:
             self._settle(event_id, _ended_by(event, exc))
@@ -105,17 +119,30 @@ class Auditor:
         """The same protocol for several changes made in one ZooKeeper transaction (the sweeper's batches):
         one commit for the pending events, one transaction, one commit settling them all."""
         context = request_context.get()
-        event_ids = self._log.append_many([event.ended(Outcome.PENDING) for event in batch], context)
+        try:
+            event_ids = self._log.append_many([event.ended(Outcome.PENDING) for event in batch], context)
+        except KtsError as exc:
+            for event in batch:
+                self._observe(_ended_by(event, exc))
+            raise
         try:
             perform([self._intents.path(event_id) for event_id in event_ids])
-        except StoreUnavailable:
-            raise  # outcome unknown: the reconciler settles the events by their markers
+        except StoreUnavailable as exc:
+            for event in batch:  # outcome unknown: the reconciler settles the events by their markers
+                self._observe(event.ended(Outcome.PENDING, error=exc.name))
+            raise
         except KtsError as exc:
             self._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
             raise
         self._settle_many(event_ids, [event.ended(Outcome.SUCCEEDED) for event in batch])
 
+    def _observe(self, event: AuditEvent) -> None:
+        if self._observer is not None:
+            self._observer.observe(event)
+
     def _settle_many(self, event_ids: list[int], events: list[AuditEvent]) -> None:
+        for event in events:
+            self._observe(event)
         try:
             self._log.complete_many(list(zip(event_ids, events, strict=True)))
         except KtsError as exc:
@@ -129,6 +156,7 @@ class Auditor:
             pass
 
     def _settle(self, event_id: int, event: AuditEvent) -> None:
+        self._observe(event)
         try:
             self._log.complete(event_id, event)
         except KtsError as exc:
@@ -201,4 +229,4 @@ class AuditReconciler:
                 log.warning("audit reconciliation postponed: %s", exc.message)
 
 
-__all__ = ["AuditLog", "AuditReconciler", "Auditor", "IntentStore", "request_context"]
+__all__ = ["AuditLog", "AuditObserver", "AuditReconciler", "Auditor", "IntentStore", "request_context"]

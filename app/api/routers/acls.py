@@ -33,7 +33,7 @@ Filter = Annotated[AclFilter, Depends(acl_filter)]
 
 
 @router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=Acl, responses=error_responses(401, 403, 409, 422, 503)
+    "", status_code=status.HTTP_201_CREATED, response_model=Acl, responses=error_responses(401, 403, 409, 413, 422, 503)
 )
 def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> Acl:
     return Acl.of(acls.create(caller, body.binding()))

@@ -8,6 +8,7 @@ from fastapi.responses import JSONResponse
 from app.api.deps import RuntimeDep
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
 from app.api.runtime import Runtime
+from app.api.schemas.common import ErrorBody
 from app.domain.errors import KtsError
 
 router = APIRouter(tags=["operations"])
@@ -18,7 +19,9 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: {"description": "A dependency is not ready; the body names it"}})
+@router.get(
+    "/readyz", responses={503: {"model": ErrorBody, "description": "A dependency is not ready; the body names it"}}
+)
 def readyz(runtime: RuntimeDep) -> JSONResponse:
     checks = {
         "zookeeper": "ok"

@@ -56,7 +56,7 @@ def _decode_cursor(cursor: str | None) -> str | None:
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=CreatedToken,
-    responses=error_responses(400, 401, 403, 422, 503),
+    responses=error_responses(400, 401, 403, 413, 422, 503),
 )
 def create_token(body: CreateTokenRequest, caller: CurrentCaller, tokens: Tokens) -> CreatedToken:
     request = CreateRequest(
@@ -81,19 +81,19 @@ def describe_tokens(
     return TokenList(tokens=[Token.of(token) for token in page.tokens], nextCursor=_encode_cursor(page.next_after))
 
 
-@router.post("/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 410, 422, 503))
+@router.post("/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 409, 410, 413, 422, 503))
 def renew_by_hmac(body: RenewByHmacRequest, caller: CurrentCaller, tokens: Tokens) -> ExpiryResponse:
     change = tokens.renew_by_hmac(caller, decode_hmac(body.hmac), body.renewTimePeriodMs)
     return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
 
 
-@router.post("/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 422, 503))
+@router.post("/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 409, 413, 422, 503))
 def expire_by_hmac(body: ExpireByHmacRequest, caller: CurrentCaller, tokens: Tokens) -> ExpiryResponse:
     change = tokens.expire_by_hmac(caller, decode_hmac(body.hmac), body.expiryTimePeriodMs)
     return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
 
 
-@router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 422, 503))
+@router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 413, 422, 503))
 def verify_token(body: VerifyRequest, caller: CurrentCaller, tokens: Tokens) -> VerifyResponse:
     token = tokens.verify_for(caller, body.tokenId, decode_hmac(body.hmac))
     if token is None:
@@ -113,7 +113,7 @@ def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> T
 @router.post(
     "/{token_id}/renew",
     response_model=ExpiryResponse,
-    responses=error_responses(401, 403, 404, 410, 422, 503),
+    responses=error_responses(401, 403, 404, 409, 410, 413, 422, 503),
 )
 def renew_token(
     token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens, body: RenewRequest | None = None
@@ -122,7 +122,9 @@ def renew_token(
     return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
 
 
-@router.post("/{token_id}/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 422, 503))
+@router.post(
+    "/{token_id}/expire", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 409, 413, 422, 503)
+)
 def expire_token(
     token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens, body: ExpireRequest | None = None
 ) -> ExpiryResponse:

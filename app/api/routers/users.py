@@ -18,7 +18,7 @@ UserNamePath = Annotated[str, Path(min_length=1, max_length=MAX_USER_NAME_LENGTH
 @router.put(
     "/{name}/credentials",
     response_model=CredentialResponse,
-    responses=error_responses(401, 403, 409, 422, 503),
+    responses=error_responses(401, 403, 409, 413, 422, 503),
 )
 def set_credential(
     name: UserNamePath, body: SetCredentialRequest, caller: CurrentCaller, users: Users

@@ -1,0 +1,68 @@
+"""``GET /metrics`` (Prometheus text format), the middleware that times every request, and the readings of
+a running replica that the metrics take at each scrape."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request, Response
+from kazoo.protocol.states import KazooState
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.runtime import Runtime
+from app.observability.metrics import EXPOSITION_CONTENT_TYPE, UNMATCHED_ROUTE, KtsMetrics, RuntimeReadings
+
+router = APIRouter()
+# Any other method is labelled "other": label values must come from a small, fixed set.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+@router.get("/metrics", include_in_schema=False)
+def metrics(request: Request) -> Response:
+    """Prometheus scrape endpoint. No authentication, as usual for metrics: it shows counts and states,
+    never a token id, principal, HMAC or secret."""
+    registry: KtsMetrics = request.app.state.metrics
+    return Response(registry.exposition(), media_type=EXPOSITION_CONTENT_TYPE)
+
+
+class MetricsMiddleware:
+    """Counts and times every HTTP request by its route template, once routing has named it."""
+
+    def __init__(self, app: ASGIApp, metrics: KtsMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # unless a response starts: an exception escaping the app becomes a 500
+
+        async def noting_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, noting_status)
+        finally:
+            # The router records the matched route in the (shared) scope; its path is the template.
+            route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
+            method = scope["method"] if scope["method"] in _METHODS else "other"
+            self.metrics.observe_request(method, route, status, time.perf_counter() - started)
+
+
+def readings_of(runtime: Runtime) -> RuntimeReadings:
+    return RuntimeReadings(
+        cached_tokens=lambda: len(runtime.token_cache),
+        acl_entries=lambda: len(runtime.acl_cache.snapshot()),
+        sweep_runs=lambda: runtime.sweeper.runs_total,
+        swept_tokens=lambda: runtime.sweeper.deleted_total,
+        leads_sweeper=lambda: runtime.sweeper_leadership.is_leader,
+        zookeeper_state=lambda: _ZOOKEEPER_STATES.get(runtime.zk.client.state, "lost"),
+    )
+
+
+_ZOOKEEPER_STATES = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended", KazooState.LOST: "lost"}

@@ -1,0 +1,132 @@
+"""The Prometheus metrics of one app.
+
+Each app has a registry of its own rather than prometheus_client's global one, so that several apps in one
+process (the tests) never clash over metric names. Three kinds of figures:
+
+- HTTP requests by method, route template (``/v1/tokens/{tokenId}``, never the raw path: token ids stay out
+  of labels) and status, with a latency histogram; fed by the middleware in ``app/api/metrics.py``;
+- actions by audit action, outcome and Kafka error code, counted as the auditor settles each event (it is
+  an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
+- figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
+  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.domain.audit import AuditEvent
+
+# The classic text format, which every Prometheus version reads (what generate_latest writes by default).
+EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+ZOOKEEPER_STATES = ("connected", "suspended", "lost")
+UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeReadings:
+    """Where the scrape-time figures come from. Callables, so each scrape reads the current value and
+    nothing is kept up to date between scrapes."""
+
+    cached_tokens: Callable[[], int]
+    acl_entries: Callable[[], int]
+    sweep_runs: Callable[[], int]
+    swept_tokens: Callable[[], int]
+    leads_sweeper: Callable[[], bool]
+    zookeeper_state: Callable[[], str]  # one of ZOOKEEPER_STATES
+
+
+class KtsMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self._readings: RuntimeReadings | None = None
+        self._http_requests = Counter(
+            "kts_http_requests",
+            "HTTP requests by method, route template and status code.",
+            ["method", "route", "status"],
+            registry=self.registry,
+        )
+        self._http_latency = Histogram(
+            "kts_http_request_duration_seconds",
+            "Time from receiving an HTTP request to the end of its response, by method and route template.",
+            ["method", "route"],
+            registry=self.registry,
+        )
+        self._actions = Counter(
+            "kts_actions",
+            "Actions by audit action (token.create, token.renew, token.expire, token.describe, token.verify, "
+            "token.sweep, authentication, acl.*, credential.*), outcome (succeeded, denied, failed, pending when "
+            "the outcome is unknown) and Kafka error code (empty when none).",
+            ["action", "outcome", "error_code"],
+            registry=self.registry,
+        )
+        self.registry.register(_RuntimeCollector(lambda: self._readings))
+        ProcessCollector(registry=self.registry)
+        PlatformCollector(registry=self.registry)
+        GCCollector(registry=self.registry)
+
+    def observe(self, event: AuditEvent) -> None:
+        """``AuditObserver``: count an action as it ends."""
+        code = "" if event.error_code is None else str(event.error_code)
+        self._actions.labels(event.action.value, event.outcome.value, code).inc()
+
+    def observe_request(self, method: str, route: str, status: int, seconds: float) -> None:
+        self._http_requests.labels(method, route, str(status)).inc()
+        self._http_latency.labels(method, route).observe(seconds)
+
+    def watch(self, readings: RuntimeReadings | None) -> None:
+        """Read these from now on (None: the runtime has stopped, report none of its figures)."""
+        self._readings = readings
+
+    def exposition(self) -> bytes:
+        """Every metric in the Prometheus text format."""
+        return generate_latest(self.registry)
+
+
+class _RuntimeCollector(Collector):
+    def __init__(self, readings: Callable[[], RuntimeReadings | None]) -> None:
+        self._readings = readings
+
+    def collect(self) -> Iterable[Metric]:
+        readings = self._readings()
+        if readings is None:
+            return []
+        state = readings.zookeeper_state()
+        zookeeper = GaugeMetricFamily(
+            "kts_zookeeper_session_state",
+            "1 for the current state of this replica's ZooKeeper session.",
+            labels=["state"],
+        )
+        for name in ZOOKEEPER_STATES:
+            zookeeper.add_metric([name], 1.0 if name == state else 0.0)
+        return [
+            GaugeMetricFamily(
+                "kts_tokens",
+                "Delegation tokens in this replica's cache: live tokens, and expired ones until they are swept.",
+                value=readings.cached_tokens(),
+            ),
+            GaugeMetricFamily("kts_acl_entries", "ACL entries in this replica's cache.", value=readings.acl_entries()),
+            CounterMetricFamily("kts_sweep_runs", "Expiry sweeps this replica has run.", value=readings.sweep_runs()),
+            CounterMetricFamily(
+                "kts_swept_tokens", "Expired tokens this replica's sweeps deleted.", value=readings.swept_tokens()
+            ),
+            GaugeMetricFamily(
+                "kts_sweeper_leader",
+                "1 while this replica leads the expiry sweeper, else 0.",
+                value=1.0 if readings.leads_sweeper() else 0.0,
+            ),
+            zookeeper,
+        ]
