@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select, update
 
 from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
@@ -62,9 +62,12 @@ class SqlAuditLog:
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
         row = self._row(event, context)
-        return self._writes.run(
-            lambda connection: int(connection.execute(insert(events).values(**row)).inserted_primary_key[0])
-        )
+
+        def write(connection: Connection) -> int:
+            result = connection.execute(insert(events).values(**row))
+            return int(result.inserted_primary_key[0])  # type: ignore[index]
+
+        return self._writes.run(write)
 
     def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
         """Insert several events in one transaction (one commit); ids in the order given."""

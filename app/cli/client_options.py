@@ -1,0 +1,72 @@
+"""Options every client command shares (``--server``, ``--command-config``, ``--output``) and argument types."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import binascii
+import os
+import re
+from pathlib import Path
+
+from app.cli.command_config import DEFAULT_SERVER, SERVER_ENV, load_command_config, server_url
+from app.cli.http_client import KtsClient
+from app.domain.errors import InvalidPrincipal
+from app.domain.principal import KafkaPrincipal
+
+OUTPUTS = ("table", "json")
+_HMAC = re.compile(r"[A-Za-z0-9+/]{86}==")
+
+
+def add_connection_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--server", metavar="URL", help=f"the kts service (default: ${SERVER_ENV}, else {DEFAULT_SERVER})"
+    )
+    group.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="properties file with username/password, token.id/token.hmac, a Kafka client's sasl.jaas.config, "
+        "and/or ssl.certfile, ssl.keyfile, ssl.cafile",
+    )
+
+
+def add_output_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--output", choices=OUTPUTS, default="table", help="table (as Kafka's tools print) or json (default: table)"
+    )
+
+
+def open_client(args: argparse.Namespace) -> KtsClient:
+    """A client for ``--server`` with the ``--command-config`` credentials (ConfigError if they are bad)."""
+    return KtsClient(server_url(args.server, os.environ), load_command_config(args.command_config))
+
+
+def principal(text: str) -> str:
+    try:
+        return str(KafkaPrincipal.parse(text.strip()))
+    except InvalidPrincipal as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def hmac_text(text: str) -> str:
+    """A token HMAC as Kafka's tools take it; the error never repeats the value (it is a password)."""
+    value = text.strip()
+    try:
+        valid = bool(_HMAC.fullmatch(value)) and len(base64.b64decode(value, validate=True)) == 64
+    except (binascii.Error, ValueError):
+        valid = False
+    if not valid:
+        raise argparse.ArgumentTypeError("must be the 88-character standard base64 HMAC of a token")
+    return value
+
+
+def milliseconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of milliseconds") from None
+    if not -(2**63) <= value < 2**63:
+        raise argparse.ArgumentTypeError("is out of range")
+    return value

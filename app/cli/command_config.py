@@ -1,0 +1,216 @@
+"""``--command-config FILE`` and ``--server``: who the ``kts`` client commands are and where the service is.
+
+The file is a Java properties file holding one way to authenticate (API.md "Command line"):
+
+- ``username`` + ``password``: HTTP Basic against the user's SCRAM credential;
+- ``token.id`` + ``token.hmac``: ``Authorization: Bearer <tokenId>:<hmac>``;
+- ``sasl.jaas.config`` as a Kafka client writes it (``ScramLoginModule required username=".." password=".."
+  [tokenauth="true"];``), so a Kafka client's existing file works as it is: with ``tokenauth="true"`` the
+  username is a token id and the password its HMAC (Bearer), otherwise it is a user's password (Basic);
+
+plus, with any of them or alone, ``ssl.certfile``/``ssl.keyfile`` (a client certificate), ``ssl.key.password``
+and ``ssl.cafile`` (the CAs to trust for an ``https://`` server). Other keys (``bootstrap.servers``,
+``security.protocol``, ...) are ignored, as Kafka's tools ignore what they do not use. Errors name the key and
+never echo a password or HMAC.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from app.settings import ConfigError, read_properties
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+SERVER_ENV = "KTS_SERVER"
+
+SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+# PLAIN carries a user's password too, which kts checks against the same SCRAM credential.
+PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+_CONTROL_FLAGS = frozenset({"required", "requisite", "sufficient", "optional"})
+# Kafka's JaasConfig reads Java StreamTokenizer tokens: words, double-quoted strings (with backslash
+# escapes), and the ordinary characters '=' and ';'.
+_JAAS_TOKEN = re.compile(r'\s*(?:(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<word>[^\s=;"]+)|(?P<punct>[=;]))', re.DOTALL)
+_JAVA_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
+
+
+@dataclass(frozen=True, slots=True)
+class UserPassword:
+    username: str
+    password: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCredential:
+    token_id: str
+    hmac: str = field(repr=False)
+
+
+Credential = UserPassword | TokenCredential
+
+
+@dataclass(frozen=True, slots=True)
+class CommandConfig:
+    credential: Credential | None = None
+    certfile: Path | None = None
+    keyfile: Path | None = None
+    key_password: str | None = field(default=None, repr=False)
+    cafile: Path | None = None
+
+    @property
+    def authorization(self) -> tuple[str, str] | None:
+        """``(scheme, value)`` for the ``Authorization`` header, or None for a certificate (or no) login."""
+        match self.credential:
+            case UserPassword(username, password):
+                return ("Basic", _basic(username, password))
+            case TokenCredential(token_id, hmac):
+                return ("Bearer", f"{token_id}:{hmac}")
+        return None
+
+    @property
+    def user_principal(self) -> str | None:
+        """The principal the service will see, when the client can know it (a Basic login)."""
+        return f"User:{self.credential.username}" if isinstance(self.credential, UserPassword) else None
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context for an ``https://`` server, or None for the system defaults."""
+        if self.certfile is None and self.cafile is None:
+            return None
+        try:
+            context = ssl.create_default_context(cafile=str(self.cafile) if self.cafile else None)
+        except (ssl.SSLError, OSError) as exc:
+            raise ConfigError(f"ssl.cafile: cannot load {self.cafile}: {_reason(exc)}") from None
+        if self.certfile is not None:
+            try:
+                context.load_cert_chain(
+                    str(self.certfile), str(self.keyfile) if self.keyfile else None, password=self.key_password
+                )
+            except (ssl.SSLError, OSError) as exc:
+                raise ConfigError(f"ssl.certfile: cannot load the client certificate and key: {_reason(exc)}") from None
+        return context
+
+
+def load_command_config(path: Path | None) -> CommandConfig:
+    if path is None:
+        return CommandConfig()
+    if not path.is_file():
+        raise ConfigError(f"command config file {path} does not exist")
+    try:
+        values = read_properties(path)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ConfigError(f"cannot read command config file {path}: {_reason(exc)}") from None
+    return parse_command_config(values)
+
+
+def parse_command_config(values: Mapping[str, str]) -> CommandConfig:
+    credentials: list[tuple[str, Credential]] = []
+    if "username" in values or "password" in values:
+        credentials.append(("username/password", UserPassword(*_pair(values, "username", "password"))))
+    if "token.id" in values or "token.hmac" in values:
+        credentials.append(("token.id/token.hmac", TokenCredential(*_pair(values, "token.id", "token.hmac"))))
+    if values.get("sasl.jaas.config", "").strip():
+        credentials.append(("sasl.jaas.config", parse_sasl_jaas_config(values["sasl.jaas.config"])))
+    if len(credentials) > 1:
+        names = " and ".join(name for name, _ in credentials)
+        raise ConfigError(f"command config: give one way to log in, not {names}")
+    certfile, keyfile, cafile = (_file(values, key) for key in ("ssl.certfile", "ssl.keyfile", "ssl.cafile"))
+    if keyfile is not None and certfile is None:
+        raise ConfigError("ssl.keyfile: needs ssl.certfile (the client certificate)")
+    return CommandConfig(
+        credential=credentials[0][1] if credentials else None,
+        certfile=certfile,
+        keyfile=keyfile,
+        key_password=values.get("ssl.key.password") or None,
+        cafile=cafile,
+    )
+
+
+def parse_sasl_jaas_config(text: str) -> Credential:
+    """The credential in a Kafka client's ``sasl.jaas.config`` (one SCRAM or PLAIN login module)."""
+    tokens = _jaas_tokens(text)
+    if len(tokens) < 3 or tokens[-1] != (";", False):
+        raise ConfigError('sasl.jaas.config: expected "<LoginModule> required key="value" ...;"')
+    (module, _), (flag, _), *rest = tokens[:-1]
+    if module not in (SCRAM_LOGIN_MODULE, PLAIN_LOGIN_MODULE):
+        raise ConfigError(f"sasl.jaas.config: kts understands {SCRAM_LOGIN_MODULE} (or PLAIN) only, not {module}")
+    if flag.lower() not in _CONTROL_FLAGS:
+        raise ConfigError(f"sasl.jaas.config: {flag!r} is not a control flag such as required")
+    options: dict[str, str] = {}
+    while rest:
+        if len(rest) < 3 or rest[1] != ("=", False) or rest[0][1] or rest[0][0] in ("=", ";"):
+            if (";", False) in rest:
+                raise ConfigError("sasl.jaas.config: one login module only (a Kafka client uses exactly one)")
+            raise ConfigError('sasl.jaas.config: expected key="value" options after the control flag')
+        (key, _), _, (value, _) = rest[:3]
+        options[key] = value
+        rest = rest[3:]
+    username, password = options.get("username"), options.get("password")
+    if not username or not password:
+        raise ConfigError("sasl.jaas.config: needs both username and password options")
+    if options.get("tokenauth", "false").lower() == "true":
+        return TokenCredential(username, password)
+    return UserPassword(username, password)
+
+
+def server_url(explicit: str | None, environ: Mapping[str, str]) -> str:
+    """``--server``, else ``$KTS_SERVER``, else the local default; an ``http(s)://host[:port]`` URL."""
+    url = (explicit or environ.get(SERVER_ENV) or DEFAULT_SERVER).strip().rstrip("/")
+    parts = urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        source = "--server" if explicit else SERVER_ENV
+        raise ConfigError(f"{source}: {url!r} is not a URL such as http://127.0.0.1:8080")
+    return url
+
+
+def _jaas_tokens(text: str) -> list[tuple[str, bool]]:
+    """``(text, was_quoted)`` pairs; quoting matters so that a quoted ";" is a value, not the end."""
+    tokens: list[tuple[str, bool]] = []
+    position, end = 0, len(text.rstrip())
+    while position < end:
+        match = _JAAS_TOKEN.match(text, position)
+        if match is None:
+            raise ConfigError("sasl.jaas.config: unterminated quoted value")
+        position = match.end()
+        if match["quoted"] is not None:
+            tokens.append((_unquote(match["quoted"][1:-1]), True))
+        else:
+            tokens.append((match["word"] or match["punct"], False))
+    return tokens
+
+
+def _unquote(body: str) -> str:
+    return re.sub(r"\\(.)", lambda m: _JAVA_ESCAPES.get(m[1], m[1]), body, flags=re.DOTALL)
+
+
+def _pair(values: Mapping[str, str], first: str, second: str) -> tuple[str, str]:
+    one, two = values.get(first, "").strip(), values.get(second, "")
+    if not one or not two:
+        raise ConfigError(f"command config: {first} and {second} go together; one is missing or empty")
+    return one, two
+
+
+def _file(values: Mapping[str, str], key: str) -> Path | None:
+    text = values.get(key, "").strip()
+    if not text:
+        return None
+    path = Path(text).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"{key}: {path} is not a readable file")
+    return path
+
+
+def _basic(username: str, password: str) -> str:
+    return base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
+
+
+def _reason(exc: BaseException) -> str:
+    return getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc) or type(exc).__name__

@@ -1,0 +1,411 @@
+"""``kts sidecar``: keep a Kafka client's delegation token file fresh, next to the client that reads it.
+
+It creates a token (for itself, or with ``--owner-principal`` for a user it may create tokens for), writes
+it in the chosen format atomically with mode 0600, renews it when 80% of the way to its expiry, replaces it
+with a new token when 80% of its maximum lifetime has passed (rewriting the file, then ending the old token
+after a grace period), and retries with capped exponential backoff and jitter while the service is
+unreachable or answers 5xx. SIGTERM or SIGINT stops it with exit code 0, after expiring its tokens when
+``--expire-on-exit`` is given. It logs one line per action and never an HMAC.
+
+Renewing needs the caller to be the token's owner or one of its renewers (a token's requester is neither
+by right), so a sidecar that creates tokens for another owner names itself a renewer: from the
+``username`` it logs in with, or, with a certificate login, from the ``tokenRequester`` the service
+reports on its first token (which it then replaces instead of renewing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import TypeVar
+
+from app.cli.client_options import add_connection_options, milliseconds, open_client, principal
+from app.cli.command_config import load_command_config
+from app.cli.http_client import KtsClient, RequestRefused, ServiceUnreachable, TokenJson
+from app.cli.kafka_client_settings import (
+    SASL_MECHANISMS,
+    SECURITY_PROTOCOLS,
+    ClientFileFormat,
+    TokenCredentials,
+    render,
+    write_atomically,
+)
+from app.cli.token_schedule import (
+    Action,
+    Backoff,
+    TokenTimes,
+    next_step,
+    retirement_period_ms,
+    server_clock_offset_ms,
+)
+
+log = logging.getLogger("kts.sidecar")
+T = TypeVar("T")
+
+TOKEN_NOT_FOUND, TOKEN_OWNER_MISMATCH, TOKEN_EXPIRED = 62, 63, 66
+DEFAULT_GRACE_MS = 60_000
+EXIT_ATTEMPTS = 3
+# Long waits are cut into slices so that a clock jump or a suspended host is noticed within a minute.
+MAX_WAIT_SLICE_S = 60.0
+
+
+class Stopped(Exception):
+    """A stop was requested while waiting or retrying."""
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarOptions:
+    output_file: Path
+    file_format: ClientFileFormat = ClientFileFormat.PROPERTIES
+    owner: str | None = None
+    renewers: tuple[str, ...] = ()
+    max_lifetime_ms: int = -1
+    security_protocol: str = "SASL_SSL"
+    sasl_mechanism: str = "SCRAM-SHA-512"
+    expire_on_exit: bool = False
+    grace_ms: int = DEFAULT_GRACE_MS
+
+
+@dataclass(frozen=True, slots=True)
+class HeldToken:
+    token_id: str
+    hmac: str = field(repr=False)
+    owner: str
+    requester: str
+    renewers: tuple[str, ...]
+    times: TokenTimes
+
+    @classmethod
+    def created(cls, token: TokenJson) -> HeldToken:
+        return cls(
+            token_id=token["tokenId"],
+            hmac=token["hmac"],
+            owner=token["owner"],
+            requester=token["tokenRequester"],
+            renewers=tuple(token["renewers"]),
+            times=TokenTimes(token["issueTimestamp"], token["expiryTimestamp"], token["maxTimestamp"]),
+        )
+
+    @property
+    def manageable(self) -> bool:
+        """Whether this client (the token's requester) may renew and expire it: owner or renewer."""
+        return self.requester == self.owner or self.requester in self.renewers
+
+    def credentials(self) -> TokenCredentials:
+        return TokenCredentials(self.token_id, self.hmac, self.times.expiry_timestamp, self.times.max_timestamp)
+
+
+class Sidecar:
+    def __init__(
+        self,
+        client: KtsClient,
+        options: SidecarOptions,
+        *,
+        stop: threading.Event,
+        self_principal: str | None = None,
+        wall_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._client = client
+        self._options = options
+        self._stop = stop
+        self._self_principal = self_principal
+        self._wall_ms = wall_ms
+        self._backoff = backoff or Backoff()
+        self._offset_ms = 0
+        self._token: HeldToken | None = None
+        self._retired: list[HeldToken] = []
+        self._written: str | None = None
+
+    def run(self) -> int:
+        """Create, write and keep the token until stopped. RequestRefused on the first create propagates."""
+        options = self._options
+        log.info(
+            "starting: server %s, file %s (%s)%s",
+            self._client.server,
+            options.output_file,
+            options.file_format,
+            f", tokens for {options.owner}" if options.owner else "",
+        )
+        try:
+            self._install(self._create(startup=True))
+            while not self._stop.is_set():
+                assert self._token is not None
+                step = next_step(self._server_now(), self._token.times, renewable=self._token.manageable)
+                self._wait_until(step.at_ms)
+                if step.action is Action.RENEW:
+                    self._renew(self._token)
+                else:
+                    self._replace(self._token)
+        except Stopped:
+            pass
+        except OSError as exc:
+            log.error("cannot write %s: %s", options.output_file, exc.strerror or exc)
+            self._shutdown()
+            return 1
+        return self._shutdown()
+
+    # the three actions
+
+    def _create(self, *, startup: bool = False) -> HeldToken:
+        options = self._options
+        renewers = list(options.renewers)
+        me = self._self_principal
+        if options.owner is not None and me is not None and me != options.owner and me not in renewers:
+            renewers.append(me)
+
+        def create() -> TokenJson:
+            sent = self._wall_ms()
+            created = self._client.create_token(
+                owner=options.owner, renewers=renewers, max_lifetime_ms=options.max_lifetime_ms
+            )
+            self._offset_ms = server_clock_offset_ms(created["issueTimestamp"], sent, self._wall_ms())
+            return created
+
+        token = HeldToken.created(self._call("create a token", create, give_up=lambda _: startup))
+        self._self_principal = token.requester  # as the service sees this client, whatever the login
+        log.info(
+            "created token %s for %s: expires %s, lifetime ends %s",
+            token.token_id,
+            token.owner,
+            _when(token.times.expiry_timestamp),
+            _when(token.times.max_timestamp),
+        )
+        if not token.manageable:
+            log.warning(
+                "%s is neither owner nor renewer of token %s, so it will replace the token instead of renewing it",
+                token.requester,
+                token.token_id,
+            )
+        return token
+
+    def _renew(self, token: HeldToken) -> None:
+        try:
+            renewed = self._call(
+                f"renew token {token.token_id}",
+                lambda: self._client.renew_token(token.hmac),
+                give_up=lambda refused: refused.code in (TOKEN_NOT_FOUND, TOKEN_OWNER_MISMATCH, TOKEN_EXPIRED),
+            )
+        except RequestRefused as exc:
+            log.warning("cannot renew token %s (%s); replacing it", token.token_id, exc.message)
+            self._replace(token)
+            return
+        times = replace(token.times, expiry_timestamp=renewed["expiryTimestamp"])
+        self._token = replace(token, times=times)
+        log.info("renewed token %s: expires %s", token.token_id, _when(times.expiry_timestamp))
+        self._write()
+
+    def _replace(self, old: HeldToken) -> None:
+        self._install(self._create())
+        assert self._token is not None
+        log.info("replaced token %s by %s", old.token_id, self._token.token_id)
+        self._retire(old)
+
+    def _install(self, token: HeldToken) -> None:
+        self._token = token
+        self._write()
+
+    def _write(self) -> None:
+        assert self._token is not None
+        options = self._options
+        text = render(
+            options.file_format,
+            self._token.credentials(),
+            security_protocol=options.security_protocol,
+            sasl_mechanism=options.sasl_mechanism,
+        )
+        if text == self._written and options.output_file.exists():
+            return
+        write_atomically(options.output_file, text)
+        self._written = text
+        log.info("wrote %s (token %s)", options.output_file, self._token.token_id)
+
+    def _retire(self, old: HeldToken) -> None:
+        """End a replaced token after the grace period, leaving its readers time to pick up the new file."""
+        if not old.manageable:
+            log.info(
+                "token %s lapses at %s (this client may not expire it)", old.token_id, _when(old.times.expiry_timestamp)
+            )
+            return
+        self._retired.append(old)
+        now = self._server_now()
+        period = retirement_period_ms(now, old.times.expiry_timestamp, self._options.grace_ms)
+        if period is None:
+            verb = "expired" if old.times.expiry_timestamp <= now else "lapses by itself"
+            log.info("token %s %s at %s", old.token_id, verb, _when(old.times.expiry_timestamp))
+            return
+        try:
+            ended = self._client.expire_token(old.hmac, period)
+        except (RequestRefused, ServiceUnreachable) as exc:
+            log.warning("could not shorten replaced token %s (%s); it lapses at its expiry", old.token_id, exc)
+            return
+        log.info("replaced token %s now expires %s", old.token_id, _when(ended["expiryTimestamp"]))
+
+    def _shutdown(self) -> int:
+        current = self._token
+        if current is None:
+            log.info("stopped before a token was made")
+            return 0
+        if not self._options.expire_on_exit:
+            log.info("stopped; token %s stays valid until %s", current.token_id, _when(current.times.expiry_timestamp))
+            return 0
+        now = self._server_now()
+        live = [token for token in (current, *self._retired) if token.times.expiry_timestamp > now]
+        failed = [token.token_id for token in _unique(live) if not self._expire_now(token)]
+        if failed:
+            log.error("stopped; could not expire token(s) %s", ", ".join(failed))
+            return 1
+        log.info("stopped")
+        return 0
+
+    def _expire_now(self, token: HeldToken) -> bool:
+        for attempt in range(1, EXIT_ATTEMPTS + 1):
+            try:
+                self._client.expire_token(token.hmac, -1)
+            except RequestRefused as exc:
+                if exc.code == TOKEN_NOT_FOUND:
+                    log.info("token %s was already gone", token.token_id)
+                    return True
+                if not exc.transient:
+                    log.error("cannot expire token %s: %s", token.token_id, exc.message)
+                    return False
+                reason = exc.message
+            except ServiceUnreachable as exc:
+                reason = str(exc)
+            else:
+                log.info("expired token %s", token.token_id)
+                return True
+            if attempt < EXIT_ATTEMPTS:
+                delay = Backoff(cap_s=2.0, attempts=attempt - 1).next_delay()
+                log.warning("expiring token %s failed (%s); retrying in %.1f s", token.token_id, reason, delay)
+                time.sleep(delay)
+        log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
+        return False
+
+    # waiting and retrying
+
+    def _call(self, what: str, request: Callable[[], T], *, give_up: Callable[[RequestRefused], bool]) -> T:
+        """``request()`` until it succeeds; RequestRefused propagates when it is not transient and
+        ``give_up`` says so. Everything else is retried with backoff until it works or a stop comes."""
+        while True:
+            self._check_stop()
+            hint = 0.0
+            try:
+                result = request()
+            except ServiceUnreachable as exc:
+                reason = str(exc)
+            except RequestRefused as exc:
+                if not exc.transient and give_up(exc):
+                    raise
+                reason, hint = exc.message, exc.retry_after_s or 0.0
+            else:
+                self._backoff.reset()
+                return result
+            delay = self._backoff.next_delay(hint)
+            log.warning("%s failed (%s); retrying in %.1f s", what, reason, delay)
+            if self._stop.wait(delay):
+                raise Stopped
+
+    def _wait_until(self, at_ms: int) -> None:
+        while (remaining_ms := at_ms - self._server_now()) > 0:
+            if self._stop.wait(min(remaining_ms / 1000, MAX_WAIT_SLICE_S)):
+                raise Stopped
+
+    def _check_stop(self) -> None:
+        if self._stop.is_set():
+            raise Stopped
+
+    def _server_now(self) -> int:
+        return self._wall_ms() + self._offset_ms
+
+
+def _when(timestamp_ms: int) -> str:
+    return datetime.fromtimestamp(timestamp_ms / 1000, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _unique(tokens: Iterable[HeldToken]) -> list[HeldToken]:
+    return list({token.token_id: token for token in tokens}.values())
+
+
+# the command
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "sidecar",
+        help="keep a Kafka client's delegation token file fresh (create, renew, replace)",
+        description="Create a delegation token, write it for a Kafka client, and keep it renewed and replaced.",
+    )
+    parser.add_argument("--output-file", type=Path, required=True, metavar="PATH", help="the file to keep (mode 0600)")
+    parser.add_argument(
+        "--format",
+        choices=[file_format.value for file_format in ClientFileFormat],
+        default=ClientFileFormat.PROPERTIES.value,
+        help="properties (Kafka client settings), jaas (a KafkaClient section) or json (default: properties)",
+    )
+    parser.add_argument(
+        "--owner-principal", type=principal, metavar="PRINCIPAL", help="tokens for this user (needs CreateTokens)"
+    )
+    parser.add_argument(
+        "--renewer-principal", action="append", type=principal, default=[], metavar="PRINCIPAL", help="repeatable"
+    )
+    parser.add_argument(
+        "--max-life-time-period", type=milliseconds, default=-1, metavar="MS", help="-1: the server's (default)"
+    )
+    parser.add_argument("--security-protocol", choices=SECURITY_PROTOCOLS, default="SASL_SSL", help="properties format")
+    parser.add_argument("--sasl-mechanism", choices=SASL_MECHANISMS, default="SCRAM-SHA-512", help="properties format")
+    parser.add_argument("--expire-on-exit", action="store_true", help="expire the token when stopped")
+    parser.add_argument(
+        "--replace-grace-period",
+        type=milliseconds,
+        default=DEFAULT_GRACE_MS,
+        metavar="MS",
+        help=f"how long a replaced token stays valid (default: {DEFAULT_GRACE_MS})",
+    )
+    add_connection_options(parser)
+    parser.set_defaults(handler=run, usage=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.output_file.parent.is_dir():
+        args.usage.error(f"--output-file: directory {args.output_file.parent} does not exist")
+    if args.replace_grace_period < 0:
+        args.usage.error("--replace-grace-period must not be negative")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s kts sidecar: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per action, ours
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    options = SidecarOptions(
+        output_file=args.output_file,
+        file_format=ClientFileFormat(args.format),
+        owner=args.owner_principal,
+        renewers=tuple(dict.fromkeys(args.renewer_principal)),
+        max_lifetime_ms=args.max_life_time_period,
+        security_protocol=args.security_protocol,
+        sasl_mechanism=args.sasl_mechanism,
+        expire_on_exit=args.expire_on_exit,
+        grace_ms=args.replace_grace_period,
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, _: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        self_principal = load_command_config(args.command_config).user_principal
+        with open_client(args) as client:
+            return Sidecar(client, options, stop=stop, self_principal=self_principal).run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,149 @@
+"""``kts tokens``: kafka-delegation-tokens.sh over the kts API, with the same options and table.
+
+Differences from Kafka's tool, on purpose: ``--max-life-time-period``, ``--renew-time-period`` and
+``--expiry-time-period`` default to -1 (the server's setting, or now for expire) instead of being required;
+describe without ``--owner-principal`` lists every token the caller may see; renew and expire never print
+the HMAC they were given, and describe never prints HMACs at all (the service does not disclose them after
+create, so the HMAC column shows ``<hidden>``). Create prints the HMAC, as Kafka does: it is the only time
+anyone can learn it.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from datetime import tzinfo
+
+from app.cli.client_options import (
+    add_connection_options,
+    add_output_option,
+    hmac_text,
+    milliseconds,
+    open_client,
+    principal,
+)
+from app.cli.http_client import ExpiryJson, TokenJson
+from app.cli.output import emit, kafka_date, plain_table, to_json
+
+COLUMNS = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
+HIDDEN_HMAC = "<hidden>"
+ACTIONS = ("create", "renew", "expire", "describe")
+# Options each action refuses, as kafka-delegation-tokens.sh checks them (plus --renewer-principal on describe).
+_INVALID = {
+    "create": ("hmac", "renew_time_period", "expiry_time_period"),
+    "renew": ("renewer_principal", "max_life_time_period", "expiry_time_period", "owner_principal"),
+    "expire": ("renewer_principal", "max_life_time_period", "renew_time_period", "owner_principal"),
+    "describe": ("renewer_principal", "max_life_time_period", "renew_time_period", "expiry_time_period", "hmac"),
+}
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "tokens",
+        help="create, renew, expire or describe delegation tokens (as kafka-delegation-tokens.sh)",
+        description="Create, renew, expire or describe Kafka delegation tokens, as kafka-delegation-tokens.sh.",
+    )
+    actions = parser.add_mutually_exclusive_group(required=True)
+    actions.add_argument("--create", dest="action", action="store_const", const="create", help="create a token")
+    actions.add_argument("--renew", dest="action", action="store_const", const="renew", help="renew a token")
+    actions.add_argument("--expire", dest="action", action="store_const", const="expire", help="expire a token")
+    actions.add_argument(
+        "--describe", dest="action", action="store_const", const="describe", help="describe visible tokens"
+    )
+    parser.add_argument(
+        "--owner-principal",
+        action="append",
+        type=principal,
+        metavar="PRINCIPAL",
+        help="create: the owner, if not yourself (needs CreateTokens on User:<owner>); "
+        "describe: only tokens this principal owns, renews or requested (repeatable)",
+    )
+    parser.add_argument(
+        "--renewer-principal", action="append", type=principal, metavar="PRINCIPAL", help="a renewer (repeatable)"
+    )
+    parser.add_argument(
+        "--max-life-time-period", type=milliseconds, metavar="MS", help="create: maximum lifetime; -1: the server's"
+    )
+    parser.add_argument(
+        "--renew-time-period", type=milliseconds, metavar="MS", help="renew: new expiry from now; -1: the server's"
+    )
+    parser.add_argument(
+        "--expiry-time-period", type=milliseconds, metavar="MS", help="expire: expire after this; -1: now (default)"
+    )
+    parser.add_argument("--hmac", type=hmac_text, help="renew, expire: the token's HMAC (standard base64)")
+    add_output_option(parser)
+    add_connection_options(parser)
+    parser.set_defaults(handler=run, usage=parser)
+
+
+def validate(args: argparse.Namespace) -> str | None:
+    """The usage error in these options, or None."""
+    for option in _INVALID[args.action]:
+        if getattr(args, option) is not None:
+            return f"--{option.replace('_', '-')} cannot be used with --{args.action}"
+    if args.action in ("renew", "expire") and args.hmac is None:
+        return f"--{args.action} needs --hmac"
+    if args.action == "create" and args.owner_principal and len(args.owner_principal) > 1:
+        return "--create takes at most one --owner-principal"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    problem = validate(args)
+    if problem is not None:
+        args.usage.error(problem)
+    with open_client(args) as client:
+        if args.action == "create":
+            created = client.create_token(
+                owner=args.owner_principal[0] if args.owner_principal else None,
+                renewers=args.renewer_principal or (),
+                max_lifetime_ms=_period(args.max_life_time_period),
+            )
+            emit(to_json(created) if args.output == "json" else created_text(created))
+        elif args.action == "renew":
+            renewed = client.renew_token(args.hmac, _period(args.renew_time_period))
+            emit(to_json(renewed) if args.output == "json" else expiry_text("renew", renewed))
+        elif args.action == "expire":
+            expired = client.expire_token(args.hmac, _period(args.expiry_time_period))
+            emit(to_json(expired) if args.output == "json" else expiry_text("expire", expired))
+        else:
+            tokens = client.describe_tokens(args.owner_principal)
+            emit(to_json({"tokens": tokens}) if args.output == "json" else described_text(tokens))
+    return 0
+
+
+def token_table(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:
+    """Kafka's describe table; the HMAC shows only for a token that carries one (just created)."""
+    rows = [
+        (
+            token["tokenId"],
+            token.get("hmac") or HIDDEN_HMAC,
+            token["owner"],
+            token["tokenRequester"],
+            "[" + ", ".join(token["renewers"]) + "]",
+            kafka_date(token["issueTimestamp"], tz),
+            kafka_date(token["expiryTimestamp"], tz),
+            kafka_date(token["maxTimestamp"], tz),
+        )
+        for token in tokens
+    ]
+    return plain_table(COLUMNS, rows)
+
+
+def created_text(token: TokenJson, tz: tzinfo | None = None) -> str:
+    return f"Created delegation token with tokenId : {token['tokenId']}\n\n{token_table([token], tz)}"
+
+
+def described_text(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:
+    return f"Total number of tokens : {len(tokens)}\n\n{token_table(tokens, tz)}"
+
+
+def expiry_text(action: str, result: ExpiryJson, tz: tzinfo | None = None) -> str:
+    return (
+        f"Completed {action} operation for token {result['tokenId']}. "
+        f"New expiry date : {kafka_date(result['expiryTimestamp'], tz)}"
+    )
+
+
+def _period(value: int | None) -> int:
+    return -1 if value is None else value

@@ -1,0 +1,139 @@
+"""``kts tokens``: kafka-delegation-tokens.sh's option rules, Kafka's table, JSON output."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+from datetime import UTC
+
+import pytest
+
+from app.cli import tokens
+from app.cli.http_client import TokenJson
+from app.cli.main import _parser
+
+HMAC = base64.b64encode(bytes(range(64))).decode()
+TOKEN: TokenJson = {
+    "tokenId": "E8gTWaIxRUOaSRH7wY3N1w",
+    "owner": "User:joe",
+    "tokenRequester": "User:nimbus",
+    "renewers": ["User:nimbus", "User:ops"],
+    "issueTimestamp": 1_700_000_000_000,
+    "expiryTimestamp": 1_700_086_400_000,
+    "maxTimestamp": 1_700_604_800_000,
+}
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return _parser().parse_args(["tokens", *argv])
+
+
+def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    with pytest.raises(SystemExit) as excinfo:
+        args = parse(*argv)
+        problem = tokens.validate(args)
+        if problem is not None:
+            args.usage.error(problem)
+    assert excinfo.value.code == 2
+    return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--create"],
+        ["--create", "--owner-principal", "User:joe", "--renewer-principal", "User:a", "--renewer-principal", "User:b"],
+        ["--create", "--max-life-time-period", "-1"],
+        ["--renew", "--hmac", HMAC, "--renew-time-period", "3600000"],
+        ["--renew", "--hmac", HMAC],
+        ["--expire", "--hmac", HMAC, "--expiry-time-period", "-1"],
+        ["--describe"],
+        ["--describe", "--owner-principal", "User:a", "--owner-principal", "User:b", "--output", "json"],
+    ],
+)
+def test_valid_invocations(argv: list[str]) -> None:
+    assert tokens.validate(parse(*argv)) is None
+
+
+def test_options_are_parsed_as_kafka_names_them() -> None:
+    args = parse(
+        "--create", "--owner-principal", "User:joe", "--renewer-principal", "User:a", "--max-life-time-period", "5"
+    )
+    assert (args.action, args.owner_principal, args.renewer_principal, args.max_life_time_period) == (
+        "create",
+        ["User:joe"],
+        ["User:a"],
+        5,
+    )
+    assert args.output == "table"
+
+
+@pytest.mark.parametrize(
+    ("argv", "complaint"),
+    [
+        ([], "one of the arguments --create --renew --expire --describe is required"),
+        (["--create", "--describe"], "not allowed with argument"),
+        (["--create", "--hmac", HMAC], "--hmac cannot be used with --create"),
+        (["--create", "--renew-time-period", "1"], "--renew-time-period cannot be used with --create"),
+        (["--create", "--owner-principal", "User:a", "--owner-principal", "User:b"], "at most one --owner-principal"),
+        (["--renew"], "--renew needs --hmac"),
+        (["--expire"], "--expire needs --hmac"),
+        (["--renew", "--hmac", HMAC, "--owner-principal", "User:a"], "--owner-principal cannot be used with --renew"),
+        (["--expire", "--hmac", HMAC, "--renew-time-period", "1"], "--renew-time-period cannot be used with --expire"),
+        (["--describe", "--hmac", HMAC], "--hmac cannot be used with --describe"),
+        (["--describe", "--renewer-principal", "User:a"], "--renewer-principal cannot be used with --describe"),
+        (["--create", "--owner-principal", "joe"], "must have a type"),
+        (["--create", "--max-life-time-period", "soon"], "not a whole number"),
+        (["--describe", "--output", "yaml"], "invalid choice"),
+        (["--describe", "--bootstrap-server", "b:9092"], "unrecognized arguments"),
+    ],
+)
+def test_bad_usage_exits_2_with_a_reason(capsys: pytest.CaptureFixture[str], argv: list[str], complaint: str) -> None:
+    assert complaint in usage_error(capsys, *argv)
+
+
+def test_a_malformed_hmac_is_refused_without_echoing_it(capsys: pytest.CaptureFixture[str]) -> None:
+    secretish = "c2VjcmV0LXZhbHVlLXRoYXQtbXVzdC1ub3QtYmUtZWNob2Vk"
+    err = usage_error(capsys, "--renew", "--hmac", secretish)
+    assert "88-character" in err
+    assert secretish not in err
+
+
+def test_describe_table_has_kafkas_columns_and_hides_hmacs() -> None:
+    lines = tokens.described_text([TOKEN, {**TOKEN, "tokenId": "other", "renewers": []}], UTC).splitlines()
+    assert lines[0] == "Total number of tokens : 2"
+    assert lines[1] == ""
+    assert lines[2].split() == [
+        "TOKENID",
+        "HMAC",
+        "OWNER",
+        "REQUESTER",
+        "RENEWERS",
+        "ISSUEDATE",
+        "EXPIRYDATE",
+        "MAXDATE",
+    ]
+    assert lines[3].split("  ")[0] == "E8gTWaIxRUOaSRH7wY3N1w"
+    row = lines[3].split()
+    assert row[1] == "<hidden>"
+    assert row[2:4] == ["User:joe", "User:nimbus"]
+    assert "[User:nimbus, User:ops]" in lines[3]
+    assert row[-3:] == ["2023-11-14T22:13", "2023-11-15T22:13", "2023-11-21T22:13"]
+    assert "[]" in lines[4]
+    assert all(line == line.rstrip() for line in lines)
+
+
+def test_create_prints_the_hmac_as_kafka_does() -> None:
+    text = tokens.created_text({**TOKEN, "hmac": HMAC}, UTC)
+    lines = text.splitlines()
+    assert lines[0] == "Created delegation token with tokenId : E8gTWaIxRUOaSRH7wY3N1w"
+    assert lines[3].split()[1] == HMAC  # never wrapped or cut, whatever the terminal width
+
+
+def test_renew_and_expire_print_the_new_expiry_not_the_hmac() -> None:
+    text = tokens.expiry_text("renew", {"tokenId": "E8gTWaIxRUOaSRH7wY3N1w", "expiryTimestamp": 1_700_086_400_000}, UTC)
+    assert text == "Completed renew operation for token E8gTWaIxRUOaSRH7wY3N1w. New expiry date : 2023-11-15T22:13"
+
+
+def test_an_empty_describe_still_prints_the_header() -> None:
+    assert tokens.described_text([], UTC).splitlines()[-1].split()[0] == "TOKENID"
