@@ -1,4 +1,8 @@
-"""Dependency aliases for handlers: the runtime's services and the authenticated caller."""
+"""Dependency aliases for handlers: the runtime's services and the authenticated caller.
+
+Dependencies that only look something up are ``async def``: FastAPI runs plain ``def`` dependencies in
+its thread pool, a hop that cost more than the lookups themselves. ``get_caller`` may read ZooKeeper and
+write audit events, so it stays in the pool."""
 
 from __future__ import annotations
 
@@ -25,7 +29,7 @@ class _DocumentedScheme(SecurityBase):
         self.model = HTTPBaseModel(scheme=scheme, description=description)
         self.scheme_name = f"http{scheme.capitalize()}"
 
-    def __call__(self) -> None:
+    async def __call__(self) -> None:  # async: FastAPI runs sync dependencies in its thread pool
         return None
 
 
@@ -33,7 +37,7 @@ _basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
 _bearer_scheme = _DocumentedScheme("bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64).")
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 
@@ -53,19 +57,19 @@ def get_caller(
     return runtime.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
-def get_token_service(runtime: RuntimeDep) -> TokenService:
+async def get_token_service(runtime: RuntimeDep) -> TokenService:
     return runtime.tokens
 
 
-def get_user_service(runtime: RuntimeDep) -> UserCredentialService:
+async def get_user_service(runtime: RuntimeDep) -> UserCredentialService:
     return runtime.users
 
 
-def get_acl_service(runtime: RuntimeDep) -> AclService:
+async def get_acl_service(runtime: RuntimeDep) -> AclService:
     return runtime.acls
 
 
-def get_audit_trail(runtime: RuntimeDep) -> AuditTrail:
+async def get_audit_trail(runtime: RuntimeDep) -> AuditTrail:
     return runtime.audit_trail
 
 
