@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
+from app.storage.zk.client_security import ZkClientSecurity, client_security
 
 ENV_PREFIX = "KTS_"
 _CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
@@ -79,6 +80,19 @@ class Settings(BaseSettings):
     allow_everyone_if_no_acl_found: bool = False
     ssl_principal_mapping_rules: str = "DEFAULT"
     zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
+    # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
+    # (checked together by app/storage/zk/client_security.py; README "ZooKeeper security")
+    zookeeper_set_acl: bool = False
+    zookeeper_sasl_username: str | None = None
+    zookeeper_sasl_password: SecretStr | None = None
+    zookeeper_jaas_file: Path | None = None
+    zookeeper_sasl_clientconfig: str = "Client"  # the JAAS section, as ZooKeeper's system property names it
+    zookeeper_ssl_client_enable: bool = False
+    zookeeper_ssl_cafile: Path | None = None
+    zookeeper_ssl_certfile: Path | None = None
+    zookeeper_ssl_keyfile: Path | None = None
+    zookeeper_ssl_keyfile_password: SecretStr | None = None
+    zookeeper_ssl_endpoint_identification_algorithm: str = "HTTPS"
     # service keys
     listeners: str = "http://127.0.0.1:8080"
     audit_db_url: str = "sqlite:///./kts-audit.db"
@@ -90,6 +104,11 @@ class Settings(BaseSettings):
     token_znode_version: int = 3
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
+    # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
+    auth_failures_max: int = Field(10, ge=0)  # per claimed principal and per (principal, client address)
+    auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims
+    auth_failures_window_ms: int = Field(60_000, ge=1)
+    auth_throttle_max_keys: int = Field(100_000, ge=1)
 
     @field_validator("zookeeper_connect")
     @classmethod
@@ -163,6 +182,32 @@ class Settings(BaseSettings):
             if path is not None and not path.is_file():
                 raise ValueError(f"{property_key(key)}: {path} is not a readable file")
         return self
+
+    @model_validator(mode="after")
+    def _zookeeper_security_settings(self) -> Settings:
+        self.zookeeper_security  # noqa: B018 - raises ValueError naming the bad key
+        return self
+
+    @property
+    def zookeeper_security(self) -> ZkClientSecurity:
+        """How the ZooKeeper session authenticates, encrypts and sets znode ACLs (reads the JAAS file)."""
+
+        def secret(value: SecretStr | None) -> str | None:
+            return None if value is None else value.get_secret_value()
+
+        return client_security(
+            set_acl=self.zookeeper_set_acl,
+            sasl_username=self.zookeeper_sasl_username,
+            sasl_password=secret(self.zookeeper_sasl_password),
+            jaas_file=self.zookeeper_jaas_file,
+            jaas_section=self.zookeeper_sasl_clientconfig,
+            ssl_client_enable=self.zookeeper_ssl_client_enable,
+            ssl_cafile=self.zookeeper_ssl_cafile,
+            ssl_certfile=self.zookeeper_ssl_certfile,
+            ssl_keyfile=self.zookeeper_ssl_keyfile,
+            ssl_keyfile_password=secret(self.zookeeper_ssl_keyfile_password),
+            ssl_endpoint_identification_algorithm=self.zookeeper_ssl_endpoint_identification_algorithm,
+        )
 
     @property
     def secret_key(self) -> str:

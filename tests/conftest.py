@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,62 @@ def raw_zk(zk_connect: str) -> Iterator[KazooClient]:
     yield client
     client.stop()
     client.close()
+
+
+# ZooKeeper with SASL DIGEST-MD5 logins, as secured Kafka clusters run it: "kts" is the identity kts (and
+# the brokers) log in as, "other" an authenticated stranger.
+ZK_SASL_USERS = {"kts": "kts-zk-password", "other": "other-zk-password"}
+
+
+@dataclass(frozen=True)
+class SaslZooKeeper:
+    server: EmbeddedZooKeeper
+    enforced: bool  # enforce.auth.enabled: anonymous clients are refused outright
+
+    def chroot_connect(self) -> str:
+        return f"{self.server.connect_string}/kts-test-{uuid.uuid4().hex[:12]}"
+
+    def client(
+        self, user: str | None = "kts", *, password: str | None = None, connect: str | None = None
+    ) -> KazooClient:
+        """A started kazoo client logged in as ``user`` (None: anonymous)."""
+        sasl = None
+        if user is not None:
+            sasl = {"mechanism": "DIGEST-MD5", "username": user, "password": password or ZK_SASL_USERS[user]}
+        client = KazooClient(hosts=connect or self.server.connect_string, sasl_options=sasl)
+        client.start(10)
+        return client
+
+
+def start_sasl_zookeeper(directory: Path, *, enforced: bool) -> SaslZooKeeper:
+    jaas = directory / "zookeeper-server.jaas"
+    users = "".join(f'\n    user_{name}="{password}"' for name, password in ZK_SASL_USERS.items())
+    jaas.write_text(f"Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n")
+    config = ["authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider"]
+    if enforced:
+        config += ["enforce.auth.enabled=true", "enforce.auth.schemes=sasl"]
+    server = EmbeddedZooKeeper(
+        directory, extra_config=tuple(config), jvm_options=(f"-Djava.security.auth.login.config={jaas}",)
+    )
+    server.start()
+    return SaslZooKeeper(server, enforced)
+
+
+@pytest.fixture(scope="session")
+def sasl_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslZooKeeper]:
+    """A ZooKeeper that enforces SASL DIGEST-MD5 authentication (ZooKeeper 3.8 ``enforce.auth.enabled``)."""
+    zookeeper = start_sasl_zookeeper(tmp_path_factory.mktemp("zookeeper-sasl"), enforced=True)
+    yield zookeeper
+    zookeeper.server.stop()
+
+
+@pytest.fixture(scope="session")
+def sasl_optional_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslZooKeeper]:
+    """A ZooKeeper that accepts SASL logins but also anonymous clients, which only znode ACLs then hold back
+    (how most secured Kafka ensembles run: enforcement is new in ZooKeeper 3.8)."""
+    zookeeper = start_sasl_zookeeper(tmp_path_factory.mktemp("zookeeper-sasl-optional"), enforced=False)
+    yield zookeeper
+    zookeeper.server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, ops, tokens, users
 from app.api.runtime import build_runtime
+from app.api.security_headers import SecurityHeaders
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
 from app.service.audit import AuditLog
@@ -61,6 +62,7 @@ def create_app(
     app.add_middleware(BodySizeLimit)
     app.add_middleware(RequestContextMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(SecurityHeaders)  # outermost: also on responses other middleware make (413)
     app.state.metrics = metrics
     for router in (tokens.router, acls.router, users.router, audit.router, ops.router, metrics_router):
         app.include_router(router)

@@ -38,6 +38,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.NotAuthenticated, 401),
     (errors.CredentialNotFound, 404),
     (errors.ConcurrentModification, 409),
+    (errors.TooManyAttempts, 429),
     (errors.StoreUnavailable, 503),
 )
 
@@ -75,6 +76,8 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
         body = error_body("INVALID_REQUEST", exc.message, details=[])
     if status == 401:
         headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    if isinstance(exc, errors.TooManyAttempts):
+        headers["Retry-After"] = str(exc.retry_after_s)
     if status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS
         log.warning("answering 503: %s", exc.message)
@@ -106,6 +109,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's one 400: a JSON body it cannot decode (not UTF-8), i.e. bad input
+            return JSONResponse(
+                error_body("INVALID_REQUEST", "The request body is not valid JSON.", details=[]), status_code=422
+            )
         name = _HTTP_NAMES.get(exc.status_code, "HTTP_ERROR")
         message = exc.detail if isinstance(exc.detail, str) else name.replace("_", " ").capitalize()
         return JSONResponse(error_body(name, message), status_code=exc.status_code, headers=exc.headers)

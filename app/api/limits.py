@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import json
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """An HTTPException because FastAPI turns any other error raised while it reads a body into a 400; this
+    one it re-raises, and the app's handler answers it as a 413 with the error envelope."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, _message(max_bytes))
+
+
+def _message(max_bytes: int) -> str:
+    return f"The request body exceeds {max_bytes} bytes."
 
 
 class BodySizeLimit:
@@ -40,7 +49,7 @@ class BodySizeLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(self.max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:
@@ -56,9 +65,7 @@ class BodySizeLimit:
                 await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps(
-            {"error": "PAYLOAD_TOO_LARGE", "message": f"The request body exceeds {self.max_bytes} bytes."}
-        ).encode()
+        body = json.dumps({"error": "PAYLOAD_TOO_LARGE", "message": _message(self.max_bytes)}).encode()
         await send(
             {
                 "type": "http.response.start",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.api.limits import MAX_BODY_BYTES
 from app.api.schemas.common import ErrorBody
 
 _DESCRIPTIONS = {
@@ -13,11 +14,24 @@ _DESCRIPTIONS = {
     404: "Not found, or not visible to the caller (Kafka code 62)",
     409: "Changed concurrently; retry",
     410: "Token expired (Kafka code 66)",
-    413: "Request body too large",
+    413: f"Request body larger than {MAX_BODY_BYTES} bytes",
     422: "The request does not validate",
+    429: "Too many failed logins or token verifies from this address or for this principal; retry after "
+    "Retry-After seconds",
     503: "ZooKeeper or the audit database unreachable; retry after Retry-After seconds",
 }
 
 
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}
+
+
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    return {status: {"model": ErrorBody, "description": _DESCRIPTIONS[status]} for status in statuses}
+    """Wherever credentials are checked (401) the brute-force defence may answer 429 too."""
+    if 401 in statuses:
+        statuses = tuple(sorted({*statuses, 429}))
+    responses: dict[int | str, dict[str, Any]] = {}
+    for status in statuses:
+        responses[status] = {"model": ErrorBody, "description": _DESCRIPTIONS[status]}
+        if status == 429:
+            responses[status]["headers"] = _RETRY_AFTER
+    return responses

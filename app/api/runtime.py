@@ -5,10 +5,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from app.auth.attempt_guard import AttemptGuard, guard_for
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
 from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.acl import AclAuthorizer
+from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
@@ -50,6 +52,7 @@ class Runtime:
     sweeper_leadership: Leadership
     reconciler: AuditReconciler
     authenticator: Authenticator
+    attempt_guards: list[AttemptGuard]
 
     def start(self) -> None:
         if isinstance(self.audit_log, SqlAuditLog):
@@ -64,11 +67,38 @@ class Runtime:
         self.sweeper_leadership.start()
 
     def stop(self) -> None:
+        for guard in self.attempt_guards:  # bursts still open are audited, not lost with the process
+            guard.flush()
         self.sweeper_leadership.stop()
         self.reconciler.stop()
         self.token_cache.stop()
         self.acl_cache.stop()
         self.zk.stop()
+
+
+def zk_connection(settings: Settings) -> ZkConnection:
+    """The ZooKeeper session of these settings: address, timeouts, login, TLS and znode ACL policy."""
+    return ZkConnection(
+        settings.zookeeper_connect,
+        session_timeout_ms=settings.zookeeper_session_timeout_ms,
+        security=settings.zookeeper_security,
+    )
+
+
+def check_zookeeper(settings: Settings) -> None:
+    """Connect once before serving, so an unreachable ZooKeeper or a rejected login is one line from the CLI
+    (StoreUnavailable) rather than a start-up traceback in the log."""
+    zk = zk_connection(settings)
+    kazoo_log = logging.getLogger("kazoo")
+    level = kazoo_log.level
+    # Logging is configured later, by serve(): until then kazoo's retry warnings would reach stderr
+    # around the one line the CLI prints, which already says what went wrong.
+    kazoo_log.setLevel(logging.CRITICAL)
+    try:
+        zk.start()
+        zk.stop()
+    finally:
+        kazoo_log.setLevel(level)
 
 
 def build_runtime(
@@ -81,7 +111,7 @@ def build_runtime(
     """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
     ``audit_observer`` is told how each action ended (the metrics)."""
     clock = clock or SystemClock()
-    zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
+    zk = zk_connection(settings)
     if audit_log is None:
         audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
     intents = ZkIntentStore(zk)
@@ -97,6 +127,8 @@ def build_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
+    verify_guard = guard_for(settings, auditor, clock, Action.TOKEN_VERIFY)
+    login_guard = guard_for(settings, auditor, clock, Action.AUTHENTICATION)
     tokens = TokenService(
         token_store,
         token_cache,
@@ -108,6 +140,7 @@ def build_runtime(
         authorizer=authorizer,
         clock=clock,
         auditor=auditor,
+        verify_guard=verify_guard,
     )
     sweeper = Sweeper(
         token_store,
@@ -135,5 +168,7 @@ def build_runtime(
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
             auditor=auditor,
+            guard=login_guard,
         ),
+        attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
     )

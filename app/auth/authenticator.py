@@ -4,6 +4,10 @@ becomes a ``Caller``; anything else is NotAuthenticated.
 A request with an ``Authorization`` header is that principal (as a SASL login over an SSL listener is in
 Kafka); otherwise the certificate's subject, mapped by ``ssl.principal.mapping.rules``, is ``User:<name>``.
 With ``ssl.client.auth=required`` a request without a verified certificate is refused whatever it carries.
+
+With an ``AttemptGuard`` (the brute-force defence, ``app/domain/throttle.py``), a client address and
+claimed principal (Basic user name or Bearer token id) that failed too often are refused with 429 before
+any password hashing or ZooKeeper read, and failures are audited once per burst rather than per attempt.
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ import binascii
 import re
 import ssl
 
+from app.auth.attempt_guard import AttemptGuard
 from app.auth.basic import BasicAuthenticator
 from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
+from app.domain.throttle import token_subject
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
@@ -37,28 +43,36 @@ class Authenticator:
         client_auth: str = "none",
         mapper: SslPrincipalMapper | None = None,
         auditor: Auditor | None = None,
+        guard: AttemptGuard | None = None,
     ) -> None:
         self._basic = basic
         self._tokens = tokens
         self._auditor = auditor
+        self._guard = guard
         self._client_auth = client_auth
         self._mapper = mapper or SslPrincipalMapper.from_rules("DEFAULT")
 
     def authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None = None) -> Caller:
+        if self._guard is None:
+            return self._audited(authorization, host, client_cert_pem)
+        scheme, principal, token_id = _claimed_identity(authorization, client_cert_pem)
+        subject = principal or (token_subject(token_id) if token_id else None)
+        self._guard.admit(host, subject, lambda: _denied(scheme, principal, token_id, "Too many failed attempts."))
+        try:
+            caller = self._authenticate(authorization, host, client_cert_pem)
+        except NotAuthenticated as exc:
+            self._guard.failed(host, subject, _denied(scheme, principal, token_id, exc.message))
+            raise
+        self._guard.succeeded(host, subject)
+        return caller
+
+    def _audited(self, authorization: str | None, host: str, client_cert_pem: str | None) -> Caller:
+        """Without a guard: every failure is its own audit event."""
         try:
             return self._authenticate(authorization, host, client_cert_pem)
         except NotAuthenticated as exc:
             if self._auditor is not None:
-                scheme, principal, token_id = _claimed_identity(authorization, client_cert_pem)
-                self._auditor.record(
-                    AuditEvent(
-                        Action.AUTHENTICATION,
-                        Outcome.DENIED,
-                        principal=principal,
-                        token_id=token_id,
-                        details={"scheme": scheme, "reason": exc.message},
-                    )
-                )
+                self._auditor.record(_denied(*_claimed_identity(authorization, client_cert_pem), exc.message))
             raise
 
     def _authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None) -> Caller:
@@ -116,13 +130,25 @@ class Authenticator:
         return KafkaPrincipal.user(name)
 
 
+def _denied(scheme: str, principal: str | None, token_id: str | None, reason: str) -> AuditEvent:
+    return AuditEvent(
+        Action.AUTHENTICATION,
+        Outcome.DENIED,
+        principal=principal,
+        token_id=token_id,
+        details={"scheme": scheme, "reason": reason},
+    )
+
+
 def _claimed_identity(authorization: str | None, client_cert_pem: str | None) -> tuple[str, str | None, str | None]:
-    """(scheme, claimed principal, token id) of a failed login, for the audit trail. Never the password or
-    the HMAC: only the user name of Basic credentials and the token id of Bearer ones."""
+    """(scheme, claimed principal, token id) of a login, for the throttle and the audit trail. Never the
+    password or the HMAC: only the user name of Basic credentials and the token id of Bearer ones."""
     if not authorization:
         return ("certificate" if client_cert_pem else "none"), None, None
     scheme, _, credentials = authorization.partition(" ")
     scheme = scheme.lower()[:16]
+    if len(authorization) > MAX_AUTHORIZATION_LENGTH:
+        return scheme, None, None
     if scheme == "basic":
         try:
             user_name = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")[0]

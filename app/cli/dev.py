@@ -8,12 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.api.runtime import zk_connection
 from app.auth.scram import derive
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.settings import Settings, load_settings, read_properties
-from app.storage.zk.connection import ZkConnection
 from app.storage.zk.user_store import ZkUserStore
 
 ADMIN_USER = "admin"
@@ -33,7 +33,7 @@ def _secret_key(data_dir: Path) -> str:
 
 def _ensure_admin(settings: Settings) -> str | None:
     """Create the admin's credentials; returns a generated password (to print once), else None."""
-    zk = ZkConnection(settings.zookeeper_connect, session_timeout_ms=settings.zookeeper_session_timeout_ms)
+    zk = zk_connection(settings)
     zk.start()
     try:
         users = ZkUserStore(zk)

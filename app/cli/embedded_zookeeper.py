@@ -17,6 +17,21 @@ from pathlib import Path
 JAVA_DIR = Path("/usr/share/java")
 CLASSPATH_JARS = ("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-nop.jar")
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+# What ``serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory`` (a ``secureClientPort``,
+# TLS) needs besides CLASSPATH_JARS; Debian's libnetty-java, a dependency of the zookeeper package.
+NETTY_JARS = tuple(
+    f"netty-{name}.jar"
+    for name in (
+        "buffer",
+        "codec",
+        "common",
+        "handler",
+        "resolver",
+        "transport",
+        "transport-native-epoll",
+        "transport-native-unix-common",
+    )
+)
 
 
 PR_SET_PDEATHSIG = 1
@@ -65,14 +80,17 @@ class EmbeddedZooKeeper:
         myid: int | None = None,
         extra_config: tuple[str, ...] = (),
         jvm_options: tuple[str, ...] = (),
+        extra_jars: tuple[str, ...] = (),
     ) -> None:
-        """``myid`` and ``extra_config`` (``server.N=...`` lines) make this server one of an ensemble."""
+        """``myid`` and ``extra_config`` (``server.N=...`` lines) make this server one of an ensemble.
+        ``extra_jars`` are more jars of JAVA_DIR for the classpath (NETTY_JARS for TLS)."""
         self.data_dir = data_dir
         self.port = port or free_port()
         self.tick_ms = tick_ms
         self.myid = myid
         self.extra_config = extra_config
         self.jvm_options = jvm_options
+        self.extra_jars = extra_jars
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -103,7 +121,7 @@ class EmbeddedZooKeeper:
                 )
             )
         )
-        classpath = ":".join(str(JAVA_DIR / jar) for jar in CLASSPATH_JARS)
+        classpath = ":".join(str(JAVA_DIR / jar) for jar in (*CLASSPATH_JARS, *self.extra_jars))
         log = (self.data_dir / "zookeeper.log").open("ab")
         self.process = subprocess.Popen(  # noqa: S603 - fixed command line, no shell
             ["java", "-Xmx256m", *self.jvm_options, "-cp", classpath, MAIN_CLASS, str(config)],  # noqa: S607

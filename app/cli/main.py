@@ -34,10 +34,12 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         if args.command == "serve":
+            from app.api.runtime import check_zookeeper
             from app.cli.serve import prepare_audit_database, serve
 
             settings = load_settings(args.config)
             prepare_audit_database(settings)
+            check_zookeeper(settings)
             return serve(settings)
         if args.command == "dev":
             from app.cli.dev import dev

@@ -1,16 +1,25 @@
-"""``kts serve``: run the service under uvicorn with settings from a properties file and ``KTS_*``."""
+"""``kts serve``: run the service under uvicorn with settings from a properties file and ``KTS_*``.
+
+An https listener gets the TLS policy of ``app/cli/tls_protocol.py`` (TLS 1.2+, forward-secret AEAD
+ciphers). A plain http listener on an address other than loopback starts with a loud warning: callers'
+passwords and token HMACs would cross the network in clear text, which Kafka itself never allows for
+token requests; it is legitimate only behind a TLS-terminating mesh or proxy.
+"""
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import signal
 import ssl
+import sys
 from typing import Any
 
 import uvicorn
 
 from app.api.app import create_app
 from app.cli.logging_config import LogFormat, configure_logging
-from app.cli.tls_protocol import TlsAwareH11Protocol
+from app.cli.tls_protocol import TlsAwareH11Protocol, harden
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings
 from app.storage.audit import migrations
@@ -19,6 +28,38 @@ from app.storage.audit.database import describe_url, make_engine
 # "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
 # HTTP 401 that says why instead of an opaque TLS alert.
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
+log = logging.getLogger(__name__)
+
+
+class HardenedConfig(uvicorn.Config):
+    """uvicorn's configuration with the TLS policy applied to the context it builds."""
+
+    def load(self) -> None:
+        super().load()
+        if self.ssl is not None:
+            harden(self.ssl)
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name: it may well resolve to a public address
+
+
+def plaintext_warning(settings: Settings) -> str | None:
+    """The start-up warning for token requests over plain HTTP beyond this host, or None."""
+    if settings.listener_scheme != "http" or is_loopback(settings.listener_host):
+        return None
+    return (
+        f"kts serves token requests over plain HTTP on {settings.listener_host}:{settings.listener_port}, "
+        "a non-loopback address: passwords, token HMACs and new tokens cross the network in clear text. "
+        "Kafka refuses delegation token requests on PLAINTEXT listeners for this reason. This is acceptable "
+        "only behind a TLS-terminating service mesh or proxy; otherwise use an https:// listener with "
+        "ssl.certfile and ssl.keyfile."
+    )
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
@@ -57,8 +98,12 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     # Passwords, HMACs and the secret key never reach a log line: kts logs none, and kazoo's debug
     # logging of request payloads stays off (configure_logging).
     configure_logging(settings.log_format or default_log_format)
+    warning = plaintext_warning(settings)
+    if warning is not None:  # loud on purpose: in the log for collectors, on stderr for the operator
+        log.warning(warning)
+        print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
+    config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup

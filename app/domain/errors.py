@@ -15,6 +15,7 @@
     ├── NotAuthenticated            no, malformed or wrong credentials
     ├── CredentialNotFound          no SCRAM credential of that mechanism for that user
     ├── ConcurrentModification      a compare-and-set lost against another writer
+    ├── TooManyAttempts             too many failed logins or verifies; retry after ``retry_after_s``
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
@@ -97,6 +98,14 @@ class CredentialNotFound(KtsError):
 
 class ConcurrentModification(KtsError):
     name = "CONCURRENT_MODIFICATION"
+
+
+class TooManyAttempts(KtsError):
+    name = "TOO_MANY_ATTEMPTS"
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(f"Too many failed attempts; retry after {retry_after_s} seconds.")
+        self.retry_after_s = retry_after_s
 
 
 class StoreUnavailable(KtsError):

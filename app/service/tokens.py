@@ -6,7 +6,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -14,11 +14,15 @@ from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
 from app.domain.errors import ConcurrentModification, KtsError, TokenNotFound
 from app.domain.principal import KafkaPrincipal
+from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.audit import Auditor
 from app.service.ports import StoredToken, TokenStore, TokenView
+
+if TYPE_CHECKING:
+    from app.auth.attempt_guard import AttemptGuard
 
 # A renew and an expire of one token racing on two replicas: the loser re-reads and decides again.
 MAX_CAS_ATTEMPTS = 8
@@ -55,8 +59,10 @@ class TokenService:
         authorizer: Authorizer,
         clock: Clock,
         auditor: Auditor,
+        verify_guard: AttemptGuard | None = None,
     ) -> None:
         self._store = store
+        self._verify_guard = verify_guard
         self._view = view
         self._secret = secret
         self._policy = policy
@@ -162,10 +168,22 @@ class TokenService:
         return token if token.authenticates_at(self._clock.now_ms()) else None
 
     def verify_for(self, caller: Caller, token_id: str, mac: bytes) -> TokenInformation | None:
-        """``verify`` on behalf of a caller of /v1/tokens/verify; failures are audited."""
+        """``verify`` on behalf of a caller of /v1/tokens/verify; failures are audited. With a guard, a
+        caller's address that failed too often (for this token or any) gets TooManyAttempts before any
+        check, and failures are audited once per burst."""
+        guard = self._verify_guard
+        if guard is None:
+            token = self.verify(token_id, mac)
+            if token is None:
+                self._auditor.record(_event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
+            return token
+        subject = token_subject(token_id)
+        guard.admit(caller.host, subject, lambda: _event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
         token = self.verify(token_id, mac)
         if token is None:
-            self._auditor.record(_event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
+            guard.failed(caller.host, subject, _event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
+        else:
+            guard.succeeded(caller.host, subject)
         return token
 
     def _created(self, token: TokenInformation, intent: str) -> None:

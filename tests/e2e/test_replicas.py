@@ -25,6 +25,7 @@ def _settings(zk_connect: str, **extra: str) -> dict[str, str]:
         "KTS_ZOOKEEPER_CONNECT": zk_connect,
         "KTS_DELEGATION_TOKEN_SECRET_KEY": SECRET,
         "KTS_SUPER_USERS": "User:admin",
+        "KTS_AUTH_FAILURES_MAX": "0",  # polling for a token not yet replicated is a run of failed verifies
         **extra,
     }
 

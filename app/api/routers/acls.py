@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, status
 
 from app.api.deps import Acls, CurrentCaller
 from app.api.responses import error_responses
-from app.api.schemas.acls import Acl, AclList, DeletedAcls
+from app.api.schemas.acls import Acl, AclList, DeletedAcls, StoredAcl
 from app.domain.acl import MAX_RESOURCE_NAME_LENGTH, AclFilter, PatternType
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
 
@@ -33,17 +33,20 @@ Filter = Annotated[AclFilter, Depends(acl_filter)]
 
 
 @router.post(
-    "", status_code=status.HTTP_201_CREATED, response_model=Acl, responses=error_responses(401, 403, 409, 413, 422, 503)
+    "",
+    status_code=status.HTTP_201_CREATED,
+    response_model=StoredAcl,
+    responses=error_responses(401, 403, 409, 413, 422, 503),
 )
-def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> Acl:
-    return Acl.of(acls.create(caller, body.binding()))
+def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> StoredAcl:
+    return StoredAcl.of(acls.create(caller, body.binding()))
 
 
 @router.get("", response_model=AclList, responses=error_responses(401, 403, 422, 503))
 def list_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> AclList:
-    return AclList(acls=[Acl.of(binding) for binding in acls.describe(caller, selector)])
+    return AclList(acls=[StoredAcl.of(binding) for binding in acls.describe(caller, selector)])
 
 
 @router.delete("", response_model=DeletedAcls, responses=error_responses(401, 403, 409, 422, 503))
 def delete_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> DeletedAcls:
-    return DeletedAcls(deleted=[Acl.of(binding) for binding in acls.delete(caller, selector)])
+    return DeletedAcls(deleted=[StoredAcl.of(binding) for binding in acls.delete(caller, selector)])

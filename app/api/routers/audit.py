@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -9,12 +10,15 @@ from pydantic import BaseModel
 
 from app.api.deps import Audit, CurrentCaller
 from app.api.responses import error_responses
+from app.api.schemas.common import INT64_MAX, PRINTABLE_PATTERN
 from app.domain.audit import Action, EventQuery, Outcome
 from app.domain.errors import InvalidInput
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 MAX_PAGE = 1000
+MAX_CURSOR_LENGTH = 19  # an event id: a positive signed 64-bit integer in ASCII digits
+_CURSOR = re.compile(rf"[0-9]{{1,{MAX_CURSOR_LENGTH}}}")
 
 
 class Event(BaseModel):
@@ -42,16 +46,16 @@ class EventPage(BaseModel):
 def list_events(
     caller: CurrentCaller,
     audit: Audit,
-    tokenId: Annotated[str | None, Query(max_length=64)] = None,
-    principal: Annotated[str | None, Query(max_length=MAX_PRINCIPAL_LENGTH)] = None,
+    tokenId: Annotated[str | None, Query(max_length=64, pattern=PRINTABLE_PATTERN)] = None,
+    principal: Annotated[str | None, Query(max_length=MAX_PRINCIPAL_LENGTH, pattern=PRINTABLE_PATTERN)] = None,
     action: Action | None = None,
     outcome: Outcome | None = None,
-    since: Annotated[int | None, Query(ge=0, description="ms since the epoch, inclusive")] = None,
-    until: Annotated[int | None, Query(ge=0, description="ms since the epoch, exclusive")] = None,
+    since: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="ms since the epoch, inclusive")] = None,
+    until: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="ms since the epoch, exclusive")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    cursor: Annotated[str | None, Query(max_length=20)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> EventPage:
-    if cursor is not None and not cursor.isdigit():
+    if cursor is not None and not (_CURSOR.fullmatch(cursor) and int(cursor) <= INT64_MAX):
         raise InvalidInput("The cursor is not one this service returned.")
     query = EventQuery(
         token_id=tokenId,

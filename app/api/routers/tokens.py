@@ -33,6 +33,7 @@ from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
 TokenIdPath = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, max_length=64)]
 MAX_PAGE = 1000
+MAX_CURSOR_LENGTH = 86  # unpadded base64 of the longest token id (64 characters)
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 
@@ -74,7 +75,7 @@ def describe_tokens(
     tokens: Tokens,
     owner: Annotated[list[PrincipalText] | None, Query(max_length=MAX_OWNER_FILTERS)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
-    cursor: Annotated[str | None, Query(max_length=256)] = None,
+    cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> TokenList:
     owners = None if owner is None else [KafkaPrincipal.parse(item) for item in owner]
     page = tokens.describe(caller, owners, limit=limit, after=_decode_cursor(cursor))

@@ -8,11 +8,11 @@ from fastapi import APIRouter, Path, Query
 
 from app.api.deps import CurrentCaller, Users
 from app.api.responses import error_responses
-from app.api.schemas.users import MAX_USER_NAME_LENGTH, CredentialResponse, SetCredentialRequest
+from app.api.schemas.users import CredentialResponse, SetCredentialRequest, UserName
 from app.domain.credentials import Mechanism
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
-UserNamePath = Annotated[str, Path(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
+UserNamePath = Annotated[UserName, Path(description="The SCRAM user name: no control characters, not '.' or '..'.")]
 
 
 @router.put(

@@ -39,8 +39,21 @@ class Acl(RequestModel):
             AccessControlEntry(self.principal, self.host, self.operation, self.permissionType),
         )
 
+
+class StoredAcl(BaseModel):
+    """An ACL as ZooKeeper holds it. kafka-acls.sh may have written any resource type, name, principal or
+    host there, so a response is not held to the limits of a request: one such ACL must not break a listing."""
+
+    resourceType: str
+    resourceName: str
+    patternType: PatternType
+    principal: str
+    host: str
+    operation: str
+    permissionType: str
+
     @classmethod
-    def of(cls, binding: AclBinding) -> Acl:
+    def of(cls, binding: AclBinding) -> StoredAcl:
         return cls(
             resourceType=binding.pattern.resource_type,
             resourceName=binding.pattern.name,
@@ -53,8 +66,8 @@ class Acl(RequestModel):
 
 
 class AclList(BaseModel):
-    acls: list[Acl]
+    acls: list[StoredAcl]
 
 
 class DeletedAcls(BaseModel):
-    deleted: list[Acl]
+    deleted: list[StoredAcl]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, WithJsonSchema
 
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import MAX_PRINCIPAL_LENGTH, KafkaPrincipal
@@ -14,6 +14,8 @@ INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 MAX_RENEWERS = 100
 MAX_OWNER_FILTERS = 100
+# Free text a filter or a name may hold: no control characters (ZooKeeper and PostgreSQL refuse NUL).
+PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
 
 
 def _principal(text: str) -> str:
@@ -30,7 +32,13 @@ PrincipalText = Annotated[
     AfterValidator(_principal),
     Field(examples=["User:alice"]),
 ]
-Int64 = Annotated[int, Field(ge=INT64_MIN, le=INT64_MAX, strict=True)]
+Int64 = Annotated[
+    int,
+    Field(ge=INT64_MIN, le=INT64_MAX, strict=True),
+    # FastAPI's OpenAPI model holds bounds as floats, which would document 2**63 - 1 as 2**63; the
+    # OpenAPI format names the signed 64-bit range exactly.
+    WithJsonSchema({"type": "integer", "format": "int64"}),
+]
 TokenIdText = Annotated[str, StringConstraints(pattern=TOKEN_ID_PATTERN), Field(examples=["E8gTWaIxRUOaSRH7wY3N1w"])]
 HmacText = Annotated[
     str,

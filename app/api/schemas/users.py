@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from app.api.schemas.common import RequestModel
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism
@@ -12,8 +12,17 @@ from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism
 MAX_USER_NAME_LENGTH = 255
 MAX_PASSWORD_LENGTH = 1024
 
+
+def _storable(name: str) -> str:
+    if name in (".", ".."):  # the znode name would be a relative path segment, which ZooKeeper refuses
+        raise ValueError("A user name cannot be '.' or '..'.")
+    return name
+
+
 UserName = Annotated[
-    str, StringConstraints(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")
+    str,
+    StringConstraints(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    AfterValidator(_storable),
 ]
 
 

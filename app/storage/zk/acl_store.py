@@ -85,16 +85,15 @@ class ZkAclStore:
                 return before, after
             transaction = self._zk.client.transaction()
             if version < 0:
-                transaction.create(path, acl_codec.encode_entries(after))
+                transaction.create(path, acl_codec.encode_entries(after), acl=self._zk.acl_for(path))
             elif after:
                 transaction.set_data(path, acl_codec.encode_entries(after), version=version)
             else:
                 transaction.delete(path, version=version)
-            transaction.create(
-                f"{acl_changes(prefixed)}/{ACL_CHANGE_NAME_PREFIX}", acl_codec.encode_change(pattern), sequence=True
-            )
+            change = f"{acl_changes(prefixed)}/{ACL_CHANGE_NAME_PREFIX}"
+            transaction.create(change, acl_codec.encode_change(pattern), acl=self._zk.acl_for(change), sequence=True)
             if intent is not None:
-                transaction.create(intent, b"")
+                transaction.create(intent, b"", acl=self._zk.acl_for(intent))
             failure = self._zk.commit(transaction)
             if failure is None:
                 return before, after

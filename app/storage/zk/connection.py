@@ -1,4 +1,8 @@
-"""One kazoo session per process, and the single place where kazoo's errors become domain errors."""
+"""One kazoo session per process, and the single place where kazoo's errors become domain errors.
+
+The session authenticates and encrypts as ``ZkClientSecurity`` says, and every znode kts creates gets the
+ACL ``acl_for(path)`` chooses (``acls_for_paths.py``), as brokers make them.
+"""
 
 from __future__ import annotations
 
@@ -9,19 +13,24 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     ConnectionClosedError,
     ConnectionLoss,
     NoAuthError,
+    NodeExistsError,
     NoNodeError,
     OperationTimeoutError,
     RolledBackError,
+    SessionClosedRequireSaslError,
     SessionExpiredError,
     ZookeeperError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import KazooState
+from kazoo.protocol.states import KazooState, KeeperState
+from kazoo.security import ACL
 
 from app.domain.errors import StoreUnavailable
+from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.paths import PERSISTENT_PATHS
 
@@ -54,17 +63,56 @@ def translated_errors() -> Iterator[None]:
         raise StoreUnavailable("ZooKeeper is not reachable right now; retry shortly.") from exc
     except NoAuthError as exc:
         raise StoreUnavailable("ZooKeeper refused kts access to its znodes (check zookeeper ACLs).") from exc
+    except (AuthFailedError, SessionClosedRequireSaslError) as exc:
+        raise StoreUnavailable("ZooKeeper rejected kts's login (check the zookeeper.sasl settings).") from exc
+
+
+def _sasl_rejection_is_auth_failure(client: KazooClient) -> None:
+    """kazoo (2.11) handles a refused SASL login only when ZooKeeper answers AUTHFAILED. A server that
+    enforces authentication (``enforce.auth.enabled``) answers SESSIONCLOSEDREQUIRESASLAUTH instead, which
+    kills kazoo's connection thread and leaves every later request hanging. Turn that answer into the
+    AuthFailedError kazoo handles: the session becomes AUTH_FAILED and pending requests fail at once."""
+    connection = getattr(client, "_connection", None)
+    authenticate = getattr(connection, "_authenticate_with_sasl", None)
+    if authenticate is None:
+        return
+
+    def authenticate_or_fail(host: str, timeout: float) -> None:
+        try:
+            authenticate(host, timeout)
+        except SessionClosedRequireSaslError as exc:
+            raise AuthFailedError("ZooKeeper closed the session: SASL authentication failed") from exc
+
+    connection._authenticate_with_sasl = authenticate_or_fail  # type: ignore[union-attr]
 
 
 class ZkConnection:
-    def __init__(self, connect: str, *, session_timeout_ms: int, request_timeout_s: float = 10.0) -> None:
+    def __init__(
+        self,
+        connect: str,
+        *,
+        session_timeout_ms: int,
+        request_timeout_s: float = 10.0,
+        security: ZkClientSecurity | None = None,
+    ) -> None:
         self._hosts, self._chroot = split_connect_string(connect)
         self._session_timeout_s = session_timeout_ms / 1000
         self.request_timeout_s = request_timeout_s
-        self.client = KazooClient(hosts=self._hosts + self._chroot, timeout=self._session_timeout_s)
+        self.security = security or ZkClientSecurity()
+        self._acls = self.security.acls
+        self.client = self._new_client(self._hosts + self._chroot)
         self._state = KazooState.LOST
         self.client.add_listener(self._on_state)
         self._multi_read = True
+
+    def _new_client(self, hosts: str) -> KazooClient:
+        client = KazooClient(hosts=hosts, timeout=self._session_timeout_s, **self.security.kazoo_options())
+        _sasl_rejection_is_auth_failure(client)
+        return client
+
+    def acl_for(self, path: str) -> list[ACL]:
+        """The ACL a znode created at ``path`` (relative to the chroot) gets."""
+        return self._acls.for_path(path)
 
     def _on_state(self, state: KazooState) -> None:
         if state != self._state:
@@ -73,21 +121,57 @@ class ZkConnection:
 
     def start(self, timeout_s: float = 15.0) -> None:
         """Connect, create the chroot if missing (as brokers do), then the persistent parents."""
+        client = self.client
         try:
             if self._chroot:
-                bootstrap = KazooClient(hosts=self._hosts, timeout=self._session_timeout_s)
-                bootstrap.start(timeout=timeout_s)
+                client = self._new_client(self._hosts)
+                client.start(timeout=timeout_s)
                 try:
-                    bootstrap.ensure_path(self._chroot)
+                    self._ensure_paths(client, [self._chroot])
                 finally:
-                    bootstrap.stop()
-                    bootstrap.close()
-            self.client.start(timeout=timeout_s)
-            for path in PERSISTENT_PATHS:
-                self.client.ensure_path(path)
+                    client.stop()
+                    client.close()
+                client = self.client
+            client.start(timeout=timeout_s)
+            self._ensure_paths(client, PERSISTENT_PATHS)
         except (*_UNAVAILABLE, ZookeeperError) as exc:
+            # A refused SASL login can also surface as a time-out of start(): the session turned
+            # AUTH_FAILED right after kazoo announced it connected, so ask the session, not the exception.
+            login_rejected = client.client_state == KeeperState.AUTH_FAILED
             self.stop()
+            if isinstance(exc, SessionClosedRequireSaslError) and self.security.login is None:
+                raise StoreUnavailable(
+                    f"ZooKeeper at {self._hosts} requires a SASL login: set zookeeper.sasl.username and "
+                    "zookeeper.sasl.password, or zookeeper.jaas.file"
+                ) from exc
+            if login_rejected or isinstance(exc, AuthFailedError | SessionClosedRequireSaslError):
+                raise StoreUnavailable(
+                    f"ZooKeeper at {self._hosts} rejected the login of {self.security.identity}: check "
+                    "zookeeper.sasl.username and zookeeper.sasl.password, or the Client section of zookeeper.jaas.file"
+                ) from exc
+            if isinstance(exc, NoAuthError):
+                raise StoreUnavailable(
+                    f"ZooKeeper at {self._hosts} refused {self.security.identity} access to the znodes under "
+                    f"{self._chroot or '/'}: their ACLs admit another identity (log in as the brokers do)"
+                ) from exc
             raise StoreUnavailable(f"cannot connect to ZooKeeper at {self._hosts}: {exc!r}") from exc
+
+    def _ensure_paths(self, client: KazooClient, paths: tuple[str, ...] | list[str]) -> None:
+        """Create each path and its missing parents, each with its own ACL (as Kafka's
+        ``createRecursive`` does; kazoo's ``ensure_path`` would give the parents the child's ACL)."""
+        done: set[str] = set()
+        for path in paths:
+            parts = path.strip("/").split("/")
+            for depth in range(1, len(parts) + 1):
+                prefix = "/" + "/".join(parts[:depth])
+                if prefix in done:
+                    continue
+                if client.exists(prefix) is None:
+                    try:
+                        client.create(prefix, b"", acl=self._acls.for_path(prefix))
+                    except NodeExistsError:
+                        pass  # another replica created it meanwhile
+                done.add(prefix)
 
     def stop(self) -> None:
         try:

@@ -12,6 +12,7 @@ TOKEN_CHANGE_PREFIX = f"{TOKEN_CHANGES}/token_change_"
 
 CONFIG_ROOT = "/config"
 CONFIG_USERS = f"{CONFIG_ROOT}/users"
+CONFIG_BROKERS = f"{CONFIG_ROOT}/brokers"  # kts never writes it; named for the ACL policy (acls_for_paths.py)
 CONFIG_CHANGES = f"{CONFIG_ROOT}/changes"
 CONFIG_CHANGE_PREFIX = f"{CONFIG_CHANGES}/config_change_"
 

@@ -76,7 +76,8 @@ class ZkTokenStore:
 
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
-        transaction.create(token_path(token.token_id), token_codec.encode(token, self._znode_version))
+        path = token_path(token.token_id)
+        transaction.create(path, token_codec.encode(token, self._znode_version), acl=self._zk.acl_for(path))
         self._notify(transaction, token.token_id, intent)
         self._commit(transaction, token.token_id)
         return StoredToken(token, 0)
@@ -98,13 +99,15 @@ class ZkTokenStore:
         self._notify(transaction, token_id, intent)
         self._commit(transaction, token_id)
 
-    @staticmethod
-    def _notify(transaction: object, token_id: str, intent: str | None) -> None:
+    def _notify(self, transaction: object, token_id: str, intent: str | None) -> None:
         transaction.create(  # type: ignore[attr-defined]
-            TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True
+            TOKEN_CHANGE_PREFIX,
+            notification_codec.token_change(token_id),
+            acl=self._zk.acl_for(TOKEN_CHANGE_PREFIX),
+            sequence=True,
         )
         if intent is not None:
-            transaction.create(intent, b"")  # type: ignore[attr-defined]
+            transaction.create(intent, b"", acl=self._zk.acl_for(intent))  # type: ignore[attr-defined]
 
     def _commit(self, transaction: object, token_id: str) -> None:
         failure = self._zk.commit(transaction)

@@ -22,6 +22,8 @@ class ZkUserStore:
         self._zk = zk
 
     def _read(self, user_name: str) -> tuple[dict[str, str], int] | None:
+        if user_name in (".", ".."):  # sanitized, still a relative path segment: no znode can hold this user
+            return None
         self._zk.ensure_connected()
         try:
             data, stat = self._zk.wait(self._zk.client.get_async(user_config_path(user_name)))
@@ -67,10 +69,17 @@ class ZkUserStore:
             data = user_config_codec.encode(edit(config))
             transaction = self._zk.client.transaction()
             if version < 0:
-                transaction.create(path, data)
+                transaction.create(path, data, acl=self._zk.acl_for(path))
             else:
                 transaction.set_data(path, data, version=version)
-            transaction.create(CONFIG_CHANGE_PREFIX, notification_codec.user_config_change(user_name), sequence=True)
+            transaction.create(
+                CONFIG_CHANGE_PREFIX,
+                notification_codec.user_config_change(user_name),
+                acl=self._zk.acl_for(CONFIG_CHANGE_PREFIX),
+                sequence=True,
+            )
+            if intent is not None:
+                transaction.create(intent, b"", acl=self._zk.acl_for(intent))
             failure = self._zk.commit(transaction)
             if failure is None:
                 return

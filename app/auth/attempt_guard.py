@@ -1,0 +1,95 @@
+"""Applies a ``FailureThrottle`` (``app/domain/throttle.py``) to one kind of attempt, logins or token
+verifies, and writes the audit records it plans: an attempt that opens a burst in full, the rest of the
+burst as ``{"throttled": true, "attempts": n, ...}`` records of the same action.
+
+A refused attempt raises ``TooManyAttempts`` (429 with Retry-After) before its credentials are looked at.
+A summary written while serving another client's request carries the summarised client's address.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
+from app.domain.clock import Clock
+from app.domain.errors import TooManyAttempts
+from app.domain.throttle import AuditPlan, BurstSummary, FailureThrottle, ThrottlePolicy
+from app.service.audit import Auditor, request_context
+from app.settings import Settings
+
+_TOKEN_PREFIX = "DelegationToken:"
+
+
+def guard_for(settings: Settings, auditor: Auditor, clock: Clock, action: Action) -> AttemptGuard | None:
+    """The guard of one kind of attempt under the ``auth.failures.*`` settings; None when turned off."""
+    if settings.auth_failures_max == 0:
+        return None
+    policy = ThrottlePolicy(
+        max_failures=settings.auth_failures_max,
+        address_max_failures=settings.auth_failures_address_max,
+        window_ms=settings.auth_failures_window_ms,
+        max_keys=settings.auth_throttle_max_keys,
+    )
+    return AttemptGuard(FailureThrottle(policy, clock), auditor, action)
+
+
+class AttemptGuard:
+    def __init__(self, throttle: FailureThrottle, auditor: Auditor, action: Action) -> None:
+        self._throttle = throttle
+        self._auditor = auditor
+        self._action = action
+
+    def admit(self, address: str, subject: str | None, describe: Callable[[], AuditEvent]) -> None:
+        """Raise TooManyAttempts while ``address`` (claiming ``subject``) is throttled. ``describe`` builds
+        the attempt's own denied event, called only when it has to be recorded."""
+        admission = self._throttle.admit(address, subject)
+        if not admission.refused:
+            self._write(admission.audit, None)
+            return
+        retry_after_s = max(1, math.ceil(admission.retry_after_ms / 1000))
+        self._write(
+            admission.audit,
+            lambda: describe().ended(Outcome.DENIED, throttled=True, attempts=1, retryAfterS=retry_after_s),
+        )
+        raise TooManyAttempts(retry_after_s)
+
+    def failed(self, address: str, subject: str | None, event: AuditEvent) -> None:
+        self._write(self._throttle.failed(address, subject), lambda: event)
+
+    def succeeded(self, address: str, subject: str | None) -> None:
+        self._throttle.succeeded(address, subject)
+
+    def flush(self) -> None:
+        """Record every attempt not yet recorded (at shutdown)."""
+        self._write(AuditPlan(summaries=tuple(self._throttle.flush())), None)
+
+    def _write(self, plan: AuditPlan, attempt: Callable[[], AuditEvent] | None) -> None:
+        if plan.record_attempt and attempt is not None:
+            self._auditor.record(attempt())
+        for summary in plan.summaries:
+            self._record_summary(summary)
+
+    def _record_summary(self, summary: BurstSummary) -> None:
+        current = request_context.get()
+        context = current if current.client_address == summary.address else RequestContext(None, summary.address)
+        subject = summary.subject or ""
+        token_id = subject.removeprefix(_TOKEN_PREFIX) if subject.startswith(_TOKEN_PREFIX) else None
+        event = AuditEvent(
+            self._action,
+            Outcome.DENIED,
+            principal=subject if subject.startswith("User:") else None,
+            token_id=token_id,
+            details={
+                "throttled": True,
+                "attempts": summary.attempts,
+                "refused": summary.refused,
+                "firstAttemptMs": summary.first_attempt_ms,
+                "lastAttemptMs": summary.last_attempt_ms,
+            },
+        )
+        reset = request_context.set(context)
+        try:
+            self._auditor.record(event)
+        finally:
+            request_context.reset(reset)

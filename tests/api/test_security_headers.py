@@ -1,0 +1,78 @@
+"""Security headers on every response of the real app, errors and middleware-made responses included."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+import httpx
+import pytest
+from fastapi.testclient import TestClient
+
+from app.api.limits import MAX_BODY_BYTES
+from app.api.security_headers import API_POLICY
+from tests.api.conftest import ALICE, basic
+
+
+def _assert_common(headers: httpx.Headers) -> None:
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "kwargs", "status"),
+    [
+        ("GET", "/healthz", {}, 200),
+        ("GET", "/openapi.json", {}, 200),
+        ("GET", "/metrics", {}, 200),
+        ("GET", "/v1/tokens", {}, 401),
+        ("GET", "/v1/nowhere", {}, 404),
+        ("POST", "/v1/tokens", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413),
+        ("POST", "/v1/tokens/verify", {"json": {"tokenId": "x"}}, 422),
+    ],
+)
+def test_api_responses_are_not_cached_sniffed_or_framed(
+    client: TestClient, method: str, path: str, kwargs: dict[str, object], status: int
+) -> None:
+    headers = basic(ALICE) if status == 422 else {}
+    response = client.request(method, path, headers=headers, **kwargs)
+    assert response.status_code == status
+    _assert_common(response.headers)
+    assert response.headers["cache-control"] == "no-store"
+    assert response.headers["content-security-policy"] == API_POLICY
+    assert "strict-transport-security" not in response.headers  # plain http
+
+
+def test_a_new_token_is_never_cached(client: TestClient) -> None:
+    created = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    assert created.status_code == 201
+    assert created.headers["cache-control"] == "no-store"
+    assert created.headers.get_list("cache-control") == ["no-store"]
+
+
+def test_https_responses_carry_hsts(client: TestClient) -> None:
+    response = client.get("https://testserver/healthz")
+    assert response.headers["strict-transport-security"] == "max-age=31536000"
+
+
+def test_the_docs_page_may_run_exactly_its_own_inline_script(client: TestClient) -> None:
+    page = client.get("/docs")
+    assert page.status_code == 200
+    _assert_common(page.headers)
+    policy = dict(part.strip().split(" ", 1) for part in page.headers["content-security-policy"].split(";"))
+    inline = re.findall(r"<script>(.*?)</script>", page.text, re.DOTALL)
+    assert len(inline) == 1
+    digest = base64.b64encode(hashlib.sha256(inline[0].encode()).digest()).decode()
+    assert policy["script-src"] == f"'self' 'sha256-{digest}'"
+    assert policy["default-src"] == "'none'"
+    assert policy["connect-src"] == "'self'"
+    assert policy["frame-ancestors"] == "'none'"
+    assert int(page.headers["content-length"]) == len(page.content)
+
+
+def test_docs_assets_may_be_cached(client: TestClient) -> None:
+    asset = client.get("/docs/static/swagger-ui-bundle.js")
+    assert asset.status_code == 200
+    _assert_common(asset.headers)
+    assert "no-store" not in asset.headers.get("cache-control", "")

@@ -1,0 +1,56 @@
+"""``kts serve``: which listeners get the plain-HTTP warning, and the TLS policy on uvicorn's context."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+
+import pytest
+
+from app.api.app import create_app
+from app.cli.serve import HardenedConfig, plaintext_warning, uvicorn_options
+from app.settings import Settings, load_settings
+from tests.conftest import SECRET
+from tests.tls_material import CertificateAuthority
+
+
+def _settings(listeners: str, **extra: object) -> Settings:
+    return load_settings(
+        zookeeper_connect="127.0.0.1:2181", delegation_token_secret_key=SECRET, listeners=listeners, **extra
+    )
+
+
+@pytest.mark.parametrize(
+    "listeners",
+    ["http://127.0.0.1:8080", "http://127.0.0.2:8080", "http://localhost:8080", "http://[::1]:8080"],
+)
+def test_loopback_http_is_quiet(listeners: str) -> None:
+    assert plaintext_warning(_settings(listeners)) is None
+
+
+@pytest.mark.parametrize(
+    "listeners",
+    ["http://0.0.0.0:8080", "http://[::]:8080", "http://192.0.2.10:8080", "http://kts.example.com:8080"],
+)
+def test_non_loopback_http_warns(listeners: str) -> None:
+    warning = plaintext_warning(_settings(listeners))
+    assert warning is not None
+    assert "PLAINTEXT" in warning and "TLS-terminating" in warning and "https://" in warning
+
+
+def test_https_never_warns(tmp_path: Path) -> None:
+    server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
+    settings = _settings("https://0.0.0.0:8443", ssl_certfile=server.cert, ssl_keyfile=server.key)
+    assert plaintext_warning(settings) is None
+
+
+def test_uvicorn_context_is_hardened(tmp_path: Path) -> None:
+    server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
+    settings = _settings("https://127.0.0.1:8443", ssl_certfile=server.cert, ssl_keyfile=server.key)
+    config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
+    config.load()
+    assert config.ssl is not None
+    assert config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert config.ssl.options & ssl.OP_NO_RENEGOTIATION
+    tls12 = [cipher["name"] for cipher in config.ssl.get_ciphers() if cipher["protocol"] == "TLSv1.2"]
+    assert tls12 and all(name.startswith("ECDHE-") for name in tls12)

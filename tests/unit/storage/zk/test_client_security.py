@@ -1,0 +1,142 @@
+"""ZooKeeper client security from settings: which combinations are accepted, kazoo's options, znode ACLs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
+
+from app.settings import ConfigError, load_settings
+from app.storage.zk.acls_for_paths import ZnodeAcls, is_sensitive
+from app.storage.zk.client_security import client_security
+
+PASSWORD = "zk-Pa55word"
+REQUIRED = {"zookeeper_connect": "127.0.0.1:2181/kafka", "delegation_token_secret_key": "s"}
+
+
+@pytest.mark.parametrize(
+    ("path", "sensitive"),
+    [
+        ("/delegation_token/tokens", True),
+        ("/delegation_token/tokens/E8gTWaIxRUOaSRH7wY3N1w", True),
+        ("/delegation_token", False),
+        ("/delegation_token/token_changes/token_change_", False),
+        ("/config/users/alice", True),
+        ("/config/brokers/1", True),
+        ("/config/changes/config_change_", False),
+        ("/kafka-acl/User/User:alice", False),
+        ("/kafka-acl-changes/acl_changes_", False),
+        ("/kts", True),
+        ("/kts/audit-intents/7", True),
+        ("/kts-prod", False),  # a chroot that merely starts like /kts
+    ],
+)
+def test_sensitive_paths_are_kafkas_and_ktss_own(path: str, sensitive: bool) -> None:
+    assert is_sensitive(path) is sensitive
+
+
+def test_acls_as_brokers_set_them() -> None:
+    secure = ZnodeAcls(secure=True)
+    assert secure.for_path("/delegation_token/tokens/x") == CREATOR_ALL_ACL
+    assert secure.for_path("/delegation_token/token_changes/token_change_") == CREATOR_ALL_ACL + READ_ACL_UNSAFE
+    assert secure.default == CREATOR_ALL_ACL
+    open_ = ZnodeAcls(secure=False)
+    assert open_.for_path("/delegation_token/tokens/x") == OPEN_ACL_UNSAFE
+    assert open_.default == OPEN_ACL_UNSAFE
+
+
+def test_sasl_login_becomes_kazoos_digest_md5_options_and_never_shows_the_password() -> None:
+    security = client_security(set_acl=True, sasl_username="kafka", sasl_password=PASSWORD)
+    options = security.kazoo_options()
+    assert options["sasl_options"] == {"mechanism": "DIGEST-MD5", "username": "kafka", "password": PASSWORD}
+    assert options["default_acl"] == CREATOR_ALL_ACL
+    assert "use_ssl" not in options
+    assert security.identity == "SASL user 'kafka'"
+    assert PASSWORD not in repr(security)
+    assert security.kazoo_options()["sasl_options"] is not options["sasl_options"]  # kazoo writes into it
+
+
+def test_tls_becomes_kazoos_ssl_options(tmp_path: Path) -> None:
+    ca, cert, key = (tmp_path / name for name in ("ca.pem", "kts.crt", "kts.key"))
+    for path in (ca, cert, key):
+        path.write_text("-----PEM-----\n")
+    security = client_security(
+        ssl_client_enable=True, ssl_cafile=ca, ssl_certfile=cert, ssl_keyfile=key, ssl_keyfile_password=PASSWORD
+    )
+    options = security.kazoo_options()
+    assert options | {"keyfile_password": None} == {
+        "default_acl": OPEN_ACL_UNSAFE,
+        "use_ssl": True,
+        "verify_certs": True,
+        "check_hostname": True,
+        "ca": str(ca),
+        "certfile": str(cert),
+        "keyfile": str(key),
+        "keyfile_password": None,
+    }
+    assert options["keyfile_password"] == PASSWORD
+    assert PASSWORD not in repr(security)
+    assert security.identity == f"the TLS client certificate {cert}"
+    unchecked = client_security(ssl_client_enable=True, ssl_endpoint_identification_algorithm="")
+    assert unchecked.kazoo_options()["check_hostname"] is False
+
+
+def test_jaas_file_gives_the_login(tmp_path: Path) -> None:
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text(
+        'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka" '
+        f'password="{PASSWORD}"; }};'
+    )
+    security = client_security(set_acl=True, jaas_file=jaas)
+    assert security.login is not None and security.login.username == "kafka"
+    assert security.login.password == PASSWORD
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"zookeeper_set_acl": "true"}, "zookeeper.set.acl: true needs an identity for ZooKeeper"),
+        ({"zookeeper_sasl_username": "kafka"}, "zookeeper.sasl.password: missing"),
+        ({"zookeeper_sasl_password": PASSWORD}, "zookeeper.sasl.username: missing"),
+        ({"zookeeper_sasl_username": " ", "zookeeper_sasl_password": PASSWORD}, "must not be empty"),
+        ({"zookeeper_jaas_file": "/nonexistent/jaas.conf"}, "zookeeper.jaas.file: cannot read"),
+        ({"zookeeper_ssl_cafile": "/nonexistent/ca.pem"}, "zookeeper.ssl.cafile: set, but zookeeper.ssl.client"),
+        (
+            {"zookeeper_ssl_client_enable": "true", "zookeeper_ssl_cafile": "/nonexistent/ca.pem"},
+            "zookeeper.ssl.cafile: /nonexistent/ca.pem is not a readable file",
+        ),
+        (
+            {"zookeeper_ssl_client_enable": "true", "zookeeper_ssl_endpoint_identification_algorithm": "LDAPS"},
+            "must be HTTPS or empty",
+        ),
+    ],
+)
+def test_bad_combinations_are_one_line_naming_the_key(
+    monkeypatch: pytest.MonkeyPatch, values: dict[str, str], message: str
+) -> None:
+    for name, value in {**REQUIRED, **values}.items():
+        monkeypatch.setenv(f"KTS_{name.upper()}", value)
+    with pytest.raises(ConfigError) as error:
+        load_settings()
+    assert message in str(error.value)
+    assert "\n" not in str(error.value) and PASSWORD not in str(error.value)
+
+
+def test_both_jaas_file_and_keys_is_refused(tmp_path: Path) -> None:
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text("Client { x required; };")
+    with pytest.raises(ConfigError, match=r"give either the JAAS file or zookeeper\.sasl\.username"):
+        load_settings(**REQUIRED, zookeeper_jaas_file=jaas, zookeeper_sasl_username="k", zookeeper_sasl_password="p")
+
+
+def test_settings_from_a_properties_file_hide_the_password(tmp_path: Path) -> None:
+    properties = tmp_path / "server.properties"
+    properties.write_text(
+        "zookeeper.connect=127.0.0.1:2181/kafka\ndelegation.token.secret.key=s\nzookeeper.set.acl=true\n"
+        f"zookeeper.sasl.username=kafka\nzookeeper.sasl.password={PASSWORD}\n"
+    )
+    settings = load_settings(properties)
+    assert settings.zookeeper_security.set_acl
+    assert settings.zookeeper_security.identity == "SASL user 'kafka'"
+    assert PASSWORD not in repr(settings) and PASSWORD not in str(settings.model_dump())
