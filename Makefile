@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := zookeeper postgresql-15 chromium chromium-driver
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test deps system-deps lint openapi bench bench-quick bench-audit clean
+.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit clean
 
 run: deps
 	$(VENV)/bin/kts dev
@@ -16,6 +16,10 @@ run: deps
 # ZooKeeper and PostgreSQL from under another test run on the same machine.
 test: deps
 	$(PY) -m pytest --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
+
+# The long property-based fuzz run of every endpoint (make test runs a few thousand cases of it).
+fuzz: deps
+	KTS_FUZZ_EXAMPLES=200 $(PY) -m pytest tests/e2e/test_fuzz.py --basetemp="$$(mktemp -d /tmp/kts-fuzz-XXXXXX)"
 
 deps: system-deps $(VENV)/.installed
 

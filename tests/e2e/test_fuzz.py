@@ -1,0 +1,183 @@
+"""Property-based fuzzing of every documented operation against a real ``kts serve`` (schemathesis).
+
+Every operation of the checked-in ``openapi/openapi.json`` is fuzzed once per identity: the super user,
+an ordinary user by password and by delegation token, and a caller with no or made-up credentials
+(schemathesis invents Authorization headers for it). Each gets data that fits the schema and data that
+does not; the token-id operations get a third run aimed at a real token, so renew, expire and describe
+answer 200 too. Every response must be no 5xx and carry a status, content type and body that the
+document promises for that operation. The audit database is a real PostgreSQL: it refuses strings that
+SQLite would store.
+
+The run is derandomized, so CI sees the same cases every time. ``KTS_FUZZ_EXAMPLES`` (examples per
+operation, identity and run) raises it for a long run. The number of cases run per operation and
+identity goes to ``fuzz-counts.txt`` in the test's temp dir and to the terminal, even without ``-s``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import requests
+import schemathesis
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from kazoo.client import KazooClient
+from schemathesis import APIOperation, Case, GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.api.conftest import ADMIN, ALICE, basic, bearer, put_user
+from tests.conftest import SECRET
+from tests.e2e.conftest import ROOT, start_kts
+from tests.postgres_server import PostgresServer
+
+# Read at import: the autouse fixture in tests/conftest.py clears every KTS_* variable before a test runs.
+EXAMPLES = int(os.environ.get("KTS_FUZZ_EXAMPLES", "24"))
+SNAPSHOT = ROOT / "openapi" / "openapi.json"
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+MODES = {"positive": GenerationMode.POSITIVE, "negative": GenerationMode.NEGATIVE}
+# A guard against a hung run, not a performance bound: about 140 cases per example, far under 0.5 s each.
+TIMEOUT_S = 600 + 70 * EXAMPLES
+
+
+def _settings() -> settings:
+    return settings(
+        max_examples=EXAMPLES,
+        derandomize=True,  # a fixed seed per run: CI replays the same cases
+        database=None,  # nothing written into the checkout
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        report_multiple_bugs=False,
+    )
+
+
+def _fuzz(strategy: st.SearchStrategy[Case], send: Callable[[Case], None]) -> str | None:
+    """Runs the cases; returns the shrunk failure, if any, as text."""
+
+    @_settings()
+    @given(case=strategy)
+    def run(case: Case) -> None:
+        send(case)
+
+    try:
+        run()
+    except (Exception, BaseExceptionGroup) as exc:  # schemathesis names the check, the response and a curl line
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def _takes_input(operation: APIOperation) -> bool:
+    """Whether there is anything to make invalid (``GET /healthz`` has nothing to negate)."""
+    return any(len(part) for part in (operation.path_parameters, operation.query, operation.body))
+
+
+def _create_token(url: str) -> dict[str, Any]:
+    response = httpx.post(
+        f"{url}/v1/tokens", json={"owner": "User:alice", "renewers": ["User:alice"]}, headers=basic(ADMIN), timeout=10
+    )
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+@pytest.mark.timeout(TIMEOUT_S)
+@pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")  # schemathesis internals
+def test_every_operation_survives_fuzzing_and_keeps_its_contract(
+    zk_connect: str,
+    raw_zk: KazooClient,
+    postgres: PostgresServer,
+    processes: list[subprocess.Popen[str]],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for user in (ADMIN, ALICE):
+        put_user(raw_zk, *user)
+    url = start_kts(
+        processes,
+        tmp_path,
+        "fuzzed",
+        KTS_ZOOKEEPER_CONNECT=zk_connect,
+        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+        KTS_SUPER_USERS="User:admin",
+        KTS_AUDIT_DB_URL=postgres.create_database(),
+        # The brute-force defence off: every identity calls from 127.0.0.1, so the made-up credentials would
+        # soon have all of them answered 429 and starve the fuzzer (the defence has tests of its own).
+        KTS_AUTH_FAILURES_MAX="0",
+    )
+    identities = {
+        "admin": basic(ADMIN),
+        "alice": basic(ALICE),
+        "alice-token": bearer(_create_token(url)),
+        "anonymous": {},
+    }
+    schema = schemathesis.openapi.from_path(SNAPSHOT)
+    operations = [result.ok() for result in schema.get_all_operations()]
+    session = requests.Session()
+    counts: Counter[tuple[str, str, str]] = Counter()
+    successes: Counter[tuple[str, str]] = Counter()  # 2xx answers: the fuzzer got past validation and auth
+    failures: list[str] = []
+    started = time.monotonic()
+
+    for operation in operations:
+        for identity, headers in identities.items():
+            runs = {
+                name: operation.as_strategy(generation_mode=mode)
+                for name, mode in MODES.items()
+                if mode is GenerationMode.POSITIVE or _takes_input(operation)
+            }
+            if "{token_id}" in operation.path:  # a fresh token each time: an earlier run may have expired one
+                runs["known-id"] = operation.as_strategy(path_parameters={"token_id": _create_token(url)["tokenId"]})
+            for run_name, strategy in runs.items():
+                key = (operation.label, identity, run_name)
+
+                def send(case: Case, key: tuple[str, str, str] = key, headers: dict[str, str] = headers) -> None:
+                    counts[key] += 1
+                    response = case.call_and_validate(base_url=url, session=session, headers=headers, checks=CHECKS)
+                    if 200 <= response.status_code < 300:
+                        successes[key[:2]] += 1
+
+                failure = _fuzz(strategy, send)
+                if failure is not None:
+                    failures.append(f"{operation.label} as {identity} ({run_name}):\n{failure}")
+
+    report = _report(counts, successes, time.monotonic() - started)
+    (tmp_path / "fuzz-counts.txt").write_text(report, encoding="utf-8")
+    with capsys.disabled():
+        print("\n" + report)
+    assert {(label, identity) for label, identity, _ in counts} == {
+        (operation.label, identity) for operation in operations for identity in identities
+    }
+    assert not failures, "\n\n".join(failures)
+
+
+def _report(counts: Counter[tuple[str, str, str]], successes: Counter[tuple[str, str]], elapsed_s: float) -> str:
+    runs = sorted({run for _, _, run in counts})
+    lines = [
+        f"schemathesis cases per operation and identity (up to {EXAMPLES} per run, derandomized), {elapsed_s:.0f} s",
+        f"{'operation':<36} {'identity':<12}" + "".join(f"{run:>10}" for run in runs) + f"{'total':>8}{'2xx':>6}",
+    ]
+    for operation, identity in sorted({(operation, identity) for operation, identity, _ in counts}):
+        row = [counts[(operation, identity, run)] for run in runs]
+        lines.append(
+            f"{operation:<36} {identity:<12}"
+            + "".join(f"{n:>10}" for n in row)
+            + f"{sum(row):>8}{successes[(operation, identity)]:>6}"
+        )
+    per_identity = Counter[str]()
+    for (_, identity, _), n in counts.items():
+        per_identity[identity] += n
+    lines.append("per identity: " + ", ".join(f"{identity} {n}" for identity, n in sorted(per_identity.items())))
+    lines.append(f"total cases: {sum(counts.values())}")
+    return "\n".join(lines) + "\n"
