@@ -39,6 +39,8 @@ request_context: ContextVar[RequestContext] = ContextVar("kts_request_context", 
 # Pending events younger than this may belong to requests still in flight on another replica.
 RECONCILE_GRACE_MS = 60_000
 RECONCILE_INTERVAL_S = 30.0
+# Pending events settled per database commit and per ZooKeeper round trip (a sweep batch leaves 1000).
+RECONCILE_BATCH = 1000
 
 
 class AuditLog(Protocol):
@@ -63,6 +65,10 @@ class IntentStore(Protocol):
     def path(self, event_id: int) -> str: ...
 
     def exists(self, event_id: int) -> bool: ...
+
+    def existing(self, event_ids: list[int]) -> set[int]:
+        """Those of ``event_ids`` whose marker exists (few round trips)."""
+        ...
 
     def clear(self, event_id: int) -> None: ...
 
@@ -192,20 +198,33 @@ class AuditReconciler:
         cutoff = self._clock.now_ms() - RECONCILE_GRACE_MS
         pending = self._log.pending(older_than_ms=cutoff, service_id=self._service_id if at_start else None)
         settled = 0
-        for stored in pending:
-            applied = self._intents.exists(stored.id)
-            outcome = Outcome.SUCCEEDED if applied else Outcome.FAILED
-            event = AuditEvent(
-                action=Action(stored.action),
-                outcome=outcome,
-                token_id=stored.token_id,
-                details={**stored.details, "reconciled": True},
+        for start in range(0, len(pending), RECONCILE_BATCH):
+            batch = pending[start : start + RECONCILE_BATCH]
+            applied = self._intents.existing([stored.id for stored in batch])
+            outcomes = [
+                (
+                    stored.id,
+                    AuditEvent(
+                        action=Action(stored.action),
+                        outcome=Outcome.SUCCEEDED if stored.id in applied else Outcome.FAILED,
+                        token_id=stored.token_id,
+                        details={**stored.details, "reconciled": True},
+                    ),
+                )
+                for stored in batch
+            ]
+            done = self._log.complete_many(outcomes)
+            settled += done
+            log.warning(
+                "reconciled %d audit events (ids %d to %d): %d applied, %d never applied",
+                done,
+                batch[0].id,
+                batch[-1].id,
+                len(applied),
+                len(batch) - len(applied),
             )
-            if self._log.complete(stored.id, event):
-                settled += 1
-                log.warning("reconciled audit event %d (%s) as %s", stored.id, stored.action, outcome)
             if applied:
-                self._intents.clear(stored.id)
+                self._intents.clear_many(sorted(applied))
         for event_id in self._intents.list():
             if self._log.is_pending(event_id) is False:
                 self._intents.clear(event_id)

@@ -48,6 +48,10 @@ class TokenView(Protocol):
 
     def refresh(self, token_id: str) -> None: ...
 
+    def refresh_latest(self, token_id: str) -> None:
+        """``refresh`` after catching up with writes acknowledged anywhere in the ensemble."""
+        ...
+
     def catch_up(self) -> None:
         """Take in every change notified so far (a token made on another replica a moment ago)."""
         ...

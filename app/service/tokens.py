@@ -227,7 +227,7 @@ class TokenService:
         the store. Only for authenticated callers: Bearer logins and verify never read the store."""
         stored = self._view.get(token_id)
         if stored is None:
-            self._view.refresh(token_id)
+            self._view.refresh_latest(token_id)
             stored = self._view.get(token_id)
         return stored
 

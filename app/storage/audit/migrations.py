@@ -12,7 +12,7 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine
+from sqlalchemy import Engine, text
 
 from app.storage.audit.database import translated_db_errors
 
@@ -40,8 +40,15 @@ def current_revision(engine: Engine) -> str | None:
         return MigrationContext.configure(connection).get_current_revision()
 
 
+# Replicas starting together on an empty PostgreSQL database take turns: the first migrates, the others
+# then find the schema current. (SQLite serializes writers itself.)
+_MIGRATION_LOCK_KEY = 0x6B7473  # "kts"
+
+
 def upgrade(engine: Engine, revision: str = "head") -> None:
     with translated_db_errors(), engine.begin() as connection:
+        if connection.dialect.name == "postgresql":
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
         config = _config()
         config.attributes["connection"] = connection
         command.upgrade(config, revision)

@@ -116,6 +116,7 @@ class ChangeFollower:
         with self._pass_lock:
             if self._passes >= asked + 2:  # the pass running at the call, then a whole one after it
                 return
+            self._zk.sync()  # the change may have been acknowledged by another server a moment ago
             self._pass(listed=False)
 
     def _pass(self, *, listed: bool) -> None:

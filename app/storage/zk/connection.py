@@ -27,6 +27,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, KeeperState
+from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
 from app.domain.errors import StoreUnavailable
@@ -106,7 +107,14 @@ class ZkConnection:
         self._multi_read = True
 
     def _new_client(self, hosts: str) -> KazooClient:
-        client = KazooClient(hosts=hosts, timeout=self._session_timeout_s, **self.security.kazoo_options())
+        client = KazooClient(
+            hosts=hosts,
+            timeout=self._session_timeout_s,
+            # Reconnect every 2 s at most: kazoo's default back-off grows to an hour, which kept a replica
+            # away for many seconds after a ZooKeeper outage had ended.
+            connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
+            **self.security.kazoo_options(),
+        )
         _sasl_rejection_is_auth_failure(client)
         return client
 
@@ -232,6 +240,12 @@ class ZkConnection:
             except NoNodeError as exc:
                 answers.append(exc)
         return answers
+
+    def sync(self) -> None:
+        """Bring this session's server up to date with the ZooKeeper leader, so that the reads that follow
+        see every write acknowledged anywhere before the call (a follower may lag by milliseconds)."""
+        self.ensure_connected()
+        self.wait(self.client.sync_async("/"))
 
     def wait(self, async_result: Any) -> Any:
         """Wait for a kazoo async result with a bound, so no request can hang on ZooKeeper."""

@@ -19,6 +19,12 @@ class ZkIntentStore:
         self._zk.ensure_connected()
         return self._zk.wait(self._zk.client.exists_async(audit_intent_path(event_id))) is not None
 
+    def existing(self, event_ids: list[int]) -> set[int]:
+        answers = self._zk.read_many([audit_intent_path(event_id) for event_id in event_ids])
+        return {
+            event_id for event_id, answer in zip(event_ids, answers, strict=True) if not isinstance(answer, Exception)
+        }
+
     def clear(self, event_id: int) -> None:
         """Delete a settled event's marker without waiting for the answer: the request has nothing to wait
         for, and a marker the delete misses (the session dropped) is removed by the reconciler."""

@@ -40,6 +40,7 @@ def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
 
 class TokenCache:
     def __init__(self, zk: ZkConnection, store: ZkTokenStore, secret: TokenSecret) -> None:
+        self._zk = zk
         self._store = store
         self._secret = secret
         self._tokens: dict[str, StoredToken] = {}
@@ -88,6 +89,11 @@ class TokenCache:
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""
         self.refresh_many([token_id])
+
+    def refresh_latest(self, token_id: str) -> None:
+        """Re-read one token as the ZooKeeper leader has it (a token another replica made a moment ago)."""
+        self._zk.sync()
+        self.refresh(token_id)
 
     def refresh_many(self, token_ids: list[str]) -> None:
         """Re-read several tokens with pipelined requests, then install what was read. Tokens this replica

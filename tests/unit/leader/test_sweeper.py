@@ -102,6 +102,9 @@ class FakeTokenView:
     def catch_up(self) -> None:
         pass
 
+    def refresh_latest(self, token_id: str) -> None:
+        pass
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         return None
 
@@ -171,6 +174,9 @@ class FakeIntents:
 
     def path(self, event_id: int) -> str:
         return f"/kts/audit-intents/{event_id}"
+
+    def existing(self, event_ids: list[int]) -> set[int]:
+        return {event_id for event_id in event_ids if self.exists(event_id)}
 
     def exists(self, event_id: int) -> bool:
         return False

@@ -54,6 +54,9 @@ class MemoryIntents:
     def path(self, event_id: int) -> str:
         return f"/kts/audit-intents/{event_id}"
 
+    def existing(self, event_ids: list[int]) -> set[int]:
+        return {event_id for event_id in event_ids if self.exists(event_id)}
+
     def exists(self, event_id: int) -> bool:
         return False
 

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 from sqlalchemy import inspect
 
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
+from tests.postgres_server import PostgresServer
+
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def test_up_down_up(any_audit_db: str) -> None:
@@ -45,4 +53,28 @@ def test_without_auto_migration_a_behind_schema_refuses_with_the_command(any_aud
         migrations.ensure_schema(engine, auto_migrate=False)
     migrations.ensure_schema(engine, auto_migrate=True)
     migrations.ensure_schema(engine, auto_migrate=False)  # now current: accepted
+    engine.dispose()
+
+
+def test_replicas_migrating_an_empty_postgresql_database_at_once_all_succeed(postgres: PostgresServer) -> None:
+    """Three replicas of a Deployment start together on a fresh database: each process migrates or finds
+    the schema current; none fails. (Separate processes, as replicas are: alembic's context is global.)"""
+    url = postgres.create_database()
+    script = (
+        "import sys, time\n"
+        "from app.storage.audit import migrations\n"
+        "from app.storage.audit.database import make_engine\n"
+        "engine = make_engine(sys.argv[1])\n"
+        "time.sleep(max(0.0, float(sys.argv[2]) - time.time()))\n"
+        "migrations.upgrade(engine)\n"
+    )
+    start_at = str(time.time() + 3)  # after every process has imported: they migrate at the same instant
+    replicas = [
+        subprocess.Popen([sys.executable, "-c", script, url, start_at], cwd=ROOT, stderr=subprocess.PIPE)
+        for _ in range(3)
+    ]
+    failures = [replica.stderr.read().decode() for replica in replicas if replica.wait(120) != 0]  # type: ignore[union-attr]
+    assert failures == []
+    engine = make_engine(url)
+    assert migrations.current_revision(engine) == migrations.head_revision()
     engine.dispose()
