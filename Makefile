@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := zookeeper postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit clean
+.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit bench-report clean
 
 run: deps
 	$(VENV)/bin/kts dev
@@ -51,6 +51,10 @@ bench-quick: deps
 # Token creates per second with the PostgreSQL audit on vs a no-op audit sink (prints JSON).
 bench-audit: deps
 	$(PY) -m bench.create_audit
+
+# The audit report on local[2] over 10 million synthetic events (prints JSON: seconds and driver memory).
+bench-report: deps
+	$(PY) -m bench.audit_report
 
 lint: deps
 	$(VENV)/bin/ruff check app tests

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.cli import acls, sidecar, tokens
+from app.cli import acls, audit_export, audit_report, audit_synth, sidecar, tokens
 from app.cli.http_client import KtsClientError
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, load_settings
@@ -24,8 +24,8 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8080)
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
     dev.add_argument("--config", type=Path, help="optional properties file")
-    for client_command in (tokens, acls, sidecar):
-        client_command.add_parser(commands)
+    for command in (tokens, acls, sidecar, audit_export, audit_report, audit_synth):
+        command.add_parser(commands)
     return parser
 
 
@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
             from app.cli.dev import dev
 
             return dev(args.port, args.data_dir, args.config, console)
-        if hasattr(args, "handler"):  # the client commands: tokens, acls, sidecar
+        if hasattr(args, "handler"):  # tokens, acls, sidecar and the audit analytics commands
             return int(args.handler(args))
     except KtsClientError as exc:
         print(f"kts: {exc}", file=sys.stderr)

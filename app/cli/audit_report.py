@@ -1,0 +1,151 @@
+"""``kts audit-report``: run the Spark audit report over exported Parquet or the audit database.
+
+Locally it runs on ``--master`` (default ``local[*]``). Under ``spark-submit`` (the JVM started Python, so
+``PYSPARK_GATEWAY_PORT`` is set) the master comes from ``spark-submit`` unless ``--master`` is given, so
+the same command runs unchanged on a cluster::
+
+    spark-submit --master yarn app/cli/audit_report.py --input hdfs:///audit --out hdfs:///reports/w42
+
+Exit codes: 0 written, 1 failed (one line on stderr), 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+LOCAL_MASTER = "local[*]"
+
+
+def instant_ms(text: str) -> int:
+    """``--since``/``--until``: ms since the epoch, or an ISO 8601 date or time (UTC unless it says)."""
+    if text.lstrip("-").isdigit():
+        return int(text)
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is neither ms since the epoch nor an ISO date/time such as 2024-05-01 or 2024-05-01T12:00Z"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number")
+    return value
+
+
+def _location(text: str) -> Path | str:
+    """A local path, or a Hadoop URI kept as text (``Path`` would fold ``hdfs://`` into ``hdfs:/``)."""
+    return text if ":/" in text else Path(text)
+
+
+def _configure(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "--input", type=_location, metavar="DIR", help="Parquet written by kts audit-export (a path or Hadoop URI)"
+    )
+    source.add_argument(
+        "--db", metavar="URL", help="the audit database (audit.db.url): sqlite:///... or postgresql://..."
+    )
+    parser.add_argument(
+        "--out", type=_location, required=True, metavar="DIR", help="where tables and report.html go (path or URI)"
+    )
+    parser.add_argument("--since", type=instant_ms, metavar="TIME", help="first instant (inclusive)")
+    parser.add_argument("--until", type=instant_ms, metavar="TIME", help="end instant (exclusive); default: now")
+    parser.add_argument(
+        "--master", help=f"Spark master; default {LOCAL_MASTER}, or spark-submit's when run under spark-submit"
+    )
+    parser.add_argument("--top", type=_positive, default=20, metavar="N", help="rows in top-N tables (default 20)")
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "audit-report",
+        help="audit analytics on Spark: Parquet tables and a self-contained report.html",
+        description="Turn the audit trail into Parquet figure tables and one self-contained report.html, on Spark.",
+    )
+    _configure(parser)
+    parser.set_defaults(handler=run)
+
+
+def _master(requested: str | None) -> str | None:
+    if requested:
+        return requested
+    return None if "PYSPARK_GATEWAY_PORT" in os.environ else LOCAL_MASTER
+
+
+def _one_line(error: BaseException, secret: str | None) -> str:
+    """The error's first line, plus the innermost Java cause (Spark's own message hides the JDBC driver's
+    reason, such as a missing database); the password, if any, is masked wherever it appears."""
+    lines = str(error).strip().splitlines()
+    text = lines[0] if lines else type(error).__name__
+    cause = _java_root_cause(error)
+    if cause and cause not in text:
+        text = f"{text}: {cause}"
+    return text.replace(secret, "***") if secret else text
+
+
+def _java_root_cause(error: BaseException) -> str | None:
+    throwable = getattr(error, "_origin", None) or getattr(error, "java_exception", None)
+    try:
+        root = None
+        for _ in range(20):  # cause chains are short; a cycle must not hang us
+            if throwable is None:
+                break
+            root, throwable = throwable, throwable.getCause()
+        message = root.getMessage() if root is not None else None
+    except Exception:  # the JVM may already be gone
+        return None
+    return str(message).strip().splitlines()[0] if message else None
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.since is not None and args.until is not None and args.since >= args.until:
+        print("kts: --since must be before --until", file=sys.stderr)
+        return 2
+    from app.analytics.job import AnalyticsError, build_session, jdbc_source, read_events, run_report
+
+    password: str | None = None
+    try:
+        if args.db is not None:
+            password = jdbc_source(args.db).properties.get("password")
+        elif isinstance(args.input, Path) and not args.input.is_dir():
+            raise AnalyticsError(f"the input directory {args.input} does not exist")
+        spark = build_session(_master(args.master))
+        try:
+            events = read_events(spark, input_dir=args.input, db_url=args.db)
+            summary = run_report(spark, events, args.out, since_ms=args.since, until_ms=args.until, top_n=args.top)
+        finally:
+            spark.stop()
+    except AnalyticsError as exc:
+        print(f"kts: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # Spark, JDBC and Java errors arrive as many types; report them in one line
+        print(f"kts: audit report failed: {_one_line(exc, password)}", file=sys.stderr)
+        return 1
+    print(f"wrote {str(args.out).rstrip('/')}/report.html")
+    for key, value in summary.items():
+        print(f"{key}: {value}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point for ``spark-submit app/cli/audit_report.py ...``."""
+    parser = argparse.ArgumentParser(prog="kts audit-report", description=__doc__.splitlines()[0])
+    _configure(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
