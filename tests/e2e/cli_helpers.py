@@ -9,10 +9,12 @@ import time
 from pathlib import Path
 
 import httpx
+from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import free_port
-from tests.conftest import write_properties
-from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
+from tests.api.conftest import put_user
+from tests.conftest import SECRET, write_properties
+from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
@@ -49,24 +51,6 @@ def jaas_config(directory: Path, username: str, password: str, *, token: bool = 
     )
 
 
-def serve_on(
-    processes: list[subprocess.Popen[str]], log: Path, port: int, zk_connect: str, secret: str, **settings: str
-) -> subprocess.Popen[str]:
-    """Start ``kts serve`` on a given port (so that a restart can take the same one) and wait until ready."""
-    env = kts_env(
-        KTS_LISTENERS=f"http://127.0.0.1:{port}",
-        KTS_ZOOKEEPER_CONNECT=zk_connect,
-        KTS_DELEGATION_TOKEN_SECRET_KEY=secret,
-        **settings,
-    )
-    process = subprocess.Popen(
-        [*KTS, "serve"], cwd=ROOT, env=env, stdout=log.open("a"), stderr=subprocess.STDOUT, text=True
-    )
-    processes.append(process)
-    wait_ready(f"http://127.0.0.1:{port}", process, timeout_s=60)
-    return process
-
-
 def serve_https(
     processes: list[subprocess.Popen[str]], log: Path, zk_connect: str, secret: str, **settings: str
 ) -> str:
@@ -101,3 +85,19 @@ def one_error_line(result: subprocess.CompletedProcess[str]) -> str:
     assert len(lines) == 1, result.stderr
     assert lines[0].startswith("kts: "), lines[0]
     return lines[0]
+
+
+def plain_service(
+    processes: list[subprocess.Popen[str]], log_dir: Path, zk_connect: str, raw_zk: KazooClient, *users: tuple[str, str]
+) -> str:
+    """A ``kts serve`` over plain http with ``users`` (SCRAM credentials) and ``admin`` as super user."""
+    for user in users:
+        put_user(raw_zk, *user)
+    return start_kts(
+        processes,
+        log_dir,
+        "kts",
+        KTS_ZOOKEEPER_CONNECT=zk_connect,
+        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+        KTS_SUPER_USERS="User:admin",
+    )

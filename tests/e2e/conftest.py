@@ -53,17 +53,20 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
                 process.kill()
 
 
-def start_kts(processes: list[subprocess.Popen[str]], log_dir: Path, name: str, **settings: str) -> str:
-    """Start one ``kts serve`` replica with KTS_* settings; returns its URL once it is ready."""
+def start_kts(
+    processes: list[subprocess.Popen[str]], log_dir: Path, name: str, *, port: int | None = None, **settings: str
+) -> str:
+    """Start one ``kts serve`` replica with KTS_* settings; returns its URL once it is ready. ``port``: a
+    given one (a restart takes the same port again), else a free one. The log is appended to."""
     from app.cli.embedded_zookeeper import free_port
 
-    port = free_port()
+    port = port or free_port()
     env = kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_SERVICE_ID=name, **settings)
     process = subprocess.Popen(
         [*KTS, "serve"],
         cwd=ROOT,
         env=env,
-        stdout=(log_dir / f"{name}.log").open("w"),
+        stdout=(log_dir / f"{name}.log").open("a"),
         stderr=subprocess.STDOUT,
         text=True,
     )

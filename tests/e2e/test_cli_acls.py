@@ -11,26 +11,15 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import free_port
-from tests.api.conftest import ADMIN, ALICE, put_user
-from tests.conftest import SECRET
-from tests.e2e.cli_helpers import jaas_config, one_error_line, password_config, run_kts
-from tests.e2e.conftest import start_kts
+from tests.api.conftest import ADMIN, ALICE
+from tests.e2e.cli_helpers import jaas_config, one_error_line, password_config, plain_service, run_kts
 
 NIMBUS = ("nimbus", "nimbus-pw")
 
 
 @pytest.fixture
 def url(zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]], tmp_path: Path) -> str:
-    for user in (ADMIN, ALICE, NIMBUS):
-        put_user(raw_zk, *user)
-    return start_kts(
-        processes,
-        tmp_path,
-        "kts",
-        KTS_ZOOKEEPER_CONNECT=zk_connect,
-        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-        KTS_SUPER_USERS="User:admin",
-    )
+    return plain_service(processes, tmp_path, zk_connect, raw_zk, ADMIN, ALICE, NIMBUS)
 
 
 @pytest.fixture

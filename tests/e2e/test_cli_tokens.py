@@ -12,25 +12,23 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import free_port
-from tests.api.conftest import ADMIN, ALICE, BOB, put_user
+from tests.api.conftest import ADMIN, ALICE, BOB
 from tests.conftest import SECRET, write_properties
-from tests.e2e.cli_helpers import client_env, jaas_config, one_error_line, password_config, run_kts, serve_https
-from tests.e2e.conftest import start_kts
+from tests.e2e.cli_helpers import (
+    client_env,
+    jaas_config,
+    one_error_line,
+    password_config,
+    plain_service,
+    run_kts,
+    serve_https,
+)
 from tests.tls_material import CertificateAuthority
 
 
 @pytest.fixture
 def url(zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]], tmp_path: Path) -> str:
-    for user in (ADMIN, ALICE, BOB):
-        put_user(raw_zk, *user)
-    return start_kts(
-        processes,
-        tmp_path,
-        "kts",
-        KTS_ZOOKEEPER_CONNECT=zk_connect,
-        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-        KTS_SUPER_USERS="User:admin",
-    )
+    return plain_service(processes, tmp_path, zk_connect, raw_zk, ADMIN, ALICE, BOB)
 
 
 def tokens(url: str, config: Path, *argv: str) -> subprocess.CompletedProcess[str]:

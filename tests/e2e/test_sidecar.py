@@ -23,8 +23,8 @@ from app.cli.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, ALICE, put_user
 from tests.api.helpers import eventually
 from tests.conftest import SECRET, write_properties
-from tests.e2e.cli_helpers import client_env, jaas_config, password_config, run_kts, serve_https, serve_on
-from tests.e2e.conftest import KTS, ROOT
+from tests.e2e.cli_helpers import client_env, jaas_config, password_config, run_kts, serve_https
+from tests.e2e.conftest import KTS, ROOT, start_kts
 from tests.tls_material import CertificateAuthority
 
 NIMBUS = ("nimbus", "nimbus-pw")
@@ -50,8 +50,16 @@ def users(raw_zk: KazooClient) -> None:
 
 
 def serve(processes: list[subprocess.Popen[str]], tmp_path: Path, port: int, zk_connect: str, **settings: str) -> str:
-    serve_on(processes, tmp_path / "kts.log", port, zk_connect, SECRET, KTS_SUPER_USERS="User:admin", **settings)
-    return f"http://127.0.0.1:{port}"
+    return start_kts(
+        processes,
+        tmp_path,
+        "kts",
+        port=port,
+        KTS_ZOOKEEPER_CONNECT=zk_connect,
+        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+        KTS_SUPER_USERS="User:admin",
+        **settings,
+    )
 
 
 def start_sidecar(
