@@ -1,8 +1,8 @@
 """Writing audit events as Parquet files in the exported layout, with pyarrow (no Spark, no JVM).
 
-The layout is the one ``events_schema`` fixes: ``<dir>/date=YYYY-MM-DD/<name>.parquet`` holding the
-``EVENT_SCHEMA`` columns, the ``date`` being the UTC day of ``timestamp``. The exporter and the synthesiser
-write through here, so both produce exactly what ``job.read_events`` reads.
+The layout: ``<dir>/date=YYYY-MM-DD/<name>.parquet`` holding the ``EVENT_FIELDS`` columns, the ``date``
+being the UTC day of ``timestamp``. The exporter and the synthesiser write through here, so both produce
+exactly what ``job.read_events`` reads (with ``events_schema``'s Spark schema).
 
 Every file appears whole or not at all: it is written under a dot-name (which Spark's and pyarrow's
 readers skip) and renamed into place. Files whose names begin with ``_`` or ``.`` in the root (state,
@@ -18,21 +18,23 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from pyspark.sql.types import DataType, IntegerType, LongType, StringType
 
-from app.analytics.events_schema import EVENT_SCHEMA, PARTITION_COLUMN
+from app.domain.audit import EVENT_FIELDS, FieldType
 
+PARTITION_COLUMN = "date"  # YYYY-MM-DD, the UTC day of the event's timestamp
 MS_PER_DAY = 86_400_000
-_ARROW_TYPES: dict[type[DataType], pa.DataType] = {
-    LongType: pa.int64(),
-    IntegerType: pa.int32(),
-    StringType: pa.string(),
+_ARROW_TYPES: dict[FieldType, pa.DataType] = {
+    FieldType.SERIAL: pa.int64(),
+    FieldType.INT64: pa.int64(),
+    FieldType.INT32: pa.int32(),
+    FieldType.STRING: pa.string(),
+    FieldType.JSON_OBJECT: pa.string(),
 }
 
 ARROW_EVENT_SCHEMA = pa.schema(
-    [pa.field(field.name, _ARROW_TYPES[type(field.dataType)], nullable=field.nullable) for field in EVENT_SCHEMA.fields]
+    [pa.field(field.name, _ARROW_TYPES[field.type], nullable=field.nullable) for field in EVENT_FIELDS]
 )
-"""``EVENT_SCHEMA`` as a pyarrow schema: the columns of every event Parquet file."""
+"""``EVENT_FIELDS`` as a pyarrow schema: the columns of every event Parquet file."""
 
 
 def partition_dates(timestamps: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:

@@ -56,8 +56,48 @@ class RequestContext:
     client_address: str | None = None
 
 
+class FieldType(StrEnum):
+    """How a stored event field is typed; each storage or wire format maps these once."""
+
+    SERIAL = "serial"  # the event id: a 64-bit integer the database assigns in insert order
+    INT64 = "int64"
+    INT32 = "int32"
+    STRING = "string"  # text of at most ``max_length`` characters
+    JSON_OBJECT = "json_object"  # a JSON object, stored and exported as its text ("{}" when empty)
+
+
+@dataclass(frozen=True, slots=True)
+class EventField:
+    name: str  # snake_case: the database column, the Parquet and Spark column
+    api_name: str  # camelCase: the HTTP API's field
+    type: FieldType
+    nullable: bool
+    max_length: int | None = None  # STRING only
+
+
+EVENT_FIELDS: tuple[EventField, ...] = (
+    EventField("id", "id", FieldType.SERIAL, nullable=False),
+    EventField("timestamp", "timestamp", FieldType.INT64, nullable=False),  # ms since the epoch, as Kafka's tokens
+    EventField("action", "action", FieldType.STRING, nullable=False, max_length=32),
+    EventField("outcome", "outcome", FieldType.STRING, nullable=False, max_length=16),
+    EventField("principal", "principal", FieldType.STRING, nullable=True, max_length=1100),
+    EventField("owner", "owner", FieldType.STRING, nullable=True, max_length=1100),
+    EventField("token_requester", "tokenRequester", FieldType.STRING, nullable=True, max_length=1100),
+    EventField("token_id", "tokenId", FieldType.STRING, nullable=True, max_length=64),
+    EventField("error_code", "errorCode", FieldType.INT32, nullable=True),  # the Kafka error code of a refusal
+    EventField("service_id", "serviceId", FieldType.STRING, nullable=False, max_length=255),
+    EventField("request_id", "requestId", FieldType.STRING, nullable=True, max_length=64),
+    EventField("client_address", "clientAddress", FieldType.STRING, nullable=True, max_length=64),
+    EventField("details", "details", FieldType.JSON_OBJECT, nullable=False),
+)
+"""The shape of a stored audit event, in column order: the one definition the audit table, the API model
+and the Parquet (Arrow) and Spark schemas are derived from. Changing it needs an alembic revision."""
+
+
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
+    """An event as stored; its fields are ``EVENT_FIELDS`` in order (a test holds them together)."""
+
     id: int
     timestamp: int
     action: str

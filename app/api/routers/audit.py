@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
 from app.api.deps import Audit, CurrentCaller
 from app.api.responses import error_responses
+from app.api.schemas.audit import Event, event_view
 from app.api.schemas.common import INT64_MAX, PRINTABLE_PATTERN
 from app.domain.audit import Action, EventQuery, Outcome
 from app.domain.errors import InvalidInput
@@ -21,24 +22,8 @@ MAX_CURSOR_LENGTH = 19  # an event id: a positive signed 64-bit integer in ASCII
 _CURSOR = re.compile(rf"[0-9]{{1,{MAX_CURSOR_LENGTH}}}")
 
 
-class Event(BaseModel):
-    id: int
-    timestamp: int
-    action: str
-    outcome: str
-    principal: str | None
-    owner: str | None
-    tokenRequester: str | None
-    tokenId: str | None
-    errorCode: int | None
-    serviceId: str
-    requestId: str | None
-    clientAddress: str | None
-    details: dict[str, Any]
-
-
 class EventPage(BaseModel):
-    events: list[Event]
+    events: list[Event]  # type: ignore[valid-type]  # a model built from EVENT_FIELDS
     nextCursor: str | None
 
 
@@ -70,23 +55,6 @@ def list_events(
     rows = audit.events(caller, query)
     page = rows[:limit]
     return EventPage(
-        events=[
-            Event(
-                id=row.id,
-                timestamp=row.timestamp,
-                action=row.action,
-                outcome=row.outcome,
-                principal=row.principal,
-                owner=row.owner,
-                tokenRequester=row.token_requester,
-                tokenId=row.token_id,
-                errorCode=row.error_code,
-                serviceId=row.service_id,
-                requestId=row.request_id,
-                clientAddress=row.client_address,
-                details=row.details,
-            )
-            for row in page
-        ],
+        events=[event_view(row) for row in page],
         nextCursor=str(page[-1].id) if len(rows) > limit else None,
     )

@@ -12,17 +12,8 @@ from app.domain.clock import Clock
 from app.storage.audit import migrations
 from app.storage.audit.database import translated_db_errors
 from app.storage.audit.group_commit import GroupCommitter
+from app.storage.audit.tables import STRING_LIMITS
 from app.storage.audit.tables import audit_events as events
-
-# Field lengths of the table: values from callers are cut, never refused, so an event is always written.
-_LIMITS = {
-    "principal": 1100,
-    "owner": 1100,
-    "token_requester": 1100,
-    "token_id": 64,
-    "request_id": 64,
-    "client_address": 64,
-}
 
 
 class SqlAuditLog:
@@ -47,7 +38,8 @@ class SqlAuditLog:
             "client_address": context.client_address,
             "details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
         }
-        for key, limit in _LIMITS.items():
+        # Values from callers are cut to the column, never refused, so an event is always written.
+        for key, limit in STRING_LIMITS.items():
             if isinstance(row[key], str):
                 row[key] = row[key][:limit]
         return row

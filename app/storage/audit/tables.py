@@ -1,31 +1,50 @@
-"""The audit table. Schema changes go through alembic revisions in ``migrations/``."""
+"""The audit table, derived from ``EVENT_FIELDS``. Schema changes go through alembic revisions in
+``migrations/``; a test holds this table and what the revisions create together."""
 
 from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy.types import TypeEngine
+
+from app.domain.audit import EVENT_FIELDS, EventField, FieldType
 
 metadata = MetaData()
+
+
+def _sql_type(field: EventField) -> TypeEngine[object]:
+    match field.type:
+        case FieldType.SERIAL:
+            # BigInteger ids on PostgreSQL; SQLite needs INTEGER PRIMARY KEY for its rowid alias (autoincrement).
+            return BigInteger().with_variant(Integer, "sqlite")
+        case FieldType.INT64:
+            return BigInteger()
+        case FieldType.INT32:
+            return Integer()
+        case FieldType.STRING:
+            return String(field.max_length)
+        case FieldType.JSON_OBJECT:
+            return Text()
+
+
+def _column(field: EventField) -> Column[object]:
+    if field.type is FieldType.SERIAL:
+        return Column(field.name, _sql_type(field), primary_key=True, autoincrement=True)
+    default = "{}" if field.type is FieldType.JSON_OBJECT else None
+    return Column(field.name, _sql_type(field), nullable=field.nullable, default=default)
+
 
 audit_events = Table(
     "audit_events",
     metadata,
-    # BigInteger ids on PostgreSQL; SQLite needs INTEGER PRIMARY KEY for its rowid alias (autoincrement).
-    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
-    Column("timestamp", BigInteger, nullable=False),  # ms since the epoch, like Kafka's token timestamps
-    Column("action", String(32), nullable=False),
-    Column("outcome", String(16), nullable=False),
-    Column("principal", String(1100)),
-    Column("owner", String(1100)),
-    Column("token_requester", String(1100)),
-    Column("token_id", String(64)),
-    Column("error_code", Integer),
-    Column("service_id", String(255), nullable=False),
-    Column("request_id", String(64)),
-    Column("client_address", String(64)),
-    Column("details", Text, nullable=False, default="{}"),
+    *(_column(field) for field in EVENT_FIELDS),
     Index("ix_audit_events_timestamp", "timestamp"),
     Index("ix_audit_events_token_id", "token_id"),
     Index("ix_audit_events_principal", "principal"),
     Index("ix_audit_events_owner", "owner"),
     Index("ix_audit_events_action_outcome", "action", "outcome"),
 )
+
+STRING_LIMITS: dict[str, int] = {
+    field.name: field.max_length for field in EVENT_FIELDS if field.max_length is not None
+}
+"""The longest text each string column holds."""

@@ -1,4 +1,5 @@
-"""Event Parquet files: the schema mirrors EVENT_SCHEMA, dates are UTC days, rows keep their order per day."""
+"""Event Parquet files: the Arrow and Spark schemas are ``EVENT_FIELDS``, dates are UTC days (in pyarrow and
+in Spark alike), rows keep their order per day."""
 
 from __future__ import annotations
 
@@ -6,23 +7,38 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.dataset as ds
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from app.analytics.event_files import ARROW_EVENT_SCHEMA, partition_dates, write_partitioned
-from app.analytics.events_schema import EVENT_SCHEMA, partition_date
+from app.analytics.events_schema import EVENT_SCHEMA, partition_date_column
+from app.domain.audit import EVENT_FIELDS
+
+TIMESTAMPS = [0, 86_399_999, 86_400_000, -1, 1_767_571_199_999, 1_767_571_200_000]
+DATES = ["1970-01-01", "1970-01-01", "1970-01-02", "1969-12-31", "2026-01-04", "2026-01-05"]
 
 
-def test_the_arrow_schema_mirrors_event_schema() -> None:
-    assert ARROW_EVENT_SCHEMA.names == EVENT_SCHEMA.fieldNames()
+def test_the_arrow_and_spark_schemas_are_the_event_fields() -> None:
+    names = [field.name for field in EVENT_FIELDS]
+    nullable = [field.nullable for field in EVENT_FIELDS]
+    assert ARROW_EVENT_SCHEMA.names == EVENT_SCHEMA.fieldNames() == names
     assert [field.nullable for field in ARROW_EVENT_SCHEMA] == [field.nullable for field in EVENT_SCHEMA.fields]
+    assert [field.nullable for field in ARROW_EVENT_SCHEMA] == nullable
     assert ARROW_EVENT_SCHEMA.field("error_code").type == pa.int32()
     assert ARROW_EVENT_SCHEMA.field("timestamp").type == pa.int64()
+    assert ARROW_EVENT_SCHEMA.field("details").type == pa.string()
+    assert EVENT_SCHEMA["id"].dataType.typeName() == "long"
+    assert EVENT_SCHEMA["error_code"].dataType.typeName() == "integer"
 
 
-def test_partition_dates_are_utc_days_as_events_schema_computes_them() -> None:
-    timestamps = [0, 86_399_999, 86_400_000, -1, 1_767_571_199_999, 1_767_571_200_000]
-    dates = partition_dates(pa.array(timestamps, pa.int64())).to_pylist()
-    assert dates == ["1970-01-01", "1970-01-01", "1970-01-02", "1969-12-31", "2026-01-04", "2026-01-05"]
-    assert dates == [partition_date(timestamp) for timestamp in timestamps]
+def test_partition_dates_are_utc_days() -> None:
+    assert partition_dates(pa.array(TIMESTAMPS, pa.int64())).to_pylist() == DATES
+
+
+def test_spark_computes_the_same_partition_dates(spark: SparkSession) -> None:
+    frame = spark.createDataFrame([(timestamp,) for timestamp in TIMESTAMPS], "timestamp long")
+    found = frame.select(partition_date_column().alias("date"), F.col("timestamp")).collect()
+    assert {row["timestamp"]: row["date"] for row in found} == dict(zip(TIMESTAMPS, DATES, strict=True))
 
 
 def _events(rows: list[tuple[int, int]]) -> pa.Table:
