@@ -29,7 +29,7 @@ Counts cover events in ``[since, until)``; facts about a token that predate ``si
 history before ``until`` (see ``transforms``). The input is read twice: once to count the window, once
 to keep the denied events and settled token changes, parsed and slimmed, in Spark's disk cache, from
 which every table is built. Nothing reaches the driver but one-row spans and the report's small,
-bounded aggregates (``report.collect``).
+bounded aggregates (``report_data.collect``).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from app.analytics import report, transforms
+from app.analytics import report, report_data, transforms
 from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, PARQUET_SCHEMA
 
 JDBC_JARS = (Path("/usr/share/java/postgresql.jar"), Path("/usr/share/java/sqlite-jdbc.jar"))
@@ -339,7 +339,7 @@ def run_report(
     _write(derived_tables(_read(spark, base, out_dir)), out_dir)
 
     written = _read(spark, TABLES, out_dir)
-    data = report.collect(
+    data = report_data.collect(
         written,
         top_n=top_n,
         events=event_count,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import base64
 import re
 
-from app.analytics.report import ReportData, render_html
+from app.analytics.report import render_html
+from app.analytics.report_data import ReportData
 
 T0 = 1_700_000_000_000
 HOSTILE = 'User:<script>alert("x")</script>'
@@ -62,7 +63,7 @@ def test_names_from_the_audit_trail_are_escaped() -> None:
     page = render_html(data())
 
     assert HOSTILE not in page
-    assert "User:&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    assert "User:&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
     assert "<script" not in page
 
 

@@ -1,0 +1,136 @@
+"""The report's charts: matplotlib ``Figure`` objects (no pyplot state), returned as base64 PNG.
+
+Each function takes plain Python values (``report_data.ReportData``'s fields) and returns a ``Chart``; the
+template embeds it as a data URI, so the page links to nothing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator, StrMethodFormatter
+
+OTHERS = "(others)"
+NONE = "(none)"
+_COLOURS = ("#3b6ea5", "#e08a2c", "#4f9a5b", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    alt: str
+    png_base64: str
+
+
+def _chart(figure: Figure, alt: str) -> Chart:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", bbox_inches="tight", metadata={"Software": None})
+    return Chart(alt, base64.b64encode(buffer.getvalue()).decode("ascii"))
+
+
+def _figure(width: float = 9.0, height: float = 3.6) -> tuple[Figure, Any]:
+    figure = Figure(figsize=(width, height), dpi=96, layout="constrained")
+    return figure, figure.subplots()
+
+
+def _counts_on(axis: Any) -> None:
+    """Whole numbers with thousands separators, never an offset such as ``1e6``."""
+    axis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
+
+
+def stacked_daily(rows: Sequence[tuple[str, str, int]], title: str) -> Chart:
+    """Tokens per day, one stacked series per label (``OTHERS`` last)."""
+    dates = sorted({date for date, _label, _tokens in rows})
+    totals: dict[str, int] = defaultdict(int)
+    for _date, label, tokens in rows:
+        totals[label] += tokens
+    labels = sorted(totals, key=lambda label: (label == OTHERS, -totals[label], label))
+    counts = {(date, label): tokens for date, label, tokens in rows}
+    figure, axes = _figure()
+    bottoms = [0] * len(dates)
+    for index, label in enumerate(labels):
+        heights = [counts.get((date, label), 0) for date in dates]
+        axes.bar(dates, heights, bottom=bottoms, label=label, color=_COLOURS[index % len(_COLOURS)])
+        bottoms = [bottom + height for bottom, height in zip(bottoms, heights, strict=True)]
+    axes.set_ylabel("tokens issued")
+    _counts_on(axes.yaxis)
+    axes.set_title(title)
+    axes.tick_params(axis="x", labelrotation=60, labelsize=7)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return _chart(figure, title)
+
+
+def impersonation_matrix(rows: Sequence[tuple[str, str, int, int]]) -> Chart:
+    """Tokens issued per (requester, owner) as a heat map with the counts written in."""
+    requesters = sorted({row[0] for row in rows})
+    owners = sorted({row[1] for row in rows})
+    cells = [[0] * len(owners) for _ in requesters]
+    for requester, owner, tokens, _refused in rows:
+        cells[requesters.index(requester)][owners.index(owner)] = tokens
+    figure, axes = _figure(max(4.0, 1.0 + 0.5 * len(owners)), max(2.5, 1.0 + 0.35 * len(requesters)))
+    image = axes.imshow(cells, cmap="Blues", aspect="auto", vmin=0)
+    axes.set_xticks(range(len(owners)), owners, rotation=60, ha="right", fontsize=7)
+    axes.set_yticks(range(len(requesters)), requesters, fontsize=7)
+    axes.set_xlabel("owner")
+    axes.set_ylabel("requester")
+    peak = max((max(line) for line in cells), default=0)
+    for y, line in enumerate(cells):
+        for x, tokens in enumerate(line):
+            if tokens:
+                colour = "white" if tokens > peak / 2 else "black"
+                axes.text(x, y, str(tokens), ha="center", va="center", fontsize=7, color=colour)
+    _counts_on(figure.colorbar(image, ax=axes, label="tokens issued").ax.yaxis)
+    return _chart(figure, "Requester to owner impersonation matrix")
+
+
+def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, ylabel: str) -> Chart:
+    """Grouped bars: one group per label, one bar per series."""
+    figure, axes = _figure(height=3.2)
+    width = 0.8 / max(1, len(series))
+    for index, (name, values) in enumerate(series.items()):
+        positions = [x + (index - (len(series) - 1) / 2) * width for x in range(len(labels))]
+        axes.bar(positions, values, width=width, label=name, color=_COLOURS[index % len(_COLOURS)])
+    axes.set_xticks(range(len(labels)), labels, fontsize=8)
+    _counts_on(axes.yaxis)
+    axes.set_ylabel(ylabel)
+    axes.set_title(title)
+    if len(series) > 1:
+        axes.legend(fontsize=8)
+    return _chart(figure, title)
+
+
+def denials(rows: Sequence[tuple[str, int, int]], title: str) -> Chart:
+    """Refused requests and authentication failures per name, as stacked horizontal bars."""
+    names = [name for name, _refusals, _auth in rows][::-1]
+    refusals = [refused for _name, refused, _auth in rows][::-1]
+    failures = [auth for _name, _refused, auth in rows][::-1]
+    figure, axes = _figure(height=max(2.0, 0.8 + 0.28 * len(rows)))
+    axes.barh(names, refusals, label="refused requests", color=_COLOURS[3])
+    axes.barh(names, failures, left=refusals, label="authentication failures", color=_COLOURS[1])
+    axes.tick_params(axis="y", labelsize=7)
+    _counts_on(axes.xaxis)
+    axes.set_xlabel("denials")
+    axes.set_title(title)
+    axes.legend(fontsize=8)
+    return _chart(figure, title)
+
+
+def bursts(rows: Sequence[dict[str, Any]]) -> Chart:
+    """Each flagged hour's denials against its principal's threshold."""
+    labels = [f"{burst['principal'] or NONE}\n{burst['hour']}" for burst in rows]
+    figure, axes = _figure(height=max(2.0, 0.8 + 0.4 * len(rows)))
+    positions = list(range(len(rows)))[::-1]
+    axes.barh(positions, [burst["denials"] for burst in rows], color=_COLOURS[3], label="denials in the hour")
+    axes.scatter([burst["threshold"] for burst in rows], positions, marker="|", s=200, color="black", label="threshold")
+    axes.set_yticks(positions, labels, fontsize=7)
+    _counts_on(axes.xaxis)
+    axes.set_xlabel("denials per hour")
+    axes.set_title("Bursts against each principal's own baseline")
+    axes.legend(fontsize=8)
+    return _chart(figure, "Denial bursts")
