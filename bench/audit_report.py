@@ -3,7 +3,7 @@ Prints one JSON document.
 
     python -m bench.audit_report [--events 10000000] [--days 30] [--seed 0] [--driver-memory 4g] [--work-dir DIR]
 
-Phases: ``synthesize`` (``kts audit-synth``'s generator, pyarrow, no Spark), ``spark_session`` (JVM
+Phases: ``synthesize`` (``bench.audit_synth``, pyarrow, no Spark), ``spark_session`` (JVM
 start), ``report`` (``read_events`` + ``run_report``: every figure table and report.html). Memory: the peak
 resident set of this Python process (``ru_maxrss``: the generator and the report's collected aggregates)
 and of the Spark driver JVM (``VmHWM`` in /proc; in local mode the executors run inside it). The JVM's heap
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analytics.job import build_session, read_events, run_report
-from app.analytics.synth import synthesize
+from bench.audit_synth import synthesize
 
 MASTER = "local[2]"
 START_MS = 1_767_571_200_000  # 2026-01-05T00:00:00Z, fixed so that runs are comparable

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.cli import acls, audit_export, audit_report, audit_synth, sidecar, tokens
+from app.cli import acls, audit_export, audit_report, sidecar, tokens
 from app.cli.http_client import KtsClientError
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, load_settings
@@ -24,7 +24,7 @@ def _parser() -> argparse.ArgumentParser:
     dev.add_argument("--port", type=int, default=8080)
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
     dev.add_argument("--config", type=Path, help="optional properties file")
-    for command in (tokens, acls, sidecar, audit_export, audit_report, audit_synth):
+    for command in (tokens, acls, sidecar, audit_export, audit_report):
         command.add_parser(commands)
     return parser
 

@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from app.analytics import transforms as t
 from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, partition_date_column
 from app.analytics.job import TABLES, AnalyticsError, jdbc_source, read_events, run_report
+from bench.audit_synth import synthesize
 from tests.unit.analytics.events import create, event, events_frame, expire, renew, rows, sweep
 
 H = t.HOUR_MS
@@ -79,6 +81,16 @@ def test_read_events_reads_the_date_partitioned_export(spark: SparkSession, tmp_
     assert found.columns == list(EVENT_COLUMNS)
     assert [field.dataType for field in found.schema.fields] == [field.dataType for field in EVENT_SCHEMA.fields]
     assert rows(found, "id", "timestamp", "action") == [(1, T0, "token.describe"), (2, T0 + D, "authentication")]
+
+
+def test_read_events_reads_what_the_synthesiser_writes(spark: SparkSession, tmp_path: Path) -> None:
+    out = tmp_path / "events"
+    synthesize(out, events=2_000, days=2, seed=1, start_ms=T0)
+
+    events = read_events(spark, input_dir=out)
+
+    assert events.columns == list(EVENT_COLUMNS)
+    assert events.agg(F.count("id"), F.max("id")).first() == (2_000, 2_000)
 
 
 def test_read_events_needs_exactly_one_existing_source(spark: SparkSession, tmp_path: Path) -> None:

@@ -1,9 +1,9 @@
-"""The synthetic audit trail: the exported layout, exact counts, determinism, and events that tell a
-consistent story (every renewal, expire and sweep follows its token's create; sweeps come after expiry)."""
+"""The synthetic audit trail (``bench.audit_synth``): the exported layout, exact counts, determinism, and
+events that tell a consistent story (every renewal, expire and sweep follows its token's create; sweeps
+come after expiry). Spark reading it back is in tests/unit/analytics/test_job.py."""
 
 from __future__ import annotations
 
-import argparse
 import json
 from collections import Counter
 from pathlib import Path
@@ -13,14 +13,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pytest
-from pyspark.sql import SparkSession
 
-from app.analytics import synth
 from app.analytics.event_files import ARROW_EVENT_SCHEMA
-from app.analytics.events_schema import PARQUET_SCHEMA
-from app.analytics.job import read_events
-from app.analytics.synth import SynthError, synthesize
-from app.cli import audit_synth
+from bench import audit_synth as synth
+from bench.audit_synth import SynthError, synthesize
 
 MONDAY = 1_767_571_200_000  # 2026-01-05T00:00:00Z
 EVENTS = 30_000
@@ -143,38 +139,24 @@ def test_refusals_and_throttled_bursts_of_failed_logins_from_a_few_addresses(
     assert busiest.startswith(("203.0.113.", "198.51.100.")) and attempts > 100
 
 
-def test_spark_reads_it_as_exported_events(
-    trail: tuple[synth.SynthResult, pa.Table], spark: SparkSession, tmp_path: Path
-) -> None:
-    out = tmp_path / "events"
-    synthesize(out, events=2_000, days=2, seed=1, start_ms=MONDAY)
-    events = read_events(spark, input_dir=out)
-    assert events.count() == 2_000
-    assert [field.name for field in events.schema.fields] == [field.name for field in PARQUET_SCHEMA.fields][:-1]
-    assert events.agg({"id": "max"}).first()[0] == 2_000
-
-
 def test_refuses_a_directory_that_holds_partitions(tmp_path: Path) -> None:
     (tmp_path / "date=2026-01-05").mkdir()
     with pytest.raises(SynthError, match="already holds date partitions"):
         synthesize(tmp_path, events=10, start_ms=MONDAY)
 
 
-def kts_audit_synth(*argv: str) -> int:
-    parser = argparse.ArgumentParser(prog="kts")
-    audit_synth.add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["audit-synth", *argv])
-    return int(args.handler(args))
+def audit_synth(*argv: str) -> int:
+    return synth.main(list(argv))
 
 
 def test_cli_writes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "synth"
-    assert kts_audit_synth("--events", "1_000", "--out", str(out), "--days", "3", "--start", "2026-01-05") == 0
+    assert audit_synth("--events", "1_000", "--out", str(out), "--days", "3", "--start", "2026-01-05") == 0
     line = capsys.readouterr().out.strip()
     assert line.startswith("wrote 1000 events (") and line.endswith(" UTC")
     assert "2026-01-05 " in line
-    assert kts_audit_synth("--events", "10", "--out", str(out)) == 1
-    assert capsys.readouterr().err.startswith("kts: ")
+    assert audit_synth("--events", "10", "--out", str(out)) == 1
+    assert capsys.readouterr().err.startswith("audit_synth: ")
 
 
 @pytest.mark.parametrize(
@@ -189,5 +171,5 @@ def test_cli_writes_and_summarises(tmp_path: Path, capsys: pytest.CaptureFixture
 )
 def test_cli_bad_usage_exits_2(tmp_path: Path, argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
-        kts_audit_synth(*argv, "--out", str(tmp_path))
+        audit_synth(*argv, "--out", str(tmp_path))
     assert exited.value.code == 2
