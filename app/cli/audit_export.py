@@ -5,16 +5,20 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy import inspect
 from sqlalchemy.engine import make_url
 
-from app.analytics.export import SETTLE_MS, ExportError, ExportResult, export_events
+from app.cli.analytics_extra import missing_extra
 from app.domain.clock import SystemClock
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, load_settings
 from app.storage.audit.database import describe_url, make_engine, translated_db_errors
 from app.storage.audit.tables import audit_events
+
+if TYPE_CHECKING:
+    from app.analytics.export import ExportResult
 
 # The exporter reads only the audit database: it never talks to ZooKeeper and must not need the secret
 # key, so the settings that ``kts serve`` requires get stand-ins and only audit.db.url is taken from the
@@ -40,9 +44,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument(
         "--settle-seconds",
         type=float,
-        default=SETTLE_MS / 1000,
         metavar="S",
-        help=f"leave events younger than this for the next run (default {SETTLE_MS // 1000})",
+        help="leave events younger than this for the next run (default: one minute, the audit reconciler's grace)",
     )
     parser.set_defaults(handler=run, usage=parser)
 
@@ -57,7 +60,11 @@ def audit_db_url(config_file: Path | None, given: str | None = None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.settle_seconds < 0:
+    try:
+        from app.analytics import export
+    except ImportError as error:
+        return missing_extra("audit-export", error)
+    if args.settle_seconds is not None and args.settle_seconds < 0:
         args.usage.error("--settle-seconds must not be negative")
     if args.out.exists() and not args.out.is_dir():
         args.usage.error(f"--out: {args.out} is not a directory")
@@ -66,9 +73,10 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"kts: configuration error: {exc}", file=sys.stderr)
         return 2
+    settle_ms = export.SETTLE_MS if args.settle_seconds is None else round(args.settle_seconds * 1000)
     try:
-        result = _export(url, args.out, settle_ms=round(args.settle_seconds * 1000))
-    except (ExportError, OSError) as exc:
+        result = _export(url, args.out, settle_ms=settle_ms)
+    except (export.ExportError, OSError) as exc:
         print(f"kts: {exc}", file=sys.stderr)
         return 1
     print(summary(result))
@@ -76,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(url: str, out_dir: Path, *, settle_ms: int) -> ExportResult:
+    from app.analytics.export import ExportError, export_events
+
     where = describe_url(url)  # never the password
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite" and parsed.database not in (None, "", ":memory:"):

@@ -17,6 +17,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
+from app.cli.analytics_extra import missing_extra
+
 LOCAL_MASTER = "local[*]"
 
 
@@ -114,7 +116,10 @@ def run(args: argparse.Namespace) -> int:
     if args.since is not None and args.until is not None and args.since >= args.until:
         print("kts: --since must be before --until", file=sys.stderr)
         return 2
-    from app.analytics.job import AnalyticsError, build_session, jdbc_source, read_events, run_report
+    try:
+        from app.analytics.job import AnalyticsError, build_session, jdbc_source, read_events, run_report
+    except ImportError as error:
+        return missing_extra("audit-report", error)
 
     password: str | None = None
     try:
