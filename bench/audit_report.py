@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from app.analytics.job import build_session, read_events, run_report
+from app.analytics.spark_internals import driver_jvm
 from bench.audit_synth import synthesize
 
 MASTER = "local[2]"
@@ -62,8 +63,7 @@ def run(events: int, days: int, seed: int, work_dir: Path, driver_memory: str) -
     spark = build_session(MASTER, app_name="kts-audit-report-bench")
     seconds["spark_session"] = time.perf_counter() - started
     try:
-        jvm_pid = int(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
-        jvm_heap_max = int(spark.sparkContext._jvm.java.lang.Runtime.getRuntime().maxMemory())  # type: ignore[union-attr]
+        jvm_pid, jvm_heap_max = driver_jvm(spark)
         started = time.perf_counter()
         summary = run_report(spark, read_events(spark, input_dir=input_dir), out_dir, now_ms=synthesized.last_ms + 1)
         seconds["report"] = time.perf_counter() - started

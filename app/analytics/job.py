@@ -46,7 +46,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from app.analytics import report, report_data, transforms
+from app.analytics import report, report_data, spark_internals, transforms
 from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, PARQUET_SCHEMA
 
 JDBC_JARS = (Path("/usr/share/java/postgresql.jar"), Path("/usr/share/java/sqlite-jdbc.jar"))
@@ -356,11 +356,4 @@ def _write_text(spark: SparkSession, target: str, text: str) -> None:
     if not is_uri(target):
         Path(target).write_text(text, encoding="utf-8")
         return
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    path = jvm.org.apache.hadoop.fs.Path(target)
-    stream = path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).create(path, True)
-    try:
-        stream.write(text.encode("utf-8"))
-    finally:
-        stream.close()
+    spark_internals.write_text(spark, target, text)

@@ -12,7 +12,6 @@ Exit codes: 0 written, 1 failed (one line on stderr), 2 bad usage.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,34 +81,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _master(requested: str | None) -> str | None:
+    from app.analytics.spark_internals import launched_by_spark_submit
+
     if requested:
         return requested
-    return None if "PYSPARK_GATEWAY_PORT" in os.environ else LOCAL_MASTER
+    return None if launched_by_spark_submit() else LOCAL_MASTER
 
 
 def _one_line(error: BaseException, secret: str | None) -> str:
     """The error's first line, plus the innermost Java cause (Spark's own message hides the JDBC driver's
     reason, such as a missing database); the password, if any, is masked wherever it appears."""
+    from app.analytics.spark_internals import java_root_cause
+
     lines = str(error).strip().splitlines()
     text = lines[0] if lines else type(error).__name__
-    cause = _java_root_cause(error)
+    cause = java_root_cause(error)
     if cause and cause not in text:
         text = f"{text}: {cause}"
     return text.replace(secret, "***") if secret else text
-
-
-def _java_root_cause(error: BaseException) -> str | None:
-    throwable = getattr(error, "_origin", None) or getattr(error, "java_exception", None)
-    try:
-        root = None
-        for _ in range(20):  # cause chains are short; a cycle must not hang us
-            if throwable is None:
-                break
-            root, throwable = throwable, throwable.getCause()
-        message = root.getMessage() if root is not None else None
-    except Exception:  # the JVM may already be gone
-        return None
-    return str(message).strip().splitlines()[0] if message else None
 
 
 def run(args: argparse.Namespace) -> int:
