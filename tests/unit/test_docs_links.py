@@ -4,7 +4,10 @@ outside the checkout."""
 
 from __future__ import annotations
 
+import ast
+import io
 import re
+import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -145,13 +148,32 @@ def test_every_relative_link_in_the_documents_resolves() -> None:
     assert broken == []
 
 
+def commentary(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, line) of a Python file's docstrings and comments: its prose, where other files are named.
+    String literals in code are paths the code opens, not references for a reader."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.splitlines()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                assert first.end_lineno is not None
+                yield from ((number, lines[number - 1]) for number in range(first.lineno, first.end_lineno + 1))
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+
+
 def test_every_markdown_file_named_in_the_documents_or_the_code_exists() -> None:
     """A docstring saying 'see docs/operations.md#tls' is a link too; so is 'API.md' in a comment."""
     mentions = []
     this_file = Path(__file__).resolve()  # its examples of broken names are meant to be broken
     for path in [*markdown_files(), *(path for path in source_files() if path != this_file)]:
-        text = path.read_text(encoding="utf-8")
-        lines = prose_lines(text) if path.suffix == ".md" else enumerate(text.splitlines(), start=1)
+        lines = prose_lines(path.read_text(encoding="utf-8")) if path.suffix == ".md" else commentary(path)
         for number, line in lines:
             for name, anchor in _MARKDOWN_MENTION.findall(line):
                 mentions.append(Link(path, number, name + anchor))
@@ -159,6 +181,17 @@ def test_every_markdown_file_named_in_the_documents_or_the_code_exists() -> None
     # Named from a file's own folder or from the repository root (docstrings name paths from the root).
     broken = [f"{link} ({reason})" for link in mentions if (reason := problem(link, bases=(link.source.parent, ROOT)))]
     assert broken == []
+
+
+def test_docstrings_and_comments_are_read_but_not_string_literals(tmp_path: Path) -> None:
+    module = tmp_path / "example.py"
+    module.write_text(
+        '"""See docs/api.md."""\n\nPAGE = "missing.md"  # and operations.md\n\n\n'
+        'def f() -> None:\n    """Or cli.md."""\n',
+        encoding="utf-8",
+    )
+    named = [name for _, line in commentary(module) for name, _ in _MARKDOWN_MENTION.findall(line)]
+    assert sorted(named) == ["cli.md", "docs/api.md", "operations.md"]
 
 
 def test_nothing_points_outside_the_checkout() -> None:
