@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 APT_PACKAGES := zookeeper postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit bench-report clean
+.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit bench-report bench-memory clean
 
 run: deps
 	$(VENV)/bin/kts dev
@@ -55,6 +55,10 @@ bench-audit: deps
 # The audit report on local[2] over 10 million synthetic events (prints JSON: seconds and driver memory).
 bench-report: deps
 	$(PY) -m bench.audit_report
+
+# The token cache's memory per token, the sizing figure of docs/operations.md (prints JSON).
+bench-memory: deps
+	$(PY) -m bench.token_cache_memory
 
 lint: deps
 	$(VENV)/bin/ruff check app tests

@@ -81,7 +81,7 @@ class Settings(BaseSettings):
     ssl_principal_mapping_rules: str = "DEFAULT"
     zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
     # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
-    # (checked together by app/storage/zk/client_security.py; README "ZooKeeper security")
+    # (checked together by app/storage/zk/client_security.py; docs/operations.md#zookeeper-security)
     zookeeper_set_acl: bool = False
     zookeeper_sasl_username: str | None = None
     zookeeper_sasl_password: SecretStr | None = None

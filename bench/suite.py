@@ -1,4 +1,4 @@
-"""The benchmark suite (DESIGN.md "Performance"): every figure with its ceiling measured in the same run,
+"""The benchmark suite (docs/operations.md#benchmarks): every figure with its ceiling measured in the same run,
 printed as one JSON document with the goals of issue 6 beside the figures.
 
     python -m bench.suite            # 100k tokens

@@ -1,6 +1,6 @@
 """The one table from errors to HTTP responses, and the handlers that apply it.
 
-Bodies follow API.md: ``{"error": NAME, "message": sentence}`` plus ``"code"`` for Kafka errors and
+Bodies follow docs/api.md#errors: ``{"error": NAME, "message": sentence}`` plus ``"code"`` for Kafka errors and
 ``"details"`` for validation failures. Validation details never echo the submitted values, which may be
 passwords or HMACs.
 """

@@ -1,6 +1,6 @@
 """``--command-config FILE`` and ``--server``: who the ``kts`` client commands are and where the service is.
 
-The file is a Java properties file holding one way to authenticate (API.md "Command line"):
+The file is a Java properties file holding one way to authenticate (docs/cli.md#client-commands):
 
 - ``username`` + ``password``: HTTP Basic against the user's SCRAM credential;
 - ``token.id`` + ``token.hmac``: ``Authorization: Bearer <tokenId>:<hmac>``;

@@ -1,4 +1,4 @@
-"""``KtsClient``: the service's HTTP API (API.md "Tokens", "ACLs") for the ``kts`` client commands.
+"""``KtsClient``: the service's HTTP API (docs/api.md#tokens, #acls) for the ``kts`` client commands.
 
 Errors are translated once, here, from httpx and the service's error envelope::
 

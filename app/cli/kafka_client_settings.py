@@ -1,6 +1,7 @@
 """The files ``kts sidecar`` keeps for Kafka clients, and how it writes them.
 
-Three formats, all carrying the token as a Kafka client logs in with it (KAFKA_COMPAT.md "SCRAM"):
+Three formats, all carrying the token as a Kafka client logs in with it
+(docs/kafka-compatibility.md#logging-in-to-kafka-with-a-token-scram):
 ``properties`` (client properties with ``sasl.jaas.config``), ``jaas`` (a ``KafkaClient`` section for
 ``-Djava.security.auth.login.config``) and ``json`` (for programs that build their own config).
 A file is replaced atomically with mode 0600, so a reader never sees half a file or another user's copy.

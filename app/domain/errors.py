@@ -1,7 +1,7 @@
 """The service's error hierarchy. Every layer raises these; only ``app/api/errors.py`` maps them to HTTP.
 
     KtsError
-    ├── KafkaError                  carries a Kafka error code (KAFKA_COMPAT.md "Error codes")
+    ├── KafkaError                  carries a Kafka error code (docs/kafka-compatibility.md#error-codes)
     │   ├── ClusterAuthorizationFailed      31
     │   ├── TokenAuthDisabled               61
     │   ├── TokenNotFound                   62

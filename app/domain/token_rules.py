@@ -1,4 +1,5 @@
-"""Kafka's delegation token semantics (KAFKA_COMPAT.md "Semantics") as pure functions of (state, request, now).
+"""Kafka's delegation token semantics as pure functions of (state, request, now); the rules are described in
+docs/kafka-compatibility.md#semantics-of-the-token-operations.
 
 Nothing here reads a clock, a store or the network: the service gathers the inputs, asks these functions
 what to do, and then does it.

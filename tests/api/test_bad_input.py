@@ -1,4 +1,4 @@
-"""Bad input gets the API.md envelope and a 4xx, never a 500, and changes nothing in ZooKeeper."""
+"""Bad input gets the error envelope of docs/api.md#errors and a 4xx, never a 500, and changes nothing in ZooKeeper."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings: a properties file with Kafka's key names, overridden by ``KTS_*`` variables (API.md "Running it").
+"""Settings: a properties file with Kafka's key names, overridden by ``KTS_*`` variables (docs/configuration.md).
 
 tests/conftest.py removes every ``KTS_*`` variable before each test, so only what a test sets is seen.
 """

@@ -1,4 +1,4 @@
-"""ACL bodies and filters (API.md "ACLs"). Values are checked by ``app.domain.acl.validate_binding``
+"""ACL bodies and filters (docs/api.md#acls). Values are checked by ``app.domain.acl.validate_binding``
 so that every refusal carries one sentence saying what is wrong."""
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ class JaasLogin:
 
 
 def jaas_config(token_id: str, hmac_text: str) -> str:
-    """The sasl.jaas.config line KAFKA_COMPAT.md tells a Kafka client to use for a token."""
+    """The sasl.jaas.config line docs/kafka-compatibility.md tells a Kafka client to use for a token."""
     return (
         "org.apache.kafka.common.security.scram.ScramLoginModule required "
         f'username="{token_id}" password="{hmac_text}" tokenauth="true";'

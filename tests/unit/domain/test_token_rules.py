@@ -1,4 +1,5 @@
-"""Kafka's delegation token semantics (KAFKA_COMPAT.md "Semantics") as the pure rules implement them.
+"""Kafka's delegation token semantics as the pure rules implement them
+(docs/kafka-compatibility.md#semantics-of-the-token-operations).
 
 Every rule of the contract has a test here that fails if the rule is broken. Times are fixed integers:
 the rules take ``now`` as an argument and never read a clock.

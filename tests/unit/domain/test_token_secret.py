@@ -1,4 +1,4 @@
-"""Token ids and HMACs (KAFKA_COMPAT.md "Token id, HMAC, password")."""
+"""Token ids and HMACs (docs/kafka-compatibility.md#token-ids-hmacs-and-passwords)."""
 
 from __future__ import annotations
 

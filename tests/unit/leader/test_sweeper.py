@@ -1,5 +1,6 @@
 """The expiry sweep's decisions, with in-memory fakes: which tokens it deletes, when a concurrent renew or
-delete wins, when it stops, and the audit protocol around each deletion (KAFKA_COMPAT.md "Sweep")."""
+delete wins, when it stops, and the audit protocol around each deletion
+(docs/kafka-compatibility.md#semantics-of-the-token-operations)."""
 
 from __future__ import annotations
 

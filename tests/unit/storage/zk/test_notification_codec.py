@@ -1,4 +1,4 @@
-"""Change notification payloads (KAFKA_COMPAT.md "Token znodes" and "SCRAM user credentials")."""
+"""Change notification payloads (docs/kafka-compatibility.md#token-znodes and #scram-user-credentials)."""
 
 from __future__ import annotations
 

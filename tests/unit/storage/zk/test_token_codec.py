@@ -1,4 +1,4 @@
-"""The token znode's data (KAFKA_COMPAT.md "Token znodes"): byte-exact with what Kafka writes."""
+"""The token znode's data (docs/kafka-compatibility.md#token-znodes): byte-exact with what Kafka writes."""
 
 from __future__ import annotations
 

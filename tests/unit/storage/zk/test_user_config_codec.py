@@ -1,4 +1,4 @@
-"""``/config/users/<name>`` data as kafka-configs.sh writes it (KAFKA_COMPAT.md "SCRAM user credentials")."""
+"""``/config/users/<name>`` data as kafka-configs.sh writes it (docs/kafka-compatibility.md#scram-user-credentials)."""
 
 from __future__ import annotations
 
