@@ -1,15 +1,18 @@
-# make run   - install what is missing, then start the local stack (kts dev)
-# make test  - install what is missing, then run every test on real ZooKeeper
+# make run   - install what kts dev needs (ZooKeeper, the kts package), then start the local stack
+# make test  - install everything the tests need as well, then run every test on real ZooKeeper
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-APT_PACKAGES := zookeeper postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java
+# `make run` needs only ZooKeeper's jars; the tests also run PostgreSQL, Chromium and Spark's JDBC drivers.
+RUN_APT_PACKAGES := zookeeper
+TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test fuzz deps system-deps lint openapi bench bench-quick bench-audit bench-report bench-memory clean
+.PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
+	bench-report bench-memory clean
 
-run: deps
+run: run-deps
 	$(VENV)/bin/kts dev
 
 # A base temp dir of its own: pytest prunes old ones at start, which would pull the data directories of
@@ -21,20 +24,35 @@ test: deps
 fuzz: deps
 	KTS_FUZZ_EXAMPLES=200 $(PY) -m pytest tests/e2e/test_fuzz.py --basetemp="$$(mktemp -d /tmp/kts-fuzz-XXXXXX)"
 
-deps: system-deps $(VENV)/.installed
+# What `kts dev` needs, and no more: ZooKeeper from Debian and the runtime package (no test tools, no Spark).
+run-deps: run-system-deps $(VENV)/.installed-run
 
-# Debian packages the service and the tests run for real (ZooKeeper's jars, PostgreSQL for the audit tests).
-system-deps:
-	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+# Everything: the tests' extras and system packages on top of what `make run` installs.
+deps: system-deps $(VENV)/.installed-test
+
+# Installs the Debian packages of $(1) that are missing (idempotent, quiet).
+define apt_install
+	@missing=""; for p in $(1); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
 	fi
+endef
 
-$(VENV)/.installed: pyproject.toml
+run-system-deps:
+	$(call apt_install,$(RUN_APT_PACKAGES))
+
+system-deps:
+	$(call apt_install,$(RUN_APT_PACKAGES) $(TEST_APT_PACKAGES))
+
+$(VENV)/.installed-run: pyproject.toml
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml $(VENV)/.installed-run
 	$(PY) -m pip install -q -e '.[test,analytics]'
 	touch $@
 
@@ -57,11 +75,11 @@ bench-report: deps
 	$(PY) -m bench.audit_report
 
 # The token cache's memory per token, the sizing figure of docs/operations.md (prints JSON).
-bench-memory: deps
+bench-memory: run-deps
 	$(PY) -m bench.token_cache_memory
 
 lint: deps
-	$(VENV)/bin/ruff check app tests
+	$(VENV)/bin/ruff check app tests bench
 	$(VENV)/bin/mypy
 
 clean:

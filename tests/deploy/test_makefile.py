@@ -1,0 +1,99 @@
+"""`make run` installs only what `kts dev` needs; `make test` installs the rest; CI installs everything.
+
+What a target would do is read from make itself: ``make --dry-run --always-make TARGET`` prints every command the
+target and its prerequisites would run on a fresh checkout, with the variables expanded.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+# Packages only the tests use: the PostgreSQL audit tests, the browser tests, Spark's JDBC drivers.
+TEST_ONLY_APT = {
+    "postgresql-15",
+    "chromium",
+    "chromium-driver",
+    "libpostgresql-jdbc-java",
+    "libxerial-sqlite-jdbc-java",
+}
+_APT_LOOP = re.compile(r"for p in ([^;]*); do dpkg -s")
+
+
+@dataclass(frozen=True)
+class Plan:
+    commands: list[str]
+
+    @property
+    def apt_packages(self) -> set[str]:
+        return {
+            package for command in self.commands for match in _APT_LOOP.findall(command) for package in match.split()
+        }
+
+    @property
+    def pip_installs(self) -> list[list[str]]:
+        """The arguments after ``pip install`` of each pip command, options dropped."""
+        installs = []
+        for command in self.commands:
+            words = shlex.split(command)
+            if "pip" in words and "install" in words[words.index("pip") :]:
+                arguments = words[words.index("install", words.index("pip")) + 1 :]
+                installs.append([word for word in arguments if not word.startswith("-")])
+        return installs
+
+    @property
+    def stamps(self) -> set[str]:
+        return {command.split()[1] for command in self.commands if command.startswith("touch ")}
+
+
+def plan(target: str, tmp_path: Path) -> Plan:
+    result = subprocess.run(
+        ["make", "--dry-run", "--always-make", "--no-print-directory", target],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return Plan([line.strip() for line in result.stdout.splitlines() if line.strip()])
+
+
+@pytest.fixture
+def run(tmp_path: Path) -> Plan:
+    return plan("run", tmp_path)
+
+
+@pytest.fixture
+def test(tmp_path: Path) -> Plan:
+    return plan("test", tmp_path)
+
+
+def test_make_run_installs_zookeeper_and_the_runtime_package_only(run: Plan) -> None:
+    assert run.apt_packages == {"zookeeper"}
+    assert run.pip_installs == [["pip"], ["."]]  # pip itself, then kts without extras
+    assert not TEST_ONLY_APT & run.apt_packages
+    assert not [command for command in run.commands if "[test" in command or "analytics" in command]
+    assert run.commands[-1] == ".venv/bin/kts dev"
+
+
+def test_make_test_installs_the_rest_on_top(run: Plan, test: Plan) -> None:
+    """The positive control of the test above: the same reading finds the test-only installs in `make test`."""
+    assert test.apt_packages == run.apt_packages | TEST_ONLY_APT
+    assert [".[test,analytics]"] in test.pip_installs
+    assert run.pip_installs == test.pip_installs[: len(run.pip_installs)]  # what `make run` did is not redone
+    assert run.stamps < test.stamps  # its own stamp: after `make run`, `make test` still installs the extras
+    assert test.commands[-1].startswith(".venv/bin/python -m pytest")
+
+
+def test_ci_installs_everything_and_runs_make_test() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (install,) = [line for line in script.splitlines() if line.startswith("apt-get install")]
+    assert {"zookeeper", "make", "python3-venv"} | TEST_ONLY_APT <= set(install.split())
+    assert script.rstrip().splitlines()[-1] == "make test"
