@@ -1,13 +1,17 @@
-"""The Helm chart in helm/kts and the sidecar example beside it.
+"""The Helm chart in helm/kts, its production values example, and the sidecar example beside it.
 
 ``helm-python-sdk`` binds Helm's own Go SDK (no helm binary), so lint, schema validation and rendering are
 Helm's; ``kubernetes-validate`` checks every rendered object against the Kubernetes OpenAPI schemas
-(strict: unknown fields are errors). The rendered server.properties is read back by kts's own settings
-loader, so the ConfigMap is known to start ``kts serve --config``.
+(strict: unknown fields are errors). What a pod would see (server.properties, its environment with the
+Secrets' values, the files mounted from Secrets) is recreated under a temporary directory and read by kts's
+own settings loader, so the rendered objects are known to start ``kts serve --config`` as intended.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,11 +21,13 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.settings import load_settings
+from app.settings import ENV_PREFIX, Settings, load_settings
+from app.storage.zk.client_security import DigestLogin
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "kts"
 SIDECAR_EXAMPLE = CHART / "examples" / "job-with-sidecar.yaml"
+PRODUCTION_VALUES = CHART / "values-production.yaml"
 # Native sidecars (restartPolicy on an init container) are GA from 1.33; kubernetes-validate ships it.
 KUBERNETES_VERSION = "1.33.0"
 RELEASE = "kts"
@@ -37,6 +43,38 @@ EVERYTHING_ENABLED: dict[str, Any] = {
     "extraEnv": [{"name": "PYTHONFAULTHANDLER", "value": "1"}],
     "image": {"repository": "registry.example.com/kts", "tag": "0.1.0-rc1"},
 }
+# Every TLS and ZooKeeper security option at once, with extra volumes and variables.
+SECURED: dict[str, Any] = {
+    "containerPort": 8443,
+    "tls": {
+        "enabled": True,
+        "secretName": "kts-tls",
+        "certificateKey": "server.pem",
+        "privateKeyKey": "server-key.pem",
+        "clientAuth": "required",
+        "clientCA": {"secretName": "clients-ca", "key": "bundle.pem"},
+    },
+    "zookeeper": {
+        "setAcl": True,
+        "sasl": {"jaasSecret": {"name": "kafka-jaas", "key": "kafka_server_jaas.conf"}, "jaasSection": "ZkClient"},
+        "tls": {
+            "enabled": True,
+            "secretName": "zookeeper-client",
+            "caKey": "ca.pem",
+            "certificateKey": "client.pem",
+            "privateKeyKey": "client-key.pem",
+            "verifyHostname": False,
+        },
+    },
+    "extraVolumes": [{"name": "policies", "configMap": {"name": "kts-policies"}}],
+    "extraVolumeMounts": [{"name": "policies", "mountPath": "/etc/kts-policies", "readOnly": True}],
+    "extraEnv": [{"name": "KTS_SERVICE_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+    "serviceMonitor": {"enabled": True, "tlsConfig": {"insecureSkipVerify": True}},
+    "networkPolicy": {"enabled": True},
+}
+PRODUCTION: dict[str, Any] = yaml.safe_load(PRODUCTION_VALUES.read_text(encoding="utf-8"))
+VALUE_SETS = [None, EVERYTHING_ENABLED, SECURED, PRODUCTION]
+VALUE_SET_IDS = ["defaults", "everything-enabled", "secured", "production"]
 # Objects of custom resource definitions: kubernetes-validate has schemas for built-in kinds only.
 CUSTOM_KINDS = {"ServiceMonitor"}
 POD_TMP = "/tmp"  # noqa: S108 - a path inside the pod, not on this machine
@@ -89,7 +127,7 @@ def test_kubernetes_validate_ships_the_version_used() -> None:
     assert KUBERNETES_VERSION in kubernetes_validate.utils.all_versions()
 
 
-@pytest.mark.parametrize("values", [None, EVERYTHING_ENABLED], ids=["defaults", "everything-enabled"])
+@pytest.mark.parametrize("values", VALUE_SETS, ids=VALUE_SET_IDS)
 def test_helm_lint_is_clean(values: dict[str, Any] | None) -> None:
     report = helm.lint(CHART, values, strict=True, kube_version=f"v{KUBERNETES_VERSION}")
     assert report["errors"] == []
@@ -112,7 +150,7 @@ def test_everything_enabled_adds_service_monitor_and_network_policy(everything: 
     }
 
 
-@pytest.mark.parametrize("values", [None, EVERYTHING_ENABLED], ids=["defaults", "everything-enabled"])
+@pytest.mark.parametrize("values", VALUE_SETS, ids=VALUE_SET_IDS)
 def test_every_built_in_object_validates_strictly(chart: helm.Chart, values: dict[str, Any] | None) -> None:
     objects = render(chart, values)
     checked = [item for item in objects if item["kind"] not in CUSTOM_KINDS]
@@ -154,6 +192,15 @@ def test_schema_rejects_a_value_of_the_wrong_type(chart: helm.Chart) -> None:
         ({"secretKey": {"secretName": ""}}, "/secretKey/secretName"),
         ({"serviceMonitor": {"enabled": "yes"}}, "/serviceMonitor/enabled"),
         ({"config": {"extraProperties": {"bad key": "x"}}}, "'bad key' does not match pattern"),
+        ({"tls": {"enable": True}}, "additional properties 'enable'"),
+        ({"tls": {"clientAuth": "optional"}}, "/tls/clientAuth"),
+        ({"tls": {"clientCA": {"secret": "x"}}}, "additional properties 'secret'"),
+        ({"zookeeper": {"sasl": {"password": "in-the-values"}}}, "additional properties 'password'"),
+        ({"zookeeper": {"tls": {"verifyHostname": "no"}}}, "/zookeeper/tls/verifyHostname"),
+        ({"zookeeper": {"jaas": {}}}, "additional properties 'jaas'"),
+        ({"extraVolumeMounts": [{"name": "x"}]}, "missing property 'mountPath'"),
+        ({"extraVolumes": [{"secret": {"secretName": "x"}}]}, "missing property 'name'"),
+        ({"serviceMonitor": {"enabled": True, "tls": {}}}, "additional properties 'tls'"),
     ],
 )
 def test_schema_rejects_unknown_keys_and_bad_values(chart: helm.Chart, values: dict[str, Any], where: str) -> None:
@@ -161,9 +208,9 @@ def test_schema_rejects_unknown_keys_and_bad_values(chart: helm.Chart, values: d
         chart.validate_schema(values)
 
 
-def test_schema_accepts_the_defaults_and_everything_enabled(chart: helm.Chart) -> None:
-    chart.validate_schema(None)
-    chart.validate_schema(EVERYTHING_ENABLED)
+@pytest.mark.parametrize("values", VALUE_SETS, ids=VALUE_SET_IDS)
+def test_schema_accepts_every_example(chart: helm.Chart, values: dict[str, Any] | None) -> None:
+    chart.validate_schema(values)
 
 
 def test_deployment_runs_three_locked_down_replicas(defaults: dict[str, dict[str, Any]]) -> None:
@@ -188,9 +235,9 @@ def test_deployment_probes_liveness_and_readiness(defaults: dict[str, dict[str, 
     kts = container(defaults)
     (port,) = kts["ports"]
     assert port == {"name": "http", "containerPort": 8080, "protocol": "TCP"}
-    assert kts["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
-    assert kts["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-    assert kts["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+    assert kts["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": "HTTP"}
+    assert kts["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http", "scheme": "HTTP"}
+    assert kts["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": "HTTP"}
 
 
 def test_deployment_has_a_writable_tmp_only(defaults: dict[str, dict[str, Any]]) -> None:
@@ -353,3 +400,256 @@ def test_sidecar_example_shares_client_properties_with_the_job() -> None:
     assert "/var/run/kafka/client.properties" in client["command"]
     command_config = volumes[sidecar_mounts["/etc/kts"]]
     assert command_config["secret"]["items"] == [{"key": "command.properties", "path": "command.properties"}]
+
+
+# -------------------- production: TLS, ZooKeeper security, extra volumes, as a pod sees them
+
+JAAS = """KafkaServer { org.apache.kafka.common.security.plain.PlainLoginModule required; };
+ZkClient {
+    org.apache.zookeeper.server.auth.DigestLoginModule required
+    username="kafka"
+    password="from-the-jaas-file";
+};
+"""
+# What the Secrets hold, by (Secret, key). The certificates need only exist for kts's settings to accept them.
+SECRET_DATA = {
+    ("kts", "delegation-token-secret-key"): "the-brokers-secret",
+    ("kts", "audit-db-url"): "postgresql://kts:pw@postgres:5432/kts",
+    ("kts-delegation-token", "secret"): "the-brokers-secret",
+    ("kts-postgres", "url"): "postgresql://kts:pw@postgres.db:5432/kts",
+    ("kts-zookeeper", "password"): "zk-password",
+    ("kafka-jaas", "kafka_server_jaas.conf"): JAAS,
+    ("kts-tls", "tls.crt"): "listener certificate",
+    ("kts-tls", "tls.key"): "listener key",
+    ("kts-tls", "ca.crt"): "clients' CA",
+    ("kts-tls", "server.pem"): "listener certificate",
+    ("kts-tls", "server-key.pem"): "listener key",
+    ("clients-ca", "bundle.pem"): "clients' CA bundle",
+    ("zookeeper-client", "ca.pem"): "ZooKeeper's CA",
+    ("zookeeper-client", "client.pem"): "ZooKeeper client certificate",
+    ("zookeeper-client", "client-key.pem"): "ZooKeeper client key",
+}
+
+
+def settings_in_pod(
+    objects: dict[str, dict[str, Any]], root: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Settings, dict[str, str]]:
+    """The settings ``kts serve`` would load in the pod: its mounted files recreated under ``root`` (paths in the
+    file and the environment moved there too), its environment with the Secrets' values."""
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    kts = container(objects)
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    moved: dict[str, str] = {}
+    for mount in kts["volumeMounts"]:
+        directory = root / mount["mountPath"].lstrip("/")
+        directory.mkdir(parents=True, exist_ok=True)
+        moved[mount["mountPath"]] = str(directory)
+        volume = volumes[mount["name"]]
+        config_map = objects["ConfigMap"]
+        if volume.get("configMap", {}).get("name") == config_map["metadata"]["name"]:
+            for file_name, text in config_map["data"].items():
+                (directory / file_name).write_text(text, encoding="utf-8")
+        for source in volume.get("projected", {}).get("sources", []):
+            secret = source["secret"]
+            for item in secret["items"]:
+                (directory / item["path"]).write_text(SECRET_DATA[(secret["name"], item["key"])], encoding="utf-8")
+
+    # One pass over all mount paths, longest first, so a path already moved under ``root`` is not moved again.
+    mounted = re.compile(
+        "|".join(rf"(?<![\w/]){re.escape(path)}(?=/|$|\n)" for path in sorted(moved, key=len, reverse=True))
+    )
+
+    def relocated(text: str) -> str:
+        return mounted.sub(lambda match: moved[match.group(0)], text)
+
+    environment: dict[str, str] = {}
+    for entry in kts["env"]:
+        if "value" in entry:
+            environment[entry["name"]] = relocated(entry["value"])
+        elif "secretKeyRef" in entry["valueFrom"]:
+            reference = entry["valueFrom"]["secretKeyRef"]
+            environment[entry["name"]] = SECRET_DATA[(reference["name"], reference["key"])]
+    for variable in [variable for variable in os.environ if variable.startswith(ENV_PREFIX)]:
+        monkeypatch.delenv(variable)
+    for variable, value in environment.items():
+        monkeypatch.setenv(variable, value)
+    assert kts["args"][:2] == ["serve", "--config"]
+    config = Path(relocated(kts["args"][2]))
+    config.write_text(relocated(config.read_text(encoding="utf-8")), encoding="utf-8")
+    return load_settings(config), environment
+
+
+def probes(objects: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    kts = container(objects)
+    return [kts[probe]["httpGet"] for probe in ("startupProbe", "livenessProbe", "readinessProbe")]
+
+
+def test_defaults_start_an_http_listener_without_zookeeper_security(
+    defaults: dict[str, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings, environment = settings_in_pod(defaults, tmp_path, monkeypatch)
+    assert settings.listeners == "http://0.0.0.0:8080"
+    assert settings.ssl_certfile is None and settings.ssl_client_auth == "none"
+    assert settings.zookeeper_security.login is None and settings.zookeeper_security.tls is None
+    assert not settings.zookeeper_set_acl
+    assert settings.secret_key == "the-brokers-secret"
+    assert not [name for name in environment if name.startswith("KTS_SSL") or "ZOOKEEPER" in name]
+
+
+def test_tls_listener_serves_the_certificate_secret(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, {"tls": {"enabled": True, "secretName": "kts-tls"}, "containerPort": 8443}))
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.listeners == "https://0.0.0.0:8443"
+    assert settings.ssl_certfile is not None and settings.ssl_keyfile is not None
+    assert settings.ssl_certfile.read_text() == "listener certificate"
+    assert settings.ssl_keyfile.read_text() == "listener key"
+    assert settings.ssl_client_auth == "none" and settings.ssl_cafile is None
+    assert [probe["scheme"] for probe in probes(objects)] == ["HTTPS"] * 3
+    assert {probe["port"] for probe in probes(objects)} == {"https"}
+    kts = container(objects)
+    assert kts["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert objects["Service"]["spec"]["ports"][0]["targetPort"] == "https"
+    (tls,) = [
+        volume for volume in objects["Deployment"]["spec"]["template"]["spec"]["volumes"] if volume["name"] == "tls"
+    ]
+    assert tls["projected"]["defaultMode"] == 0o440  # the pod's group (fsGroup) reads the key, nobody else
+
+
+def test_client_certificates_with_their_own_ca_secret(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, SECURED))
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.ssl_client_auth == "required"
+    assert settings.ssl_cafile is not None and settings.ssl_cafile.read_text() == "clients' CA bundle"
+    assert settings.ssl_certfile is not None and settings.ssl_certfile.read_text() == "listener certificate"
+    assert environment["KTS_SSL_CLIENT_AUTH"] == "required"
+    # The kubelet sends no client certificate; the probed paths need none.
+    assert {probe["path"] for probe in probes(objects)} == {"/healthz", "/readyz"}
+
+
+def test_zookeeper_sasl_password_comes_from_a_secret(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = {"zookeeper": {"setAcl": True, "sasl": {"username": "kafka", "passwordSecret": {"name": "kts-zookeeper"}}}}
+    objects = by_kind(render(chart, values))
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.zookeeper_set_acl is True
+    assert settings.zookeeper_security.login == DigestLogin("kafka", "zk-password")
+    assert environment["KTS_ZOOKEEPER_SASL_PASSWORD"] == "zk-password"
+    env = {entry["name"]: entry for entry in container(objects)["env"]}
+    assert env["KTS_ZOOKEEPER_SASL_PASSWORD"]["valueFrom"] == {
+        "secretKeyRef": {"name": "kts-zookeeper", "key": "password"}
+    }
+    assert "zk-password" not in objects["ConfigMap"]["data"]["server.properties"]
+
+
+def test_zookeeper_login_and_tls_come_from_mounted_secrets(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, SECURED))
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    security = settings.zookeeper_security
+    assert security.set_acl is True
+    assert security.login == DigestLogin("kafka", "from-the-jaas-file")  # the ZkClient section of the JAAS Secret
+    assert security.tls is not None and security.tls.check_hostname is False
+    assert security.tls.cafile is not None and security.tls.cafile.read_text() == "ZooKeeper's CA"
+    assert security.tls.certfile is not None and security.tls.certfile.read_text() == "ZooKeeper client certificate"
+    assert security.tls.keyfile is not None and security.tls.keyfile.read_text() == "ZooKeeper client key"
+    assert "KTS_ZOOKEEPER_SASL_PASSWORD" not in environment
+
+
+def test_extra_volumes_mounts_and_environment_are_added(chart: helm.Chart) -> None:
+    objects = by_kind(render(chart, SECURED))
+    pod = objects["Deployment"]["spec"]["template"]["spec"]
+    kts = container(objects)
+    assert SECURED["extraVolumes"][0] in pod["volumes"]
+    assert SECURED["extraVolumeMounts"][0] in kts["volumeMounts"]
+    assert SECURED["extraEnv"][0] in kts["env"]
+    # Still nothing writable but /tmp.
+    assert [mount["mountPath"] for mount in kts["volumeMounts"] if not mount.get("readOnly")] == [POD_TMP]
+
+
+def test_service_monitor_scrapes_https_with_its_tls_config(chart: helm.Chart) -> None:
+    monitor = by_kind(render(chart, SECURED))["ServiceMonitor"]
+    (endpoint,) = monitor["spec"]["endpoints"]
+    assert endpoint["scheme"] == "https" and endpoint["port"] == "https"
+    assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
+
+
+def test_production_values_run_three_https_replicas_on_postgresql_with_a_zookeeper_login(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, PRODUCTION))
+    assert set(objects) == {
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "ServiceMonitor",
+        "NetworkPolicy",
+    }
+    assert objects["Deployment"]["spec"]["replicas"] == 3
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.listener_scheme == "https" and settings.ssl_client_auth == "requested"
+    assert settings.audit_db_url.startswith("postgresql://")
+    assert settings.zookeeper_set_acl and settings.zookeeper_security.login == DigestLogin("kafka", "zk-password")
+    assert [probe["scheme"] for probe in probes(objects)] == ["HTTPS"] * 3
+    report = helm.lint(CHART, PRODUCTION, strict=True, kube_version=f"v{KUBERNETES_VERSION}")
+    assert report["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        ({"tls": {"enabled": True}}, "set tls.secretName"),
+        ({"tls": {"clientAuth": "required"}}, "client certificates need tls.enabled=true"),
+        ({"zookeeper": {"sasl": {"username": "kafka"}}}, "set zookeeper.sasl.passwordSecret.name"),
+        ({"zookeeper": {"sasl": {"passwordSecret": {"name": "kts-zookeeper"}}}}, "set zookeeper.sasl.username"),
+        (
+            {"zookeeper": {"sasl": {"jaasSecret": {"name": "j"}, "username": "u", "passwordSecret": {"name": "p"}}}},
+            "either jaasSecret or username",
+        ),
+        ({"zookeeper": {"tls": {"enabled": True}}}, "set zookeeper.tls.secretName"),
+        ({"zookeeper": {"tls": {"enabled": True, "secretName": "z", "certificateKey": "c"}}}, "together, or neither"),
+        ({"zookeeper": {"setAcl": True}}, "zookeeper.setAcl: needs a ZooKeeper identity"),
+    ],
+)
+def test_inconsistent_values_are_refused_with_a_sentence(
+    chart: helm.Chart, values: dict[str, Any], message: str
+) -> None:
+    chart.validate_schema(values)  # each value is fine on its own; the combination is not
+    with pytest.raises(helm.HelmRenderError, match=re.escape(message)):
+        chart.render(values, name=RELEASE, namespace=NAMESPACE)
+
+
+def test_the_listener_key_is_named_in_one_helper_only() -> None:
+    templates = CHART / "templates"
+    mentions = {
+        path.name: len(re.findall(r"listeners", path.read_text(encoding="utf-8"), flags=re.IGNORECASE))
+        for path in templates.iterdir()
+    }
+    assert {name: count for name, count in mentions.items() if count and name != "_helpers.tpl"} == {}
+    helpers = (templates / "_helpers.tpl").read_text(encoding="utf-8")
+    (definition,) = re.findall(r'define "kts\.listenerKey" -}}\n(\S+)\n', helpers)
+    assert definition == "listeners"
+
+
+def test_switching_the_listener_key_is_one_line(tmp_path: Path) -> None:
+    """When kts reads its listener from http.listeners (KTS_HTTP_LISTENERS), one line of _helpers.tpl changes."""
+    copy = tmp_path / "kts"
+    shutil.copytree(CHART, copy)
+    helpers = copy / "templates" / "_helpers.tpl"
+    text = helpers.read_text(encoding="utf-8")
+    switched = text.replace(
+        'define "kts.listenerKey" -}}\nlisteners\n', 'define "kts.listenerKey" -}}\nhttp.listeners\n'
+    )
+    assert [line for line in switched.splitlines() if line not in text.splitlines()] == ["http.listeners"]
+    helpers.write_text(switched, encoding="utf-8")
+    with helm.Chart.load(copy) as loaded:
+        objects = by_kind(render(loaded))
+    env = {entry["name"]: entry.get("value") for entry in container(objects)["env"]}
+    assert env["KTS_HTTP_LISTENERS"] == "http://0.0.0.0:8080" and "KTS_LISTENERS" not in env
+    assert "\nhttp.listeners=http://0.0.0.0:8080\n" in objects["ConfigMap"]["data"]["server.properties"]

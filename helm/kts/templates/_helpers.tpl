@@ -38,10 +38,69 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 
-{{/* The one listener, on every interface of the pod. The Deployment sets KTS_LISTENERS to the same URL
-because the image's default KTS_LISTENERS would otherwise win over server.properties. */}}
-{{- define "kts.listeners" -}}
-{{- printf "http://0.0.0.0:%d" (int .Values.containerPort) }}
+{{/* kts's listener setting: its key in server.properties, the KTS_* variable derived from it, and its value (the
+one listener, on every interface of the pod). The Deployment sets the variable as well as the file because the
+image's default variable would otherwise win over server.properties. The key is named here and nowhere else. */}}
+{{- define "kts.listenerKey" -}}
+listeners
+{{- end }}
+
+{{- define "kts.listenerEnv" -}}
+{{- include "kts.listenerKey" . | upper | replace "." "_" | printf "KTS_%s" }}
+{{- end }}
+
+{{- define "kts.listener" -}}
+{{- printf "%s://0.0.0.0:%d" (include "kts.scheme" .) (int .Values.containerPort) }}
+{{- end }}
+
+{{- define "kts.scheme" -}}
+{{- ternary "https" "http" .Values.tls.enabled }}
+{{- end }}
+
+{{/* The name of the container and Service port: what it speaks. */}}
+{{- define "kts.portName" -}}
+{{- include "kts.scheme" . }}
+{{- end }}
+
+{{/* Where Secrets are mounted in the pod, one directory per purpose; file names are fixed by the volumes' items. */}}
+{{- define "kts.tlsDir" -}}
+/var/run/secrets/kts/tls
+{{- end }}
+
+{{- define "kts.zookeeperDir" -}}
+/var/run/secrets/kts/zookeeper
+{{- end }}
+
+{{/* Combinations the schema cannot express, refused with a sentence naming the values to set. kts would refuse
+them at start-up too, but only after the pods were scheduled. */}}
+{{- define "kts.validate" -}}
+{{- $tls := .Values.tls }}
+{{- if and $tls.enabled (not $tls.secretName) }}
+{{- fail "tls.enabled: set tls.secretName to the Secret holding the listener's certificate and private key" }}
+{{- end }}
+{{- if and (ne $tls.clientAuth "none") (not $tls.enabled) }}
+{{- fail "tls.clientAuth: client certificates need tls.enabled=true" }}
+{{- end }}
+{{- $sasl := .Values.zookeeper.sasl }}
+{{- if and $sasl.username (not $sasl.passwordSecret.name) }}
+{{- fail "zookeeper.sasl.username: set zookeeper.sasl.passwordSecret.name to the Secret holding its password" }}
+{{- end }}
+{{- if and $sasl.passwordSecret.name (not $sasl.username) }}
+{{- fail "zookeeper.sasl.passwordSecret: set zookeeper.sasl.username too" }}
+{{- end }}
+{{- if and $sasl.jaasSecret.name $sasl.username }}
+{{- fail "zookeeper.sasl: give either jaasSecret or username and passwordSecret, not both" }}
+{{- end }}
+{{- $zkTls := .Values.zookeeper.tls }}
+{{- if and $zkTls.enabled (not $zkTls.secretName) }}
+{{- fail "zookeeper.tls.enabled: set zookeeper.tls.secretName to the Secret holding the PEM files" }}
+{{- end }}
+{{- if ne (empty $zkTls.certificateKey) (empty $zkTls.privateKeyKey) }}
+{{- fail "zookeeper.tls: give certificateKey and privateKeyKey together, or neither" }}
+{{- end }}
+{{- if and .Values.zookeeper.setAcl (not (or $sasl.username $sasl.jaasSecret.name (and $zkTls.enabled $zkTls.certificateKey))) }}
+{{- fail "zookeeper.setAcl: needs a ZooKeeper identity: zookeeper.sasl (username or jaasSecret) or a zookeeper.tls client certificate" }}
+{{- end }}
 {{- end }}
 
 {{/* A value as a Java properties file reads it back: backslashes and line breaks escaped. */}}
