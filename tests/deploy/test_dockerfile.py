@@ -222,10 +222,6 @@ def builder_of(stages: list[Stage], stage: Stage) -> Stage:
     return lineage(stages, stage)[-2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 14: the analytics helper moves pyspark, pyarrow and matplotlib into the kts[analytics] extra",
-)
 def test_the_package_keeps_spark_in_the_analytics_extra() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
