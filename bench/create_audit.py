@@ -21,9 +21,9 @@ from pathlib import Path
 import httpx
 from kazoo.client import KazooClient
 
-from app.auth.scram import derive
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper, free_port
 from app.domain.credentials import Mechanism
+from app.domain.scram import derive
 from app.storage.zk import user_config_codec
 from app.storage.zk.paths import user_config_path
 from tests.postgres_server import PostgresServer

@@ -21,10 +21,10 @@ from typing import Any
 import httpx
 from kazoo.client import KazooClient
 
-from app.auth.scram import derive
 from app.cli.embedded_zookeeper import free_port
 from app.domain.credentials import Mechanism
 from app.domain.principal import KafkaPrincipal
+from app.domain.scram import derive
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret, encode_hmac, new_token_id
 from app.storage.zk import notification_codec, token_codec, user_config_codec

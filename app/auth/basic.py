@@ -15,9 +15,9 @@ import os
 import threading
 from collections import OrderedDict
 
-from app.auth.scram import password_matches
 from app.domain.clock import Clock
 from app.domain.credentials import Mechanism
+from app.domain.scram import password_matches
 from app.service.ports import UserStore
 
 # Strongest first: a user with both credentials is checked against SCRAM-SHA-512.

@@ -9,10 +9,10 @@ from pathlib import Path
 from rich.console import Console
 
 from app.api.runtime import zk_connection
-from app.auth.scram import derive
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
+from app.domain.scram import derive
 from app.settings import Settings, load_settings, read_properties
 from app.storage.zk.user_store import ZkUserStore
 

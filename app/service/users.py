@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from app.auth.scram import derive
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
 from app.domain.credentials import Mechanism
 from app.domain.errors import ClusterAuthorizationFailed
+from app.domain.scram import derive
 from app.service.audit import Auditor
 from app.service.ports import UserStore
 

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
-from app.auth.scram import derive
 from app.domain.credentials import Mechanism
+from app.domain.scram import derive
 from app.settings import load_settings
 from app.storage.zk import user_config_codec
 from app.storage.zk.paths import user_config_path

@@ -8,8 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.auth.scram import password_matches
 from app.domain.credentials import Mechanism
+from app.domain.scram import password_matches
 from app.storage.zk import user_config_codec
 from app.storage.zk.paths import CONFIG_CHANGES
 from tests.api.conftest import ADMIN, ALICE, basic, bearer

@@ -12,8 +12,8 @@ import pytest
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
 
-from app.auth.scram import derive
 from app.domain.credentials import Mechanism
+from app.domain.scram import derive
 from app.storage.zk.client_security import client_security
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.paths import TOKEN_CHANGES, token_path

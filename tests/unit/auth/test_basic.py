@@ -6,8 +6,8 @@ import pytest
 
 from app.auth import basic
 from app.auth.basic import BasicAuthenticator
-from app.auth.scram import derive
 from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.scram import derive
 
 
 class FakeClock:

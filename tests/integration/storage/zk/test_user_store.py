@@ -7,9 +7,9 @@ from collections.abc import Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from app.auth.scram import derive, password_matches
 from app.domain.credentials import Mechanism
 from app.domain.errors import CredentialNotFound
+from app.domain.scram import derive, password_matches
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.paths import CONFIG_CHANGES
 from app.storage.zk.user_store import ZkUserStore

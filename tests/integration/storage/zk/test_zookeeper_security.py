@@ -12,12 +12,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, make_acl
 
-from app.auth.scram import derive
 from app.cli.embedded_zookeeper import NETTY_JARS, EmbeddedZooKeeper, free_port
 from app.domain.acl import AccessControlEntry, Operation, PatternType, Permission, ResourcePattern
 from app.domain.credentials import Mechanism
 from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
+from app.domain.scram import derive
 from app.domain.token import TokenInformation
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.client_security import ZkClientSecurity, client_security

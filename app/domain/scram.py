@@ -1,7 +1,7 @@
 """SCRAM credentials computed exactly as Kafka's ``ScramFormatter`` does (RFC 5802 salted keys).
 
-Used two ways: to check an HTTP Basic password against a user's stored credential, and to derive the
-credentials a broker computes for a delegation token (password = the token's base64 HMAC, 4096 iterations).
+Used to write a user's credential and to check an HTTP Basic password against it. A broker derives a
+delegation token's credential the same way (password = the token's base64 HMAC, 4096 iterations).
 
 Written on hashlib rather than scramp's ``make_auth_info`` because scramp applies SASLprep to the
 password and Kafka does not (it hashes the plain UTF-8 bytes); the two differ for some non-ASCII passwords.
@@ -15,7 +15,6 @@ import os
 
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
 
-TOKEN_ITERATIONS = 4096
 SALT_BYTES = 32
 
 
@@ -34,11 +33,6 @@ def derive(mechanism: Mechanism, password: str, iterations: int, salt: bytes | N
     salt = os.urandom(SALT_BYTES) if salt is None else salt
     stored_key, server_key = _keys(mechanism, password, salt, iterations)
     return ScramCredential(salt, stored_key, server_key, iterations)
-
-
-def token_credential(mechanism: Mechanism, hmac_text: str) -> ScramCredential:
-    """What a broker derives for a token: the base64 HMAC is the password, 4096 iterations, random salt."""
-    return derive(mechanism, hmac_text, TOKEN_ITERATIONS)
 
 
 def password_matches(mechanism: Mechanism, credential: ScramCredential, password: str) -> bool:

@@ -9,8 +9,8 @@ import hmac
 import pytest
 import scramp
 
-from app.auth.scram import SALT_BYTES, TOKEN_ITERATIONS, derive, password_matches, token_credential
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
+from app.domain.scram import SALT_BYTES, derive, password_matches
 
 MECHANISMS = list(Mechanism)
 SALT = b"0123456789abcdef0123456789abcdef"
@@ -188,9 +188,8 @@ HMAC_TEXT = "4yNy7/Z+zNgC0bevraCN9fOXatvHfn4ZrHtPzPlrbPxMD2i6+BNIueia0juqmA75Nxp
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_token_credential_uses_the_base64_hmac_as_password_and_4096_iterations(mechanism: Mechanism) -> None:
-    credential = token_credential(mechanism, HMAC_TEXT)
-    assert TOKEN_ITERATIONS == 4096
+def test_a_brokers_token_credential_uses_the_base64_hmac_as_password_and_4096_iterations(mechanism: Mechanism) -> None:
+    credential = derive(mechanism, HMAC_TEXT, 4096)
     assert credential.iterations == 4096
     assert (credential.stored_key, credential.server_key) == independent_keys(
         mechanism.hash_name, HMAC_TEXT.encode("utf-8"), credential.salt, 4096
@@ -198,9 +197,9 @@ def test_token_credential_uses_the_base64_hmac_as_password_and_4096_iterations(m
     assert password_matches(mechanism, credential, HMAC_TEXT)
 
 
-def test_token_credential_has_a_random_salt() -> None:
-    first = token_credential(Mechanism.SCRAM_SHA_256, HMAC_TEXT)
-    second = token_credential(Mechanism.SCRAM_SHA_256, HMAC_TEXT)
+def test_derive_draws_a_random_salt_each_time() -> None:
+    first = derive(Mechanism.SCRAM_SHA_256, HMAC_TEXT, 4096)
+    second = derive(Mechanism.SCRAM_SHA_256, HMAC_TEXT, 4096)
     assert first.salt != second.salt
 
 
