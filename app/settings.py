@@ -21,9 +21,9 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
+from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 
 ENV_PREFIX = "KTS_"

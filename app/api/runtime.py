@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from app.auth.attempt_guard import AttemptGuard, guard_for
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
-from app.auth.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
+from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.leadership import Leadership

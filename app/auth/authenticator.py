@@ -19,11 +19,12 @@ import ssl
 
 from app.auth.attempt_guard import AttemptGuard
 from app.auth.basic import BasicAuthenticator
-from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
+from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
+from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from app.domain.throttle import token_subject
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 from app.service.audit import Auditor

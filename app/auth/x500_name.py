@@ -33,7 +33,9 @@ from typing import Final
 
 from cryptography import x509
 
-__all__ = ["distinguished_name"]
+from app.domain.ssl_principal_mapper import SslPrincipalMapper
+
+__all__ = ["distinguished_name", "principal_name_for"]
 
 # The only attribute types the JDK prints by keyword in RFC 2253 form; every other
 # type is printed as its dotted OID with the value's DER encoding in hex.
@@ -164,3 +166,8 @@ def distinguished_name(certificate_der: bytes) -> str:
         return _format_name(_subject_der(certificate.tbs_certificate_bytes))
     except IndexError as exc:
         raise ValueError("malformed certificate subject") from exc
+
+
+def principal_name_for(certificate_der: bytes, mapper: SslPrincipalMapper) -> str:
+    """The Kafka principal name (without ``User:``) a broker would give this client certificate."""
+    return mapper.name(distinguished_name(certificate_der))

@@ -15,7 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from app.auth.x500_name import distinguished_name
+from app.auth.x500_name import distinguished_name, principal_name_for
+from app.domain.ssl_principal_mapper import SslPrincipalMapper
 
 C, ORG, OU, CN = NameOID.COUNTRY_NAME, NameOID.ORGANIZATION_NAME, NameOID.ORGANIZATIONAL_UNIT_NAME, NameOID.COMMON_NAME
 
@@ -94,3 +95,10 @@ def test_distinguished_name_is_printed_like_x500principal(subject: x509.Name, ex
 def test_distinguished_name_rejects_non_certificates() -> None:
     with pytest.raises(ValueError):
         distinguished_name(b"not a certificate")
+
+
+def test_principal_name_for_certificate() -> None:
+    der = certificate_der(subject_of(rdn((C, "US")), rdn((ORG, "acme")), rdn((OU, "ServiceUsers")), rdn((CN, "Svc-1"))))
+    mapper = SslPrincipalMapper.from_rules("RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/L, DEFAULT")
+    assert principal_name_for(der, mapper) == "svc-1"
+    assert principal_name_for(der, SslPrincipalMapper.from_rules("DEFAULT")) == "CN=Svc-1,OU=ServiceUsers,O=acme,C=US"

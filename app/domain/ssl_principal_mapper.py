@@ -2,7 +2,7 @@
 
 A Kafka broker names an mTLS client after the subject of its certificate: it prints
 the subject the way Java's ``X500Principal.getName()`` does (RFC 2253, most specific
-RDN first, e.g. ``CN=alice,OU=eng,O=acme,C=US``; see :mod:`app.auth.x500_name`) and
+RDN first, e.g. ``CN=alice,OU=eng,O=acme,C=US``; printed by :mod:`app.auth.x500_name`) and
 rewrites that string with the listener's ``ssl.principal.mapping.rules``
 (``SslPrincipalMapper`` used by ``DefaultKafkaPrincipalBuilder``).  A token service
 must derive the *same* name, or tokens and ACLs end up attached to a principal the
@@ -35,10 +35,10 @@ A comma-separated list of rules, tried in order; the first rule that applies win
   configured with an empty value.
 
 Patterns and replacements are applied with Java's semantics by
-:mod:`app.auth.java_regex`; a valid Java pattern that Python cannot match the same
+:mod:`app.domain.java_regex`; a valid Java pattern that Python cannot match the same
 way makes the rule invalid (``ValueError``) rather than silently matching differently.
 
-Known differences from a broker (besides those listed in :mod:`app.auth.java_regex`
+Known differences from a broker (besides those listed in :mod:`app.domain.java_regex`
 and :mod:`app.auth.x500_name`):
 
 * ``/L`` and ``/U`` use Python's Unicode case mapping, which can differ from the
@@ -56,10 +56,9 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
-from app.auth.java_regex import compile_java_regex, java_replace_all, one_line
-from app.auth.x500_name import distinguished_name
+from app.domain.java_regex import compile_java_regex, java_replace_all, one_line
 
-__all__ = ["NoMatchingRule", "SslPrincipalMapper", "distinguished_name", "principal_name_for"]
+__all__ = ["NoMatchingRule", "SslPrincipalMapper"]
 
 
 class NoMatchingRule(ValueError):
@@ -259,7 +258,3 @@ class SslPrincipalMapper:
 
     __repr__ = __str__
 
-
-def principal_name_for(certificate_der: bytes, mapper: SslPrincipalMapper) -> str:
-    """The Kafka principal name (without ``User:``) a broker would give this client certificate."""
-    return mapper.name(distinguished_name(certificate_der))

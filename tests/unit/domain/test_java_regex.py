@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.auth.java_regex import InvalidJavaRegex, UnsupportedJavaRegex, compile_java_regex, java_replace_all
+from app.domain.java_regex import InvalidJavaRegex, UnsupportedJavaRegex, compile_java_regex, java_replace_all
 
 # Java regex semantics that differ from Python's re: (pattern, text, does it match the whole text?)
 JAVA_REGEX = [

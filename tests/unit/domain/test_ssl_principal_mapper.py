@@ -1,4 +1,4 @@
-"""SslPrincipalMapper and principal_name_for give the names a Kafka broker gives.
+"""SslPrincipalMapper gives the names a Kafka broker gives.
 
 The rule cases are Kafka's own SslPrincipalMapperTest; every other expected value was
 produced by running the same input through Kafka's SslPrincipalMapper (JDK 17), so
@@ -11,8 +11,7 @@ import re
 
 import pytest
 
-from app.auth.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper, principal_name_for
-from tests.unit.auth.test_x500_name import CN, ORG, OU, C, certificate_der, rdn, subject_of
+from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 
 # --- Kafka's SslPrincipalMapperTest -------------------------------------------------
 
@@ -206,13 +205,6 @@ def test_broken_replacement_fails_when_applied_like_kafka(rules: str, message: s
     with pytest.raises(ValueError, match=message) as error:
         mapper.name("CN=x")
     assert not isinstance(error.value, NoMatchingRule)
-
-
-def test_principal_name_for_certificate() -> None:
-    der = certificate_der(subject_of(rdn((C, "US")), rdn((ORG, "acme")), rdn((OU, "ServiceUsers")), rdn((CN, "Svc-1"))))
-    mapper = SslPrincipalMapper.from_rules(KAFKA_RULES)
-    assert principal_name_for(der, mapper) == "svc-1"
-    assert principal_name_for(der, SslPrincipalMapper.from_rules("DEFAULT")) == "CN=Svc-1,OU=ServiceUsers,O=acme,C=US"
 
 
 def test_a_rule_with_a_bad_java_pattern_is_an_invalid_rule() -> None:
