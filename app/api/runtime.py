@@ -5,18 +5,19 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from app.auth.attempt_guard import AttemptGuard, guard_for
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
 from app.service.acls import AclService
+from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
 from app.service.tokens import TokenService
@@ -85,6 +86,19 @@ def zk_connection(settings: Settings) -> ZkConnection:
     )
 
 
+def attempt_guard(settings: Settings, auditor: Auditor, clock: Clock, action: Action) -> AttemptGuard | None:
+    """The guard of one kind of attempt under the ``auth.failures.*`` settings; None when turned off."""
+    if settings.auth_failures_max == 0:
+        return None
+    policy = ThrottlePolicy(
+        max_failures=settings.auth_failures_max,
+        address_max_failures=settings.auth_failures_address_max,
+        window_ms=settings.auth_failures_window_ms,
+        max_keys=settings.auth_throttle_max_keys,
+    )
+    return AttemptGuard(FailureThrottle(policy, clock), auditor, action)
+
+
 def check_zookeeper(settings: Settings) -> None:
     """Connect once before serving, so an unreachable ZooKeeper or a rejected login is one line from the CLI
     (StoreUnavailable) rather than a start-up traceback in the log."""
@@ -127,8 +141,8 @@ def build_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
-    verify_guard = guard_for(settings, auditor, clock, Action.TOKEN_VERIFY)
-    login_guard = guard_for(settings, auditor, clock, Action.AUTHENTICATION)
+    verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
+    login_guard = attempt_guard(settings, auditor, clock, Action.AUTHENTICATION)
     tokens = TokenService(
         token_store,
         token_cache,

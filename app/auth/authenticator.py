@@ -17,7 +17,6 @@ import binascii
 import re
 import ssl
 
-from app.auth.attempt_guard import AttemptGuard
 from app.auth.basic import BasicAuthenticator
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -27,6 +26,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from app.domain.throttle import token_subject
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
+from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
 

@@ -49,12 +49,11 @@ MAX_SUBJECT_LENGTH = 256
 ADDRESS_WIDE = "*"
 
 
-def user_subject(user_name: str) -> str:
-    return f"User:{user_name}"
+TOKEN_SUBJECT_PREFIX = "DelegationToken:"
 
 
 def token_subject(token_id: str) -> str:
-    return f"DelegationToken:{token_id}"
+    return TOKEN_SUBJECT_PREFIX + token_id
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -18,11 +18,9 @@ from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
+from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.ports import StoredToken, TokenStore, TokenView
-
-if TYPE_CHECKING:
-    from app.auth.attempt_guard import AttemptGuard
 
 # A renew and an expire of one token racing on two replicas: the loser re-reads and decides again.
 MAX_CAS_ATTEMPTS = 8

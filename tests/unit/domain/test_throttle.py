@@ -17,8 +17,13 @@ from app.domain.throttle import (
     Limit,
     ThrottlePolicy,
     token_subject,
-    user_subject,
 )
+
+
+def user_subject(user_name: str) -> str:
+    """The subject the authenticator claims for a Basic login."""
+    return f"User:{user_name}"
+
 
 WINDOW = 60_000
 ALICE = user_subject("alice")

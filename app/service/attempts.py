@@ -4,6 +4,10 @@ burst as ``{"throttled": true, "attempts": n, ...}`` records of the same action.
 
 A refused attempt raises ``TooManyAttempts`` (429 with Retry-After) before its credentials are looked at.
 A summary written while serving another client's request carries the summarised client's address.
+
+The composition root builds one guard per kind of attempt from the ``auth.failures.*`` settings (none when
+turned off); callers see only ``admit``/``failed``/``succeeded``, so the counting rule behind them can change
+without touching them.
 """
 
 from __future__ import annotations
@@ -12,26 +16,9 @@ import math
 from collections.abc import Callable
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
-from app.domain.clock import Clock
 from app.domain.errors import TooManyAttempts
-from app.domain.throttle import AuditPlan, BurstSummary, FailureThrottle, ThrottlePolicy
+from app.domain.throttle import TOKEN_SUBJECT_PREFIX, AuditPlan, BurstSummary, FailureThrottle
 from app.service.audit import Auditor, request_context
-from app.settings import Settings
-
-_TOKEN_PREFIX = "DelegationToken:"
-
-
-def guard_for(settings: Settings, auditor: Auditor, clock: Clock, action: Action) -> AttemptGuard | None:
-    """The guard of one kind of attempt under the ``auth.failures.*`` settings; None when turned off."""
-    if settings.auth_failures_max == 0:
-        return None
-    policy = ThrottlePolicy(
-        max_failures=settings.auth_failures_max,
-        address_max_failures=settings.auth_failures_address_max,
-        window_ms=settings.auth_failures_window_ms,
-        max_keys=settings.auth_throttle_max_keys,
-    )
-    return AttemptGuard(FailureThrottle(policy, clock), auditor, action)
 
 
 class AttemptGuard:
@@ -74,7 +61,7 @@ class AttemptGuard:
         current = request_context.get()
         context = current if current.client_address == summary.address else RequestContext(None, summary.address)
         subject = summary.subject or ""
-        token_id = subject.removeprefix(_TOKEN_PREFIX) if subject.startswith(_TOKEN_PREFIX) else None
+        token_id = subject.removeprefix(TOKEN_SUBJECT_PREFIX) if subject.startswith(TOKEN_SUBJECT_PREFIX) else None
         event = AuditEvent(
             self._action,
             Outcome.DENIED,
