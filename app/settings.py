@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import re
 import socket
-from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import javaproperties
-from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
@@ -109,6 +108,8 @@ class Settings(BaseSettings):
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims
     auth_failures_window_ms: int = Field(60_000, ge=1)
     auth_throttle_max_keys: int = Field(100_000, ge=1)
+    # Derived once while validating (the JAAS file is read then, not each time the value is used).
+    _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
 
     @field_validator("zookeeper_connect")
     @classmethod
@@ -185,17 +186,13 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _zookeeper_security_settings(self) -> Settings:
-        self.zookeeper_security  # noqa: B018 - raises ValueError naming the bad key
-        return self
-
-    @property
-    def zookeeper_security(self) -> ZkClientSecurity:
-        """How the ZooKeeper session authenticates, encrypts and sets znode ACLs (reads the JAAS file)."""
+        """Checks the ZooKeeper security keys together (raises ValueError naming the bad key) and keeps the
+        result, so the JAAS file is read once, at load."""
 
         def secret(value: SecretStr | None) -> str | None:
             return None if value is None else value.get_secret_value()
 
-        return client_security(
+        self._zookeeper_security = client_security(
             set_acl=self.zookeeper_set_acl,
             sasl_username=self.zookeeper_sasl_username,
             sasl_password=secret(self.zookeeper_sasl_password),
@@ -208,6 +205,12 @@ class Settings(BaseSettings):
             ssl_keyfile_password=secret(self.zookeeper_ssl_keyfile_password),
             ssl_endpoint_identification_algorithm=self.zookeeper_ssl_endpoint_identification_algorithm,
         )
+        return self
+
+    @property
+    def zookeeper_security(self) -> ZkClientSecurity:
+        """How the ZooKeeper session authenticates, encrypts and sets znode ACLs (derived at load)."""
+        return self._zookeeper_security
 
     @property
     def secret_key(self) -> str:
@@ -278,7 +281,3 @@ def describe_validation_error(exc: ValidationError) -> str:
         return f"{property_key(field)}: missing (set it in the properties file or as {env_name(field)})"
     return f"{property_key(field)}: {message}"
 
-
-def as_environment(values: Mapping[str, str]) -> dict[str, str]:
-    """``{"zookeeper.connect": ...}`` -> ``{"KTS_ZOOKEEPER_CONNECT": ...}`` (for child processes)."""
-    return {ENV_PREFIX + key.upper().replace(".", "_"): value for key, value in values.items()}

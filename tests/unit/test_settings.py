@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.principal import KafkaPrincipal
-from app.settings import ConfigError, Settings, as_environment, load_settings
+from app.settings import ConfigError, Settings, load_settings
 
 SECRET = "Sup3r-S3cret-Value"
 CONNECT = "zk1:2181,zk2:2181/kafka"
@@ -151,11 +151,14 @@ def test_invalid_environment_value_names_the_key(properties: Path, monkeypatch: 
     assert message.startswith("delegation.token.expiry.time.ms")
 
 
-def test_as_environment_maps_kafka_keys_to_kts_variables() -> None:
-    assert as_environment({"zookeeper.connect": "z:1", "delegation.token.secret.key": "s"}) == {
-        "KTS_ZOOKEEPER_CONNECT": "z:1",
-        "KTS_DELEGATION_TOKEN_SECRET_KEY": "s",
-    }
+def test_the_zookeeper_jaas_file_is_read_once_at_load(properties: Path, tmp_path: Path) -> None:
+    jaas = tmp_path / "jaas.conf"
+    jaas.write_text('Client { DigestLoginModule required username="kafka" password="pw"; };')
+    settings = load_file(properties, {**REQUIRED, "zookeeper.jaas.file": str(jaas), "zookeeper.set.acl": "true"})
+    jaas.unlink()  # using the settings afterwards reads no file
+
+    assert settings.zookeeper_security.identity == "SASL user 'kafka'"
+    assert settings.zookeeper_security is settings.zookeeper_security
 
 
 # -------------------- required keys
