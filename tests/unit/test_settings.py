@@ -153,7 +153,8 @@ def test_invalid_environment_value_names_the_key(properties: Path, monkeypatch: 
 
 def test_the_zookeeper_jaas_file_is_read_once_at_load(properties: Path, tmp_path: Path) -> None:
     jaas = tmp_path / "jaas.conf"
-    jaas.write_text('Client { DigestLoginModule required username="kafka" password="pw"; };')
+    module = "org.apache.zookeeper.server.auth.DigestLoginModule"
+    jaas.write_text(f'Client {{ {module} required username="kafka" password="pw"; }};')
     settings = load_file(properties, {**REQUIRED, "zookeeper.jaas.file": str(jaas), "zookeeper.set.acl": "true"})
     jaas.unlink()  # using the settings afterwards reads no file
 
