@@ -10,17 +10,18 @@ from pathlib import Path
 import anyio.to_thread
 from fastapi import FastAPI
 
+from app.api.deps import SERVICES_STATE
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.limits import BodySizeLimit
-from app.api.metrics import MetricsMiddleware, readings_of
+from app.api.metrics import MetricsMiddleware
 from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, ops, tokens, users
-from app.api.runtime import build_runtime
 from app.api.security_headers import SecurityHeaders
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
+from app.runtime import build_runtime
 from app.service.audit import AuditLog
 from app.settings import Settings, load_settings
 
@@ -42,8 +43,8 @@ def create_app(
             effective = load_settings(Path(config) if config else None)
         runtime = build_runtime(effective, clock, audit_log, audit_observer=metrics)
         await anyio.to_thread.run_sync(runtime.start)
-        app.state.runtime = runtime
-        metrics.watch(readings_of(runtime))
+        setattr(app.state, SERVICES_STATE, runtime)
+        metrics.watch(runtime.readings())
         try:
             yield
         finally:

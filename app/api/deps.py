@@ -1,4 +1,7 @@
-"""Dependency aliases for handlers: the runtime's services and the authenticated caller.
+"""Dependency aliases for handlers: the services, the readiness view and the authenticated caller.
+
+``Services`` is all the HTTP layer may see of the running replica (the composition root's ``Runtime``
+provides it); handlers take one service or view each, never storage objects.
 
 Dependencies that only look something up are ``async def``: FastAPI runs plain ``def`` dependencies in
 its thread pool, a hop that cost more than the lookups themselves. ``get_caller`` may read ZooKeeper and
@@ -6,16 +9,17 @@ write audit events, so it stays in the pool."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
 from fastapi.openapi.models import HTTPBase as HTTPBaseModel
 from fastapi.security.base import SecurityBase
 
-from app.api.runtime import Runtime
+from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
+from app.service.readiness import Readiness
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
@@ -37,40 +41,67 @@ _basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
 _bearer_scheme = _DocumentedScheme("bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64).")
 
 
-async def get_runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
+class Services(Protocol):
+    @property
+    def tokens(self) -> TokenService: ...
+
+    @property
+    def users(self) -> UserCredentialService: ...
+
+    @property
+    def acls(self) -> AclService: ...
+
+    @property
+    def audit_trail(self) -> AuditTrail: ...
+
+    @property
+    def authenticator(self) -> Authenticator: ...
+
+    @property
+    def readiness(self) -> Readiness: ...
 
 
-RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
+
+
+async def get_services(request: Request) -> Services:
+    services: Services = getattr(request.app.state, SERVICES_STATE)
+    return services
+
+
+_ServicesDep = Annotated[Services, Depends(get_services)]
 
 
 def get_caller(
     request: Request,
-    runtime: RuntimeDep,
+    services: _ServicesDep,
     _basic: Annotated[None, Depends(_basic_scheme)],
     _bearer: Annotated[None, Depends(_bearer_scheme)],
 ) -> Caller:
     host = request.client.host if request.client else "*"
     tls = request.scope.get("extensions", {}).get("tls") or {}
     chain = tls.get("client_cert_chain") or []
-    return runtime.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
+    return services.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
-async def get_token_service(runtime: RuntimeDep) -> TokenService:
-    return runtime.tokens
+async def get_token_service(services: _ServicesDep) -> TokenService:
+    return services.tokens
 
 
-async def get_user_service(runtime: RuntimeDep) -> UserCredentialService:
-    return runtime.users
+async def get_user_service(services: _ServicesDep) -> UserCredentialService:
+    return services.users
 
 
-async def get_acl_service(runtime: RuntimeDep) -> AclService:
-    return runtime.acls
+async def get_acl_service(services: _ServicesDep) -> AclService:
+    return services.acls
 
 
-async def get_audit_trail(runtime: RuntimeDep) -> AuditTrail:
-    return runtime.audit_trail
+async def get_audit_trail(services: _ServicesDep) -> AuditTrail:
+    return services.audit_trail
+
+
+async def get_readiness(services: _ServicesDep) -> Readiness:
+    return services.readiness
 
 
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
@@ -78,3 +109,4 @@ Tokens = Annotated[TokenService, Depends(get_token_service)]
 Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
 Audit = Annotated[AuditTrail, Depends(get_audit_trail)]
+ReadinessView = Annotated[Readiness, Depends(get_readiness)]

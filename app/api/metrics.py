@@ -1,16 +1,14 @@
-"""``GET /metrics`` (Prometheus text format), the middleware that times every request, and the readings of
-a running replica that the metrics take at each scrape."""
+"""``GET /metrics`` (Prometheus text format) and the middleware that times every request. The readings of
+the running replica taken at each scrape come from the composition root (``Runtime.readings``)."""
 
 from __future__ import annotations
 
 import time
 
 from fastapi import APIRouter, Request, Response
-from kazoo.protocol.states import KazooState
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.runtime import Runtime
-from app.observability.metrics import EXPOSITION_CONTENT_TYPE, UNMATCHED_ROUTE, KtsMetrics, RuntimeReadings
+from app.observability.metrics import EXPOSITION_CONTENT_TYPE, UNMATCHED_ROUTE, KtsMetrics
 
 router = APIRouter()
 # Any other method is labelled "other": label values must come from a small, fixed set.
@@ -53,16 +51,3 @@ class MetricsMiddleware:
             method = scope["method"] if scope["method"] in _METHODS else "other"
             self.metrics.observe_request(method, route, status, time.perf_counter() - started)
 
-
-def readings_of(runtime: Runtime) -> RuntimeReadings:
-    return RuntimeReadings(
-        cached_tokens=lambda: len(runtime.token_cache),
-        acl_entries=lambda: len(runtime.acl_cache.snapshot()),
-        sweep_runs=lambda: runtime.sweeper.runs_total,
-        swept_tokens=lambda: runtime.sweeper.deleted_total,
-        leads_sweeper=lambda: runtime.sweeper_leadership.is_leader,
-        zookeeper_state=lambda: _ZOOKEEPER_STATES.get(runtime.zk.client.state, "lost"),
-    )
-
-
-_ZOOKEEPER_STATES = {KazooState.CONNECTED: "connected", KazooState.SUSPENDED: "suspended", KazooState.LOST: "lost"}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.api.runtime import zk_connection
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive
+from app.runtime import zk_connection
 from app.settings import Settings, load_settings, read_properties
 from app.storage.zk.user_store import ZkUserStore
 

@@ -34,8 +34,8 @@ def main(argv: list[str] | None = None) -> int:
     console = Console(stderr=True)
     try:
         if args.command == "serve":
-            from app.api.runtime import check_zookeeper
             from app.cli.serve import prepare_audit_database, serve
+            from app.runtime import check_zookeeper
 
             settings = load_settings(args.config)
             prepare_audit_database(settings)

@@ -1,4 +1,6 @@
-"""The composition root: builds every adapter and use case from settings. Nothing here runs at import."""
+"""The composition root: builds every adapter and use case from settings; the only module that knows every
+concrete class. The API (``create_app``'s lifespan) and the server commands use it; the HTTP layer then sees
+only the services and views it exposes (``app/api/deps.py``). Nothing here runs at import."""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
+from app.observability.metrics import ZOOKEEPER_STATES, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
+from app.service.readiness import Readiness
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -54,6 +58,23 @@ class Runtime:
     reconciler: AuditReconciler
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
+    readiness: Readiness
+
+    def readings(self) -> RuntimeReadings:
+        """What the metrics read at each scrape."""
+        return RuntimeReadings(
+            cached_tokens=lambda: len(self.token_cache),
+            acl_entries=lambda: len(self.acl_cache.snapshot()),
+            sweep_runs=lambda: self.sweeper.runs_total,
+            swept_tokens=lambda: self.sweeper.deleted_total,
+            leads_sweeper=lambda: self.sweeper_leadership.is_leader,
+            zookeeper_state=self._zookeeper_state,
+        )
+
+    def _zookeeper_state(self) -> str:
+        # kazoo's session states are the strings CONNECTED, SUSPENDED and LOST.
+        state = str(self.zk.client.state).lower()
+        return state if state in ZOOKEEPER_STATES else "lost"
 
     def start(self) -> None:
         if isinstance(self.audit_log, SqlAuditLog):
@@ -185,4 +206,10 @@ def build_runtime(
             guard=login_guard,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
+        readiness=Readiness(
+            zookeeper_connected=lambda: zk.connected,
+            tokens_loaded=lambda: token_cache.loaded,
+            acls_loaded=lambda: acl_cache.loaded,
+            audit_log=audit_log,
+        ),
     )

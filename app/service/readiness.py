@@ -1,0 +1,41 @@
+"""Whether this replica can serve: the state of each dependency, as ``/readyz`` reports it.
+
+Built by the composition root over plain probes, so whoever asks sees states, never the connections or
+caches behind them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.domain.errors import KtsError
+from app.service.audit import AuditLog
+
+OK = "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    zookeeper_connected: Callable[[], bool]
+    tokens_loaded: Callable[[], bool]
+    acls_loaded: Callable[[], bool]
+    audit_log: AuditLog
+
+    def checks(self) -> dict[str, str]:
+        """Each dependency's state: ``ok`` or a few words saying what is wrong."""
+        return {
+            "zookeeper": OK
+            if self.zookeeper_connected()
+            else "session not connected (reads are served from the caches; writes are refused)",
+            "tokens": OK if self.tokens_loaded() else "not loaded",
+            "acls": OK if self.acls_loaded() else "not loaded",
+            "audit_database": self._audit_database(),
+        }
+
+    def _audit_database(self) -> str:
+        try:
+            self.audit_log.ping()
+        except KtsError:
+            return "unreachable"
+        return OK
