@@ -1,4 +1,5 @@
-"""Who may do what: the caller, Kafka's resource types and operations, and the Authorizer port.
+"""Who may do what: the caller, Kafka's resource types and operations, the Authorizer port, and the one
+check of a permission on the cluster (managing ACLs and credentials, reading the audit trail).
 
 The ACL-backed implementation is ``app.domain.acl.AclAuthorizer``. ``SuperUsersOnly`` grants every
 operation to super users and none to anyone else (for tests and for a service run without ACLs).
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
 
+from app.domain.errors import ClusterAuthorizationFailed
 from app.domain.principal import KafkaPrincipal
 
 
@@ -63,6 +65,20 @@ class Authorizer(Protocol):
     def is_super_user(self, principal: KafkaPrincipal) -> bool: ...
 
     def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool: ...
+
+
+def ensure_cluster_permission(
+    authorizer: Authorizer, caller: Caller, operation: Operation, *, to: str, login_required: bool = False
+) -> None:
+    """Raise ClusterAuthorizationFailed unless ``caller`` may do ``operation`` on the cluster; ``to`` says
+    what for, in the message. With ``login_required`` a caller authenticated by a delegation token is
+    refused whatever the ACLs say: a leaked token must not be able to widen its own powers."""
+    if (login_required and caller.token_authenticated) or not authorizer.authorize(
+        caller, operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
+    ):
+        raise ClusterAuthorizationFailed(
+            f"{caller.principal} may not {to} (needs {operation} on Cluster:{CLUSTER_RESOURCE_NAME})."
+        )
 
 
 class SuperUsersOnly:

@@ -6,8 +6,8 @@ from collections.abc import Callable
 
 from app.domain.acl import AccessControlEntry, AclBinding, AclFilter, ResourcePattern, validate_binding
 from app.domain.audit import Action, AuditEvent, Outcome
-from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
-from app.domain.errors import ClusterAuthorizationFailed, InvalidInput
+from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
+from app.domain.errors import InvalidInput
 from app.service.audit import Auditor
 from app.service.ports import AclStore, AclView
 
@@ -21,21 +21,15 @@ class AclService:
         self._authorizer = authorizer
         self._auditor = auditor
 
-    def _require(self, caller: Caller, operation: Operation, event: AuditEvent | None) -> None:
-        # A leaked token must not be able to widen its own powers, so ACL changes need a login.
-        if (caller.token_authenticated and operation is Operation.ALTER) or not self._authorizer.authorize(
-            caller, operation, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
-        ):
-            error = ClusterAuthorizationFailed(
-                f"{caller.principal} may not manage ACLs (needs {operation} on Cluster:{CLUSTER_RESOURCE_NAME})."
-            )
-            if event is not None:
-                self._auditor.refused(event, error)
-            raise error
+    def _may_manage(self, caller: Caller, operation: Operation) -> None:
+        # Changes need a login (login_required): a leaked token must not be able to widen its own powers.
+        ensure_cluster_permission(
+            self._authorizer, caller, operation, to="manage ACLs", login_required=operation is Operation.ALTER
+        )
 
     def create(self, caller: Caller, binding: AclBinding) -> AclBinding:
         event = _event(Action.ACL_ADD, caller, binding.pattern, [binding.entry])
-        self._require(caller, Operation.ALTER, event)
+        self._auditor.decided(event, lambda: self._may_manage(caller, Operation.ALTER))
         validate_binding(binding)
         self._auditor.mutation(
             event,
@@ -46,13 +40,13 @@ class AclService:
         return binding
 
     def describe(self, caller: Caller, selector: AclFilter) -> list[AclBinding]:
-        self._require(caller, Operation.DESCRIBE, None)
+        self._may_manage(caller, Operation.DESCRIBE)
         return [binding for binding in self._view.snapshot().bindings() if selector.matches(binding)]
 
     def delete(self, caller: Caller, selector: AclFilter) -> list[AclBinding]:
         """One audited change per resource pattern touched (each is its own ZooKeeper transaction)."""
         refused = AuditEvent(Action.ACL_REMOVE, Outcome.PENDING, principal=str(caller.principal))
-        self._require(caller, Operation.ALTER, refused)
+        self._auditor.decided(refused, lambda: self._may_manage(caller, Operation.ALTER))
         if selector.is_empty:
             raise InvalidInput("Refusing to delete every ACL: give at least one filter field.")
         patterns = sorted({b.pattern for b in self._view.snapshot().bindings() if selector.matches(b)})

@@ -101,6 +101,14 @@ class Auditor:
     def refused(self, event: AuditEvent, error: KtsError) -> None:
         self.record(_ended_by(event, error))
 
+    def decided(self, event: AuditEvent, decide: Callable[[], T]) -> T:
+        """Run a check; a refusal (any KtsError) is recorded as ``event`` refused before it propagates."""
+        try:
+            return decide()
+        except KtsError as exc:
+            self.refused(event, exc)
+            raise
+
     def mutation(self, event: AuditEvent, perform: Callable[[str], T], *, succeeded: Callable[[T], AuditEvent]) -> T:
         """Run ``perform(intent_path)`` under the protocol above; ``succeeded`` builds the completed event."""
         try:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from app.domain.audit import EventQuery, StoredEvent
-from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
-from app.domain.errors import ClusterAuthorizationFailed
+from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
 from app.service.audit import AuditLog
 
 
@@ -14,8 +13,5 @@ class AuditTrail:
         self._authorizer = authorizer
 
     def events(self, caller: Caller, query: EventQuery) -> list[StoredEvent]:
-        if not self._authorizer.authorize(caller, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME):
-            raise ClusterAuthorizationFailed(
-                f"{caller.principal} may not read the audit trail (needs Describe on Cluster:{CLUSTER_RESOURCE_NAME})."
-            )
+        ensure_cluster_permission(self._authorizer, caller, Operation.DESCRIBE, to="read the audit trail")
         return self._log.query(query)

@@ -12,7 +12,7 @@ from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, KtsError, TokenNotFound
+from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
@@ -82,7 +82,7 @@ class TokenService:
                 "renewers": [str(renewer) for renewer in request.renewers],
             },
         )
-        token = self._decide(
+        token = self._auditor.decided(
             event,
             lambda: token_rules.plan_create(
                 caller,
@@ -107,22 +107,22 @@ class TokenService:
 
     def renew(self, caller: Caller, token_id: str, renew_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_RENEW, caller, token_id, renewTimePeriodMs=renew_period_ms)
-        self._decide(event, lambda: self._ensure_may_change_visible(caller, token_id))
+        self._auditor.decided(event, lambda: self._ensure_may_change_visible(caller, token_id))
         return self._renew(caller, token_id, renew_period_ms, event)
 
     def renew_by_hmac(self, caller: Caller, mac: bytes, renew_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_RENEW, caller, None, renewTimePeriodMs=renew_period_ms)
-        token_id = self._decide(event, lambda: self._token_id_for(caller, mac))
+        token_id = self._auditor.decided(event, lambda: self._token_id_for(caller, mac))
         return self._renew(caller, token_id, renew_period_ms, replace(event, token_id=token_id))
 
     def expire(self, caller: Caller, token_id: str, expiry_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_EXPIRE, caller, token_id, expiryTimePeriodMs=expiry_period_ms)
-        self._decide(event, lambda: self._ensure_may_change_visible(caller, token_id))
+        self._auditor.decided(event, lambda: self._ensure_may_change_visible(caller, token_id))
         return self._expire(caller, token_id, expiry_period_ms, event)
 
     def expire_by_hmac(self, caller: Caller, mac: bytes, expiry_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_EXPIRE, caller, None, expiryTimePeriodMs=expiry_period_ms)
-        token_id = self._decide(event, lambda: self._token_id_for(caller, mac))
+        token_id = self._auditor.decided(event, lambda: self._token_id_for(caller, mac))
         return self._expire(caller, token_id, expiry_period_ms, replace(event, token_id=token_id))
 
     def describe(
@@ -152,7 +152,7 @@ class TokenService:
     def get(self, caller: Caller, token_id: str) -> TokenInformation:
         """The token, or TokenNotFound when it is absent or the caller may not see it (no existence leak)."""
         event = _event(Action.TOKEN_DESCRIBE, caller, token_id)
-        token = self._decide(event, lambda: self._ensure_visible(caller, token_id)).token
+        token = self._auditor.decided(event, lambda: self._ensure_visible(caller, token_id)).token
         self._auditor.record(event.ended(Outcome.SUCCEEDED))
         return token
 
@@ -187,14 +187,6 @@ class TokenService:
     def _created(self, token: TokenInformation, intent: str) -> None:
         self._view.apply(self._store.create(token, intent))  # this replica reads its own write at once
 
-    def _decide(self, event: AuditEvent, decide: Callable[[], T]) -> T:
-        """Run a check; a refusal is recorded before it propagates."""
-        try:
-            return decide()
-        except KtsError as exc:
-            self._auditor.refused(event, exc)
-            raise
-
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
         token_id = self._view.find_by_hmac(mac)
@@ -216,7 +208,7 @@ class TokenService:
         self._ensure_visible(caller, token_id)
 
     def _with_token(self, event: AuditEvent, token_id: str) -> tuple[AuditEvent, StoredToken]:
-        stored = self._decide(event, lambda: self._stored(token_id))
+        stored = self._auditor.decided(event, lambda: self._stored(token_id))
         token = stored.token
         return replace(event, owner=str(token.owner), token_requester=str(token.token_requester)), stored
 
@@ -248,7 +240,7 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        self._decide(event, lambda: plan(current))  # refusals are recorded without a pending event
+        self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
 
         def perform(intent: str) -> ExpiryChange:
             def attempt(stored: StoredToken) -> ExpiryChange:
@@ -276,7 +268,7 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        self._decide(event, lambda: plan(current))
+        self._auditor.decided(event, lambda: plan(current))
 
         def perform(intent: str) -> tuple[ExpiryChange, bool]:
             def attempt(stored: StoredToken) -> tuple[ExpiryChange, bool]:

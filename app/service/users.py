@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from app.domain.audit import Action, AuditEvent, Outcome
-from app.domain.authorization import CLUSTER_RESOURCE_NAME, Authorizer, Caller, Operation, ResourceType
+from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
 from app.domain.credentials import Mechanism
-from app.domain.errors import ClusterAuthorizationFailed
 from app.domain.scram import derive
 from app.service.audit import Auditor
 from app.service.ports import UserStore
@@ -18,14 +17,12 @@ class UserCredentialService:
         self._auditor = auditor
 
     def _authorize(self, caller: Caller, event: AuditEvent) -> None:
-        if caller.token_authenticated or not self._authorizer.authorize(
-            caller, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_RESOURCE_NAME
-        ):
-            error = ClusterAuthorizationFailed(
-                f"{caller.principal} may not change credentials (needs Alter on Cluster:{CLUSTER_RESOURCE_NAME})."
-            )
-            self._auditor.refused(event, error)
-            raise error
+        self._auditor.decided(
+            event,
+            lambda: ensure_cluster_permission(
+                self._authorizer, caller, Operation.ALTER, to="change credentials", login_required=True
+            ),
+        )
 
     def set_password(
         self, caller: Caller, user_name: str, mechanism: Mechanism, password: str, iterations: int
