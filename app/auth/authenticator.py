@@ -12,27 +12,20 @@ any password hashing or ZooKeeper read, and failures are audited once per burst 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import re
 import ssl
 
+from app.auth.authorization_header import BasicLogin, PresentedCredentials, parse_authorization
 from app.auth.basic import BasicAuthenticator
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
-from app.domain.errors import InvalidInput, NotAuthenticated
+from app.domain.errors import NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from app.domain.throttle import token_subject
-from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
-
-# Enough for a long user name and password; longer headers are refused before any decoding work.
-MAX_AUTHORIZATION_LENGTH = 4096
-_TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 
 class Authenticator:
@@ -54,70 +47,47 @@ class Authenticator:
         self._mapper = mapper or SslPrincipalMapper.from_rules("DEFAULT")
 
     def authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None = None) -> Caller:
+        presented = parse_authorization(authorization, has_certificate=client_cert_pem is not None)
         if self._guard is None:
-            return self._audited(authorization, host, client_cert_pem)
-        scheme, principal, token_id = _claimed_identity(authorization, client_cert_pem)
-        subject = principal or (token_subject(token_id) if token_id else None)
-        self._guard.admit(host, subject, lambda: _denied(scheme, principal, token_id, "Too many failed attempts."))
+            return self._audited(presented, host, client_cert_pem)
+        token_id = presented.claimed_token_id
+        subject = presented.claimed_principal or (token_subject(token_id) if token_id else None)
+        self._guard.admit(host, subject, lambda: _denied(presented, "Too many failed attempts."))
         try:
-            caller = self._authenticate(authorization, host, client_cert_pem)
+            caller = self._authenticate(presented, host, client_cert_pem)
         except NotAuthenticated as exc:
-            self._guard.failed(host, subject, _denied(scheme, principal, token_id, exc.message))
+            self._guard.failed(host, subject, _denied(presented, exc.message))
             raise
         self._guard.succeeded(host, subject)
         return caller
 
-    def _audited(self, authorization: str | None, host: str, client_cert_pem: str | None) -> Caller:
+    def _audited(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
         """Without a guard: every failure is its own audit event."""
         try:
-            return self._authenticate(authorization, host, client_cert_pem)
+            return self._authenticate(presented, host, client_cert_pem)
         except NotAuthenticated as exc:
             if self._auditor is not None:
-                self._auditor.record(_denied(*_claimed_identity(authorization, client_cert_pem), exc.message))
+                self._auditor.record(_denied(presented, exc.message))
             raise
 
-    def _authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None) -> Caller:
+    def _authenticate(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
         if self._client_auth == "required" and client_cert_pem is None:
             raise NotAuthenticated("This listener requires a TLS client certificate.")
-        if not authorization:
+        if not presented.present:
             if client_cert_pem is not None and self._client_auth != "none":
                 return Caller(self._certificate_principal(client_cert_pem), host=host)
             raise NotAuthenticated("Authentication is required (Basic, Bearer or a TLS client certificate).")
-        if len(authorization) > MAX_AUTHORIZATION_LENGTH:
-            raise NotAuthenticated("The Authorization header is too long.")
-        scheme, _, credentials = authorization.partition(" ")
-        scheme = scheme.lower()
-        credentials = credentials.strip()
-        if scheme == "basic":
-            return self._basic_caller(credentials, host)
-        if scheme == "bearer":
-            return self._token_caller(credentials, host)
-        raise NotAuthenticated("Unsupported authentication scheme; use Basic or Bearer.")
-
-    def _basic_caller(self, credentials: str, host: str) -> Caller:
-        try:
-            decoded = base64.b64decode(credentials, validate=True).decode("utf-8")
-        except (binascii.Error, ValueError):
-            raise NotAuthenticated("Malformed Basic credentials.") from None
-        user_name, sep, password = decoded.partition(":")
-        if not sep or not user_name or not password:
-            raise NotAuthenticated("Malformed Basic credentials.")
-        if not self._basic.authenticate(user_name, password):
-            raise NotAuthenticated("Invalid user name or password.")
-        return Caller(KafkaPrincipal.user(user_name), host=host)
-
-    def _token_caller(self, credentials: str, host: str) -> Caller:
-        token_id, sep, hmac_text = credentials.partition(":")
-        if not sep or not _TOKEN_ID.fullmatch(token_id):
-            raise NotAuthenticated("Bearer credentials must be <tokenId>:<base64 hmac>.")
-        try:
-            mac = decode_hmac(hmac_text)
-        except InvalidInput:
-            raise NotAuthenticated("Bearer credentials must be <tokenId>:<base64 hmac>.") from None
-        token = self._tokens.verify(token_id, mac)
+        login = presented.login
+        if login is None:
+            raise NotAuthenticated(presented.problem or "Malformed credentials.")
+        if isinstance(login, BasicLogin):
+            if not self._basic.authenticate(login.user_name, login.password):
+                raise NotAuthenticated("Invalid user name or password.")
+            return Caller(KafkaPrincipal.user(login.user_name), host=host)
+        token = self._tokens.verify(login.token_id, login.mac)
         if token is None:
             raise NotAuthenticated("Unknown, expired or invalid delegation token.")
-        return Caller(token.authenticated_principal, host=host, token_id=token_id)
+        return Caller(token.authenticated_principal, host=host, token_id=login.token_id)
 
     def _certificate_principal(self, pem: str) -> KafkaPrincipal:
         try:
@@ -131,32 +101,12 @@ class Authenticator:
         return KafkaPrincipal.user(name)
 
 
-def _denied(scheme: str, principal: str | None, token_id: str | None, reason: str) -> AuditEvent:
+def _denied(presented: PresentedCredentials, reason: str) -> AuditEvent:
+    """A refused login, with the identity it claimed: never the password or the HMAC."""
     return AuditEvent(
         Action.AUTHENTICATION,
         Outcome.DENIED,
-        principal=principal,
-        token_id=token_id,
-        details={"scheme": scheme, "reason": reason},
+        principal=presented.claimed_principal,
+        token_id=presented.claimed_token_id,
+        details={"scheme": presented.scheme, "reason": reason},
     )
-
-
-def _claimed_identity(authorization: str | None, client_cert_pem: str | None) -> tuple[str, str | None, str | None]:
-    """(scheme, claimed principal, token id) of a login, for the throttle and the audit trail. Never the
-    password or the HMAC: only the user name of Basic credentials and the token id of Bearer ones."""
-    if not authorization:
-        return ("certificate" if client_cert_pem else "none"), None, None
-    scheme, _, credentials = authorization.partition(" ")
-    scheme = scheme.lower()[:16]
-    if len(authorization) > MAX_AUTHORIZATION_LENGTH:
-        return scheme, None, None
-    if scheme == "basic":
-        try:
-            user_name = base64.b64decode(credentials.strip(), validate=True).decode("utf-8").partition(":")[0]
-        except (binascii.Error, ValueError):
-            return scheme, None, None
-        return scheme, f"User:{user_name[:255]}" if user_name else None, None
-    if scheme == "bearer":
-        token_id = credentials.strip().partition(":")[0]
-        return scheme, None, token_id if _TOKEN_ID.fullmatch(token_id) else None
-    return scheme, None, None
