@@ -13,7 +13,8 @@ import hashlib
 import hmac
 import os
 import threading
-from collections import OrderedDict
+
+from cachetools import TTLCache
 
 from app.domain.clock import Clock
 from app.domain.credentials import Mechanism
@@ -27,12 +28,10 @@ _MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
 class BasicAuthenticator:
     def __init__(self, store: UserStore, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000) -> None:
         self._store = store
-        self._clock = clock
-        self._ttl_ms = cache_ttl_ms
-        self._size = cache_size
         self._cache_key = os.urandom(32)
-        self._verified: OrderedDict[bytes, int] = OrderedDict()
-        self._lock = threading.Lock()
+        # Least recently used entries go first when full; the injected clock keeps expiry testable.
+        self._verified: TTLCache[bytes, bool] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
+        self._lock = threading.Lock()  # cachetools caches are not thread-safe
 
     def authenticate(self, user_name: str, password: str) -> bool:
         credentials = self._store.credentials(user_name)
@@ -55,19 +54,9 @@ class BasicAuthenticator:
         return hmac.new(self._cache_key, message, hashlib.sha256).digest()
 
     def _remembered(self, entry: bytes) -> bool:
-        now = self._clock.now_ms()
         with self._lock:
-            expires = self._verified.get(entry)
-            if expires is None:
-                return False
-            if expires <= now:
-                del self._verified[entry]
-                return False
-            return True
+            return entry in self._verified  # expired entries are not
 
     def _remember(self, entry: bytes) -> None:
         with self._lock:
-            self._verified[entry] = self._clock.now_ms() + self._ttl_ms
-            self._verified.move_to_end(entry)
-            while len(self._verified) > self._size:
-                self._verified.popitem(last=False)
+            self._verified[entry] = True
