@@ -5,191 +5,23 @@ delete wins, when it stops, and the audit protocol around each deletion
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 import pytest
 
-from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
-from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.audit import Action, Outcome
+from app.domain.errors import StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.leader import sweeper as sweeper_module
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
+from tests.unit.fakes import NOW, FakeAuditLog, FakeClock, FakeIntentStore, FakeTokenStore, FakeTokenView
 
-NOW = 1_700_000_000_000
 ALICE = KafkaPrincipal.user("alice")
 BOB = KafkaPrincipal.user("bob")
 CAROL = KafkaPrincipal.user("carol")
-
-
-class FakeClock:
-    def __init__(self, now_ms: int) -> None:
-        self.now = now_ms
-
-    def now_ms(self) -> int:
-        return self.now
-
-
-class FakeTokenStore:
-    """The authoritative store: compare-and-set deletes, and hooks to act as a concurrent writer."""
-
-    def __init__(self, tokens: Iterable[StoredToken] = ()) -> None:
-        self.tokens: dict[str, StoredToken] = {stored.token.token_id: stored for stored in tokens}
-        self.deleted: list[tuple[str, int, str | None]] = []
-        self.after_get: Callable[[str], None] | None = None
-        self.after_delete: Callable[[str], None] | None = None
-
-    def get(self, token_id: str) -> StoredToken | None:
-        stored = self.tokens.get(token_id)
-        if self.after_get is not None:
-            self.after_get(token_id)
-        return stored
-
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        return {token_id: self.get(token_id) for token_id in token_ids}
-
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
-        """All or nothing, like a ZooKeeper multi-op transaction."""
-        for token_id, version, _ in deletions:
-            current = self.tokens.get(token_id)
-            if current is None:
-                raise TokenNotFound(f"Token {token_id} no longer exists.")
-            if current.version != version:
-                raise ConcurrentModification("The token changed while this request was being handled.")
-        for token_id, version, intent in deletions:
-            self.delete(token_id, version, intent)
-
-    def list_ids(self) -> list[str]:
-        return list(self.tokens)
-
-    def list(self) -> list[StoredToken]:
-        return list(self.tokens.values())
-
-    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
-        raise AssertionError("the sweep never creates tokens")
-
-    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
-        raise AssertionError("the sweep never updates tokens")
-
-    def renew(self, token_id: str, expiry: int) -> None:
-        """Another replica's renew: a new version of the token."""
-        current = self.tokens[token_id]
-        self.tokens[token_id] = StoredToken(current.token.with_expiry(expiry), current.version + 1)
-
-    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
-        current = self.tokens.get(token_id)
-        if current is None:
-            raise TokenNotFound(f"Token {token_id} no longer exists.")
-        if current.version != expected_version:
-            raise ConcurrentModification("The token changed while this request was being handled.")
-        del self.tokens[token_id]
-        self.deleted.append((token_id, expected_version, intent))
-        if self.after_delete is not None:
-            self.after_delete(token_id)
-
-
-class FakeTokenView:
-    """The replica's cache, frozen at the moment the sweep plans."""
-
-    def __init__(self, tokens: Iterable[StoredToken]) -> None:
-        self._tokens = {stored.token.token_id: stored for stored in tokens}
-        self.discarded: list[str] = []
-
-    def get(self, token_id: str) -> StoredToken | None:
-        return self._tokens.get(token_id)
-
-    def catch_up(self) -> None:
-        pass
-
-    def refresh_latest(self, token_id: str) -> None:
-        pass
-
-    def find_by_hmac(self, mac: bytes) -> str | None:
-        return None
-
-    def tokens(self) -> list[StoredToken]:
-        return list(self._tokens.values())
-
-    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
-        return []
-
-    def refresh(self, token_id: str) -> None:
-        raise AssertionError("the sweeper knows what it deleted; it must not re-read")
-
-    def apply(self, stored: StoredToken) -> None:
-        raise AssertionError("the sweeper only deletes")
-
-    def discard(self, token_id: str) -> None:
-        self.discarded.append(token_id)
-
-
-class FakeAuditLog:
-    def __init__(self) -> None:
-        self.appended: dict[int, AuditEvent] = {}
-        self.completed: dict[int, AuditEvent] = {}
-        self.append_failures = 0  # how many of the next appends fail
-        self.complete_fails = False
-
-    def ping(self) -> None:
-        return None
-
-    def append(self, event: AuditEvent, context: RequestContext) -> int:
-        if self.append_failures:
-            self.append_failures -= 1
-            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
-        event_id = len(self.appended) + 1
-        self.appended[event_id] = event
-        return event_id
-
-    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
-        if self.append_failures:
-            self.append_failures -= 1
-            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
-        return [self.append(event, context) for event in batch]
-
-    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
-        return sum(self.complete(event_id, event) for event_id, event in settled)
-
-    def complete(self, event_id: int, event: AuditEvent) -> bool:
-        if self.complete_fails:
-            raise StoreUnavailable("The audit database is not reachable right now; retry shortly.")
-        assert event_id in self.appended and event_id not in self.completed
-        self.completed[event_id] = event
-        return True
-
-    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
-        return []
-
-    def query(self, query: EventQuery) -> list[StoredEvent]:
-        return []
-
-    def is_pending(self, event_id: int) -> bool | None:
-        return event_id in self.appended and event_id not in self.completed
-
-
-class FakeIntents:
-    def __init__(self) -> None:
-        self.cleared: list[int] = []
-
-    def path(self, event_id: int) -> str:
-        return f"/kts/audit-intents/{event_id}"
-
-    def existing(self, event_ids: list[int]) -> set[int]:
-        return {event_id for event_id in event_ids if self.exists(event_id)}
-
-    def exists(self, event_id: int) -> bool:
-        return False
-
-    def clear(self, event_id: int) -> None:
-        self.cleared.append(event_id)
-
-    def clear_many(self, event_ids: list[int]) -> None:
-        self.cleared.extend(event_ids)
-
-    def list(self) -> list[int]:
-        return []
 
 
 @pytest.fixture
@@ -213,7 +45,7 @@ class Harness:
         self.store = FakeTokenStore(tokens)
         self.view = FakeTokenView(tokens)
         self.log = FakeAuditLog()
-        self.intents = FakeIntents()
+        self.intents = FakeIntentStore()
         self.sweeper = Sweeper(
             self.store,
             self.view,
@@ -257,6 +89,9 @@ def test_sweeps_exactly_the_tokens_past_their_expiry_or_their_maximum() -> None:
     assert sorted(harness.store.tokens) == ["ExpiresNow", "Live", "MaxNow"]
     assert sorted(harness.view.discarded) == ["PastExpiry", "PastMax"]
     assert harness.sweeper.deleted_total == 2
+    # it knows what it deleted: no re-read, nothing installed, nothing created or updated
+    assert harness.view.refreshed == [] and harness.view.applied == []
+    assert harness.store.created == [] and harness.store.updated == []
 
 
 def test_a_sweep_with_nothing_expired_deletes_and_audits_nothing() -> None:

@@ -1,0 +1,358 @@
+"""In-memory fakes of the ports (app/service/ports.py, app/service/audit.py) and of the clock, shared by
+every unit test of a service, the authenticator and the sweeper. They keep the contracts that matter to
+the callers (versions for compare-and-set, all-or-nothing batches, errors of the real adapters) and let
+a test inject failures or act as a concurrent writer; nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
+from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.errors import (
+    ConcurrentModification,
+    CredentialNotFound,
+    KtsError,
+    StoreUnavailable,
+    TokenNotFound,
+)
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.domain.token_secret import TokenSecret
+from app.service.ports import StoredToken
+
+NOW = 1_700_000_000_000
+AUDIT_DOWN = "The audit database is not reachable right now; retry shortly."
+
+
+class FakeClock:
+    def __init__(self, now_ms: int = NOW) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def advance(self, ms: int) -> None:
+        self.now += ms
+
+
+# -------------------- tokens
+
+
+class FakeTokenStore:
+    """The authoritative token store: compare-and-set by version, all-or-nothing batch deletes, and hooks
+    (``after_get``, ``after_delete``) to act as a concurrent writer at the worst moment."""
+
+    def __init__(self, tokens: Iterable[StoredToken] = ()) -> None:
+        self.tokens: dict[str, StoredToken] = {stored.token.token_id: stored for stored in tokens}
+        self.created: list[tuple[str, str | None]] = []
+        self.updated: list[tuple[str, int, str | None]] = []
+        self.deleted: list[tuple[str, int, str | None]] = []
+        self.after_get: Callable[[str], None] | None = None
+        self.after_delete: Callable[[str], None] | None = None
+        self.fail_with: KtsError | None = None  # raised by the next write
+
+    def _failing(self) -> None:
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+
+    def get(self, token_id: str) -> StoredToken | None:
+        stored = self.tokens.get(token_id)
+        if self.after_get is not None:
+            self.after_get(token_id)
+        return stored
+
+    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        return {token_id: self.get(token_id) for token_id in token_ids}
+
+    def list(self) -> list[StoredToken]:
+        return list(self.tokens.values())
+
+    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
+        self._failing()
+        if token.token_id in self.tokens:
+            raise ConcurrentModification(f"Token {token.token_id} already exists.")
+        stored = self.tokens[token.token_id] = StoredToken(token, 0)
+        self.created.append((token.token_id, intent))
+        return stored
+
+    def _current(self, token_id: str, expected_version: int) -> StoredToken:
+        current = self.tokens.get(token_id)
+        if current is None:
+            raise TokenNotFound(f"Token {token_id} no longer exists.")
+        if current.version != expected_version:
+            raise ConcurrentModification("The token changed while this request was being handled.")
+        return current
+
+    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
+        self._failing()
+        self._current(token.token_id, expected_version)
+        stored = self.tokens[token.token_id] = StoredToken(token, expected_version + 1)
+        self.updated.append((token.token_id, expected_version, intent))
+        return stored
+
+    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
+        self._failing()
+        self._current(token_id, expected_version)
+        del self.tokens[token_id]
+        self.deleted.append((token_id, expected_version, intent))
+        if self.after_delete is not None:
+            self.after_delete(token_id)
+
+    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+        """All or nothing, like a ZooKeeper multi-op transaction."""
+        for token_id, version, _ in deletions:
+            self._current(token_id, version)
+        for token_id, version, intent in deletions:
+            self.delete(token_id, version, intent)
+
+    def renew(self, token_id: str, expiry: int) -> None:
+        """Another replica's renew: a new version of the token."""
+        current = self.tokens[token_id]
+        self.tokens[token_id] = StoredToken(current.token.with_expiry(expiry), current.version + 1)
+
+
+class FakeTokenView:
+    """The replica's token cache. Without a store it is frozen at what it was given (the sweeper plans on
+    such a view); with one it re-reads from it when asked to refresh or catch up, as the real cache re-reads
+    ZooKeeper. ``secret`` lets it find tokens by HMAC."""
+
+    def __init__(
+        self,
+        tokens: Iterable[StoredToken] = (),
+        *,
+        store: FakeTokenStore | None = None,
+        secret: TokenSecret | None = None,
+    ) -> None:
+        self._tokens = {stored.token.token_id: stored for stored in tokens}
+        self._store = store
+        self._secret = secret
+        self.applied: list[str] = []
+        self.discarded: list[str] = []
+        self.refreshed: list[str] = []
+        self.catch_ups = 0
+
+    def get(self, token_id: str) -> StoredToken | None:
+        return self._tokens.get(token_id)
+
+    def find_by_hmac(self, mac: bytes) -> str | None:
+        if self._secret is None:
+            return None
+        return next((token_id for token_id in self._tokens if self._secret.matches(token_id, mac)), None)
+
+    def tokens(self) -> list[StoredToken]:
+        return list(self._tokens.values())
+
+    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
+        wanted = set(principals)
+        return [
+            stored
+            for stored in self._tokens.values()
+            if stored.token.owner in wanted
+            or stored.token.token_requester in wanted
+            or wanted.intersection(stored.token.renewers)
+        ]
+
+    def refresh(self, token_id: str) -> None:
+        self.refreshed.append(token_id)
+        if self._store is not None:
+            stored = self._store.tokens.get(token_id)
+            if stored is None:
+                self._tokens.pop(token_id, None)
+            else:
+                self._tokens[token_id] = stored
+
+    def refresh_latest(self, token_id: str) -> None:
+        self.refresh(token_id)
+
+    def catch_up(self) -> None:
+        self.catch_ups += 1
+        if self._store is not None:
+            self._tokens = dict(self._store.tokens)
+
+    def apply(self, stored: StoredToken) -> None:
+        self.applied.append(stored.token.token_id)
+        self._tokens[stored.token.token_id] = stored
+
+    def discard(self, token_id: str) -> None:
+        self.discarded.append(token_id)
+        self._tokens.pop(token_id, None)
+
+
+# -------------------- ACLs and users
+
+
+class FakeAclStore:
+    """ACL entries per resource pattern; ``change`` applies an edit and returns (before, after)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
+        self.changes: list[tuple[ResourcePattern, str | None]] = []
+        self.fail_with: KtsError | None = None
+
+    def change(
+        self,
+        pattern: ResourcePattern,
+        edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
+        intent: str | None = None,
+    ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]:
+        if self.fail_with is not None:
+            error, self.fail_with = self.fail_with, None
+            raise error
+        before = self.entries.get(pattern, frozenset())
+        after = frozenset(edit(before))
+        self.entries[pattern] = after
+        self.changes.append((pattern, intent))
+        return before, after
+
+
+class FakeAclView:
+    """The replica's ACL cache: a snapshot of the store taken at each refresh (and at the start)."""
+
+    def __init__(self, store: FakeAclStore) -> None:
+        self._store = store
+        self._snapshot = AclSnapshot(store.entries)
+        self.refreshed: list[ResourcePattern] = []
+
+    def snapshot(self) -> AclSnapshot:
+        return self._snapshot
+
+    def refresh(self, pattern: ResourcePattern) -> None:
+        self.refreshed.append(pattern)
+        self._snapshot = self._snapshot.replace(pattern, self._store.entries.get(pattern, frozenset()))
+
+    def reload(self) -> None:
+        """Take in every stored ACL (what the watch on the ACL znodes would bring)."""
+        self._snapshot = AclSnapshot(self._store.entries)
+
+
+class FakeUserStore:
+    def __init__(self) -> None:
+        self.users: dict[str, dict[Mechanism, ScramCredential]] = {}
+        self.intents: list[str | None] = []
+
+    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
+        return dict(self.users.get(user_name, {}))
+
+    def put_credential(
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+    ) -> None:
+        self.users.setdefault(user_name, {})[mechanism] = credential
+        self.intents.append(intent)
+
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+        if mechanism not in self.users.get(user_name, {}):
+            raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
+        del self.users[user_name][mechanism]
+        self.intents.append(intent)
+
+
+# -------------------- audit
+
+
+class FakeAuditLog:
+    """Appended events by id, and how each was completed. ``down`` makes every call fail as an unreachable
+    database does; ``append_failures`` fails only the next appends; ``complete_fails`` only completions."""
+
+    def __init__(self) -> None:
+        self.appended: dict[int, AuditEvent] = {}
+        self.completed: dict[int, AuditEvent] = {}
+        self.contexts: dict[int, RequestContext] = {}
+        self.queries: list[EventQuery] = []
+        self.stored: list[StoredEvent] = []  # what query answers
+        self.down = False
+        self.append_failures = 0
+        self.complete_fails = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise StoreUnavailable(AUDIT_DOWN)
+
+    def ping(self) -> None:
+        self._check()
+
+    def append(self, event: AuditEvent, context: RequestContext) -> int:
+        self._check()
+        if self.append_failures:
+            self.append_failures -= 1
+            raise StoreUnavailable(AUDIT_DOWN)
+        event_id = len(self.appended) + 1
+        self.appended[event_id] = event
+        self.contexts[event_id] = context
+        return event_id
+
+    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+        self._check()
+        if self.append_failures:
+            self.append_failures -= 1
+            raise StoreUnavailable(AUDIT_DOWN)
+        return [self.append(event, context) for event in batch]
+
+    def complete(self, event_id: int, event: AuditEvent) -> bool:
+        self._check()
+        if self.complete_fails:
+            raise StoreUnavailable(AUDIT_DOWN)
+        assert event_id in self.appended and event_id not in self.completed
+        self.completed[event_id] = event
+        return True
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        return sum(self.complete(event_id, event) for event_id, event in settled)
+
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
+        return []
+
+    def query(self, query: EventQuery) -> list[StoredEvent]:
+        self._check()
+        self.queries.append(query)
+        return list(self.stored)
+
+    def is_pending(self, event_id: int) -> bool | None:
+        if event_id not in self.appended:
+            return None
+        return event_id not in self.completed and self.appended[event_id].outcome is Outcome.PENDING
+
+    def events(self) -> list[AuditEvent]:
+        """Each event as it ended (or as appended while it has not been completed), in order."""
+        return [self.completed.get(event_id, event) for event_id, event in self.appended.items()]
+
+
+class FakeIntentStore:
+    """Intent markers: ``present`` holds the ids whose marker exists."""
+
+    def __init__(self) -> None:
+        self.present: set[int] = set()
+        self.cleared: list[int] = []
+
+    def path(self, event_id: int) -> str:
+        return f"/kts/audit-intents/{event_id}"
+
+    def existing(self, event_ids: list[int]) -> set[int]:
+        return {event_id for event_id in event_ids if event_id in self.present}
+
+    def clear(self, event_id: int) -> None:
+        self.cleared.append(event_id)
+        self.present.discard(event_id)
+
+    def clear_many(self, event_ids: list[int]) -> None:
+        for event_id in event_ids:
+            self.clear(event_id)
+
+    def list(self) -> list[int]:
+        return sorted(self.present)
+
+
+class RecordingObserver:
+    """An AuditObserver that keeps what it is told."""
+
+    def __init__(self) -> None:
+        self.events: list[AuditEvent] = []
+
+    def observe(self, event: AuditEvent) -> None:
+        self.events.append(event)
+
+    def outcomes(self) -> list[tuple[str, str, int | None]]:
+        return [(event.action.value, event.outcome.value, event.error_code) for event in self.events]
