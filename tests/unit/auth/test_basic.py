@@ -8,29 +8,7 @@ from app.auth import basic
 from app.auth.basic import BasicAuthenticator
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.scram import derive
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_000_000
-
-    def now_ms(self) -> int:
-        return self.now
-
-
-class FakeUserStore:
-    def __init__(self) -> None:
-        self.users: dict[str, dict[Mechanism, ScramCredential]] = {}
-
-    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
-        return dict(self.users.get(user_name, {}))
-
-    def put_credential(self, user_name: str, mechanism: Mechanism, credential: ScramCredential) -> None:
-        self.users.setdefault(user_name, {})[mechanism] = credential
-
-    def delete_credential(self, user_name: str, mechanism: Mechanism) -> None:
-        self.users[user_name].pop(mechanism)
-
+from tests.unit.fakes import FakeClock, FakeUserStore
 
 Setup = tuple[BasicAuthenticator, FakeUserStore, FakeClock]
 

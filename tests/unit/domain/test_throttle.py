@@ -18,6 +18,7 @@ from app.domain.throttle import (
     ThrottlePolicy,
     token_subject,
 )
+from tests.unit.fakes import FakeClock
 
 
 def user_subject(user_name: str) -> str:
@@ -31,17 +32,6 @@ BOB = user_subject("bob")
 ATTACKER = "192.0.2.66"
 HOME = "198.51.100.7"
 OTHER = "198.51.100.8"
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1_700_000_000_000
-
-    def now_ms(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
 
 
 @pytest.fixture
