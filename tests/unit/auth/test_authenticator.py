@@ -1,0 +1,179 @@
+"""The Authenticator over in-memory ports: which caller each kind of credential becomes, the refusal each
+failure answers with, what the audit trail records of it (never the secret), and the throttle in front."""
+
+from __future__ import annotations
+
+import base64
+import ssl
+
+import pytest
+
+from app.auth.authenticator import Authenticator
+from app.auth.basic import BasicAuthenticator
+from app.domain.audit import Action, AuditEvent, Outcome
+from app.domain.authorization import Caller, SuperUsersOnly
+from app.domain.credentials import Mechanism
+from app.domain.errors import NotAuthenticated, TooManyAttempts
+from app.domain.principal import KafkaPrincipal
+from app.domain.scram import derive
+from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.throttle import FailureThrottle, ThrottlePolicy
+from app.domain.token import TokenInformation
+from app.domain.token_rules import TokenPolicy
+from app.domain.token_secret import TokenSecret, encode_hmac
+from app.service.attempts import AttemptGuard
+from app.service.audit import Auditor
+from app.service.ports import StoredToken
+from app.service.tokens import TokenService
+from tests.unit.auth.test_x500_name import CN, OU, certificate_der, rdn, subject_of
+from tests.unit.fakes import (
+    NOW,
+    FakeAuditLog,
+    FakeClock,
+    FakeIntentStore,
+    FakeTokenStore,
+    FakeTokenView,
+    FakeUserStore,
+)
+
+ALICE = KafkaPrincipal.user("alice")
+SECRET = TokenSecret("unit-test-secret")
+HOST = "192.0.2.7"
+CERTIFICATE = ssl.DER_cert_to_PEM_cert(certificate_der(subject_of(rdn((OU, "Services")), rdn((CN, "svc-1")))))
+
+
+class Setup:
+    def __init__(self, *, client_auth: str = "none", rules: str = "DEFAULT", max_failures: int = 0) -> None:
+        self.clock = FakeClock()
+        self.users = FakeUserStore()
+        self.users.put_credential("alice", Mechanism.SCRAM_SHA_256, derive(Mechanism.SCRAM_SHA_256, "alice-pw", 4096))
+        store = FakeTokenStore()
+        token = TokenInformation("AliceToken", ALICE, ALICE, (), NOW, NOW + 60_000, NOW + 120_000)
+        store.tokens["AliceToken"] = StoredToken(token, 0)
+        self.log = FakeAuditLog()
+        auditor = Auditor(self.log, FakeIntentStore())
+        tokens = TokenService(
+            store,
+            FakeTokenView(store.tokens.values()),
+            secret=SECRET,
+            policy=TokenPolicy(max_lifetime_ms=120_000, default_renew_ms=60_000),
+            authorizer=SuperUsersOnly([]),
+            clock=self.clock,
+            auditor=auditor,
+        )
+        guard = None
+        if max_failures:
+            throttle = FailureThrottle(ThrottlePolicy(max_failures=max_failures, window_ms=60_000), self.clock)
+            guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION)
+        self.authenticator = Authenticator(
+            BasicAuthenticator(self.users, self.clock),
+            tokens,
+            client_auth=client_auth,
+            mapper=SslPrincipalMapper.from_rules(rules),
+            auditor=auditor,
+            guard=guard,
+        )
+
+    def authenticate(self, header: str | None, certificate: str | None = None) -> Caller:
+        return self.authenticator.authenticate(header, HOST, certificate)
+
+    def refusal(self, header: str | None, certificate: str | None = None) -> tuple[str, AuditEvent]:
+        with pytest.raises(NotAuthenticated) as refused:
+            self.authenticate(header, certificate)
+        return refused.value.message, self.log.events()[-1]
+
+
+def basic(user: str, password: str) -> str:
+    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+
+def bearer(token_id: str, mac: bytes) -> str:
+    return f"Bearer {token_id}:{encode_hmac(mac)}"
+
+
+def test_a_basic_login_is_the_user() -> None:
+    setup = Setup()
+    assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)
+    assert setup.log.events() == []  # successful logins are not audited
+
+
+def test_a_wrong_password_is_refused_and_audited_with_the_claimed_user_only() -> None:
+    message, event = Setup().refusal(basic("alice", "guess"))
+    assert message == "Invalid user name or password."
+    assert event == AuditEvent(
+        Action.AUTHENTICATION,
+        Outcome.DENIED,
+        principal="User:alice",
+        details={"scheme": "basic", "reason": "Invalid user name or password."},
+    )
+    assert "guess" not in repr(event)
+
+
+def test_a_bearer_login_is_the_tokens_owner_marked_as_token_authenticated() -> None:
+    caller = Setup().authenticate(bearer("AliceToken", SECRET.hmac("AliceToken")))
+    assert caller == Caller(ALICE, host=HOST, token_id="AliceToken")
+    assert caller.token_authenticated
+
+
+def test_a_wrong_or_expired_token_is_refused_and_audited_with_its_id() -> None:
+    setup = Setup()
+    message, event = setup.refusal(bearer("AliceToken", SECRET.hmac("Forged")))
+    assert message == "Unknown, expired or invalid delegation token."
+    assert (event.token_id, event.details["scheme"]) == ("AliceToken", "bearer")
+    setup.clock.advance(60_000)
+    assert setup.refusal(bearer("AliceToken", SECRET.hmac("AliceToken")))[0] == message
+
+
+@pytest.mark.parametrize(
+    ("header", "message", "scheme"),
+    [
+        (None, "Authentication is required (Basic, Bearer or a TLS client certificate).", "none"),
+        ("Digest abc", "Unsupported authentication scheme; use Basic or Bearer.", "digest"),
+        ("Basic ???", "Malformed Basic credentials.", "basic"),
+        ("Bearer AliceToken", "Bearer credentials must be <tokenId>:<base64 hmac>.", "bearer"),
+    ],
+)
+def test_unusable_credentials_are_refused_with_a_sentence(header: str | None, message: str, scheme: str) -> None:
+    refused, event = Setup().refusal(header)
+    assert refused == message
+    assert event.details == {"scheme": scheme, "reason": message}
+
+
+def test_a_certificate_maps_to_a_user_when_client_auth_is_on() -> None:
+    setup = Setup(client_auth="requested", rules="RULE:^CN=([^,]+),.*$/$1/")
+    assert setup.authenticate(None, CERTIFICATE) == Caller(KafkaPrincipal.user("svc-1"), host=HOST)
+    # a header wins over the certificate, as a SASL login over an SSL listener does in Kafka
+    assert setup.authenticate(basic("alice", "alice-pw"), CERTIFICATE).principal == ALICE
+
+
+def test_a_certificate_no_rule_maps_is_refused() -> None:
+    message, event = Setup(client_auth="requested", rules="RULE:^CN=x$/x/").refusal(None, CERTIFICATE)
+    assert message == "No ssl.principal.mapping.rules rule applies to the client certificate."
+    assert event.details["scheme"] == "certificate"
+
+
+def test_a_certificate_is_ignored_when_client_auth_is_off() -> None:
+    assert Setup().refusal(None, CERTIFICATE)[0].startswith("Authentication is required")
+
+
+def test_client_auth_required_refuses_a_request_without_a_certificate_whatever_it_carries() -> None:
+    message, _ = Setup(client_auth="required").refusal(basic("alice", "alice-pw"))
+    assert message == "This listener requires a TLS client certificate."
+
+
+def test_the_guard_refuses_a_guessing_address_before_checking_the_password() -> None:
+    setup = Setup(max_failures=2)
+    for _ in range(2):
+        setup.refusal(basic("alice", "guess"))
+
+    with pytest.raises(TooManyAttempts):
+        setup.authenticate(basic("alice", "alice-pw"))  # even the right password: it is not looked at
+
+    (first,) = setup.log.events()  # the burst's first attempt in full; the others are counted
+    assert first.details == {"scheme": "basic", "reason": "Invalid user name or password."}
+
+
+def test_a_success_under_the_limit_goes_through_the_guard() -> None:
+    setup = Setup(max_failures=2)
+    setup.refusal(basic("alice", "guess"))
+    assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)
