@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import statistics
 import subprocess
 import time
 from pathlib import Path
@@ -55,14 +54,10 @@ def test_a_token_created_on_one_replica_verifies_on_the_other(
 ) -> None:
     first = start_kts(processes, tmp_path, "replica-a", **_settings(zk_connect))
     second = start_kts(processes, tmp_path, "replica-b", **_settings(zk_connect))
-    delays = []
+    # How fast is measured by bench/suite.py ("convergence"); here only that it happens, every time.
     for _ in range(30):
         token = _create(first)
-        started = time.monotonic()
         eventually(lambda token=token: _verifies(second, token), timeout_s=5)
-        delays.append((time.monotonic() - started) * 1000)
-    delays.sort()
-    print(f"convergence over {len(delays)} creates: p50 {statistics.median(delays):.1f} ms, max {delays[-1]:.1f} ms")
 
 
 def test_an_expired_token_stops_authenticating_on_every_replica_before_any_sweep(
@@ -116,15 +111,11 @@ def test_exactly_one_replica_sweeps_and_a_killed_leader_hands_over(
     assert all(e["outcome"] == "succeeded" for e in events)
 
     processes[names.index(leader)].kill()  # SIGKILL: no goodbye, its session must expire
-    killed_at = time.monotonic()
     others = [name for name in names if name != leader]
     later = [_create(urls[others[0]], maxLifetimeMs=100) for _ in range(3)]
     eventually(
         lambda: not any(raw_zk.exists(f"{TOKENS}/{t['tokenId']}") for t in later),
         timeout_s=(session_ms + interval_ms) / 1000 + 10,
     )
-    handover = time.monotonic() - killed_at
     new_sweepers = _sweepers(urls[others[0]]) - {leader}
     assert len(new_sweepers) == 1 and new_sweepers <= set(others)
-    print(f"sweep handed over {handover:.1f} s after SIGKILL (session {session_ms} ms + interval {interval_ms} ms)")
-    assert handover <= (session_ms + interval_ms) / 1000 + 5
