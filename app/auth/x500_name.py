@@ -31,6 +31,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from asn1crypto import parser as asn1_parser
+from asn1crypto import x509 as asn1_x509
 from cryptography import x509
 
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -59,51 +61,10 @@ _JDK_ESCAPED: Final = frozenset(',=+<>#;"\\')
 _ENCODED_SURROGATE: Final = re.compile(rb"\xed[\xa0-\xbf][\x80-\xbf]?")
 
 
-def _der_element(data: bytes, pos: int) -> tuple[int, int, int]:
-    """(tag, content start, content end) of the DER element at ``pos``."""
-    if pos + 2 > len(data):
-        raise ValueError("truncated DER")
-    tag = data[pos]
-    if tag & 0x1F == 0x1F:
-        raise ValueError("unsupported DER tag")
-    length = data[pos + 1]
-    pos += 2
-    if length & 0x80:
-        size = length & 0x7F
-        if size == 0 or size > 4 or pos + size > len(data):
-            raise ValueError("unsupported DER length")
-        length = int.from_bytes(data[pos : pos + size], "big")
-        pos += size
-    if pos + length > len(data):
-        raise ValueError("truncated DER")
-    return tag, pos, pos + length
-
-
-def _der_length(length: int) -> bytes:
-    if length < 0x80:
-        return bytes([length])
-    encoded = length.to_bytes((length.bit_length() + 7) // 8, "big")
-    return bytes([0x80 | len(encoded)]) + encoded
-
-
-def _oid_text(content: bytes) -> str:
-    arcs: list[int] = []
-    value = 0
-    for byte in content:
-        value = (value << 7) | (byte & 0x7F)
-        if not byte & 0x80:
-            arcs.append(value)
-            value = 0
-    if not arcs or content[-1] & 0x80:
-        raise ValueError("malformed OID")
-    first = min(arcs[0] // 40, 2)
-    return ".".join(str(arc) for arc in [first, arcs[0] - 40 * first, *arcs[1:]])
-
-
-def _format_value(tag: int, content: bytes, keyword: str) -> str:
+def _format_value(tag: int, encoded: bytes, content: bytes, keyword: str) -> str:
     """The JDK's ``AVA.toRFC2253String`` value part."""
     if keyword[0] in "0123456789" or tag not in _TEXT_TAGS:
-        return "#" + (bytes([tag]) + _der_length(len(content)) + content).hex()
+        return "#" + encoded.hex()
     escaped: list[str] = []
     for ch in _ENCODED_SURROGATE.sub(b"\xff", content).decode("utf-8", errors="replace"):
         if ch in _JDK_ESCAPED:
@@ -119,39 +80,13 @@ def _format_value(tag: int, content: bytes, keyword: str) -> str:
     return "".join("\\" + ch if i < lead or i >= trail else ch for i, ch in enumerate(text))
 
 
-def _format_name(name_der: bytes) -> str:
-    tag, start, end = _der_element(name_der, 0)
-    if tag != 0x30:
-        raise ValueError("subject is not a DER SEQUENCE")
-    rdns: list[str] = []
-    pos = start
-    while pos < end:
-        _, rdn_start, rdn_end = _der_element(name_der, pos)
-        avas: list[str] = []
-        ava_pos = rdn_start
-        while ava_pos < rdn_end:
-            _, ava_start, ava_end = _der_element(name_der, ava_pos)
-            oid_tag, oid_start, oid_end = _der_element(name_der, ava_start)
-            if oid_tag != 0x06:
-                raise ValueError("attribute type is not an OID")
-            value_tag, value_start, value_end = _der_element(name_der, oid_end)
-            oid = _oid_text(name_der[oid_start:oid_end])
-            keyword = _RFC2253_KEYWORDS.get(oid, oid)
-            avas.append(f"{keyword}={_format_value(value_tag, name_der[value_start:value_end], keyword)}")
-            ava_pos = ava_end
-        rdns.append("+".join(avas))
-        pos = rdn_end
-    return ",".join(reversed(rdns))
-
-
-def _subject_der(tbs: bytes) -> bytes:
-    """The subject Name inside a DER TBSCertificate, exactly as encoded."""
-    _, pos, _ = _der_element(tbs, 0)
-    if _der_element(tbs, pos)[0] == 0xA0:  # explicit version
-        pos = _der_element(tbs, pos)[2]
-    for _ in range(4):  # serialNumber, signature, issuer, validity
-        pos = _der_element(tbs, pos)[2]
-    return tbs[pos : _der_element(tbs, pos)[2]]
+def _format_attribute(attribute: asn1_x509.NameTypeAndValue) -> str:
+    oid = attribute["type"].dotted
+    keyword = _RFC2253_KEYWORDS.get(oid, oid)
+    # The value exactly as encoded: asn1crypto decodes values only when asked, and the JDK prints the bytes.
+    encoded = attribute["value"].dump()
+    identifier, contents = encoded[0], asn1_parser.parse(encoded)[4]
+    return f"{keyword}={_format_value(identifier, encoded, contents, keyword)}"
 
 
 def distinguished_name(certificate_der: bytes) -> str:
@@ -161,11 +96,15 @@ def distinguished_name(certificate_der: bytes) -> str:
     if the bytes are not a DER X.509 certificate that the ``cryptography`` package
     accepts (it is stricter than the JDK about some malformed encodings).
     """
-    certificate = x509.load_der_x509_certificate(certificate_der)
+    # cryptography decides what is a certificate (it is the strict parser); asn1crypto then gives the
+    # subject's values as encoded, which cryptography does not.
+    x509.load_der_x509_certificate(certificate_der)
     try:
-        return _format_name(_subject_der(certificate.tbs_certificate_bytes))
-    except IndexError as exc:
+        subject = asn1_x509.Certificate.load(certificate_der)["tbs_certificate"]["subject"]
+        rdns = ["+".join(_format_attribute(attribute) for attribute in rdn) for rdn in subject.chosen]
+    except (ValueError, TypeError, KeyError) as exc:
         raise ValueError("malformed certificate subject") from exc
+    return ",".join(reversed(rdns))
 
 
 def principal_name_for(certificate_der: bytes, mapper: SslPrincipalMapper) -> str:
