@@ -6,23 +6,37 @@ A refused attempt raises ``TooManyAttempts`` (429 with Retry-After) before its c
 A summary written while serving another client's request carries the summarised client's address.
 
 The composition root builds one guard per kind of attempt from the ``auth.failures.*`` settings (none when
-turned off); callers see only ``admit``/``failed``/``succeeded``, so the counting rule behind them can change
-without touching them.
+turned off). The guard depends on the ``AttemptRule`` protocol, not on the per-principal throttle itself, and
+callers see only ``admit``/``failed``/``succeeded``: another counting rule (a per-account lockout, say)
+replaces the throttle without touching either.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from typing import Protocol
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.errors import TooManyAttempts
-from app.domain.throttle import TOKEN_SUBJECT_PREFIX, AuditPlan, BurstSummary, FailureThrottle
+from app.domain.throttle import TOKEN_SUBJECT_PREFIX, Admission, AuditPlan, BurstSummary
 from app.service.audit import Auditor, request_context
 
 
+class AttemptRule(Protocol):
+    """Decides which attempts go ahead and which records they leave (``app/domain/throttle.FailureThrottle``)."""
+
+    def admit(self, address: str, subject: str | None) -> Admission: ...
+
+    def failed(self, address: str, subject: str | None) -> AuditPlan: ...
+
+    def succeeded(self, address: str, subject: str | None) -> None: ...
+
+    def flush(self) -> list[BurstSummary]: ...
+
+
 class AttemptGuard:
-    def __init__(self, throttle: FailureThrottle, auditor: Auditor, action: Action) -> None:
+    def __init__(self, throttle: AttemptRule, auditor: Auditor, action: Action) -> None:
         self._throttle = throttle
         self._auditor = auditor
         self._action = action
