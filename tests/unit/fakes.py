@@ -7,6 +7,7 @@ a test inject failures or act as a concurrent writer; nothing else.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
@@ -25,6 +26,7 @@ from app.service.ports import StoredToken
 
 NOW = 1_700_000_000_000
 AUDIT_DOWN = "The audit database is not reachable right now; retry shortly."
+MAX_CAS_ATTEMPTS = 8
 
 
 class FakeClock:
@@ -101,6 +103,26 @@ class FakeTokenStore:
         self.deleted.append((token_id, expected_version, intent))
         if self.after_delete is not None:
             self.after_delete(token_id)
+
+    def change(
+        self, token_id: str, decide: Callable[[StoredToken], Any], intent: str | None = None
+    ) -> tuple[StoredToken | None, Any]:
+        """Compare-and-set as the ZooKeeper store does it: read, let ``decide`` answer the new state (its
+        ``token``, None to delete, and its ``result``), write guarded by the version read; on a lost race
+        read and decide again."""
+        for _ in range(MAX_CAS_ATTEMPTS):
+            stored = self.get(token_id)
+            if stored is None:
+                raise TokenNotFound(f"Token {token_id} does not exist.")
+            decision = decide(stored)
+            try:
+                if decision.token is None:
+                    self.delete(token_id, stored.version, intent)
+                    return None, decision.result
+                return self.update(decision.token, stored.version, intent), decision.result
+            except ConcurrentModification:
+                continue
+        raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
     def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
         """All or nothing, like a ZooKeeper multi-op transaction."""
