@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 import scramp
 
-from app.auth.scram import derive, password_matches
 from app.domain import errors, token_rules, token_secret
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
 from app.domain.authorization import Caller, SuperUsersOnly
 from app.domain.credentials import Mechanism
 from app.domain.principal import KafkaPrincipal
+from app.domain.scram import derive, password_matches
 from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, SetExpiry, TokenPolicy
 from app.domain.token_secret import TokenSecret, decode_hmac, encode_hmac, new_token_id
