@@ -18,7 +18,7 @@ from app.api.limits import MAX_BODY_BYTES
 from app.api.routers.tokens import MAX_PAGE
 from app.api.schemas.common import MAX_OWNER_FILTERS, MAX_RENEWERS
 from app.api.schemas.users import MAX_PASSWORD_LENGTH, MAX_USER_NAME_LENGTH
-from app.auth.authenticator import MAX_AUTHORIZATION_LENGTH
+from app.auth.authorization_header import MAX_AUTHORIZATION_LENGTH
 from app.domain import errors
 from app.domain.acl import MAX_RESOURCE_NAME_LENGTH
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS
