@@ -1,5 +1,5 @@
-"""The layers of ``app/`` point one way (DESIGN.md): read every module's imports with ``ast`` (function-level
-and ``TYPE_CHECKING`` imports included) and check who may import whom."""
+"""The layers of ``app/`` point one way (docs/architecture.md): read every module's imports with ``ast``
+(function-level and ``TYPE_CHECKING`` imports included) and check who may import whom."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """TokenService's decisions over in-memory ports: who may create, renew, expire and see which token, what
-each refusal answers, and the audit records each action leaves (KAFKA_COMPAT.md "Semantics")."""
+each refusal answers, and the audit records each action leaves (docs/kafka-compatibility.md, "Semantics of
+the token operations")."""
 
 from __future__ import annotations
 
