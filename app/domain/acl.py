@@ -7,6 +7,10 @@ An entry matches when its principal is the caller's or ``User:*``, its host is t
 and its operation is the one asked for or ``All``. As in Kafka, ``Describe`` is implied by an Allow
 of ``Read``, ``Write``, ``Delete`` or ``Alter``, and ``DescribeConfigs`` by ``AlterConfigs``.
 
+Hosts are compared as addresses, the way Java's ``InetAddress`` sees them: ``::1``, ``0:0:0:0:0:0:0:1`` and
+``0:0::1`` are one address, case does not matter, and an IPv4-mapped IPv6 address is its IPv4 address.
+A host that is not an address compares as a string. Each entry parses its host once, when it is built.
+
 Entries keep their fields as the strings stored in ZooKeeper, so ACLs written by kafka-acls.sh for
 operations or resource types kts never grants survive a rewrite of the same znode untouched.
 """
@@ -16,7 +20,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
 
 from app.domain.authorization import (
@@ -54,12 +58,31 @@ class ResourcePattern:
     pattern_type: PatternType = PatternType.LITERAL
 
 
+HostKey = ipaddress.IPv4Address | ipaddress.IPv6Address | str
+
+
+def host_key(host: str) -> HostKey:
+    """What a host compares as: its address as Java's ``InetAddress`` holds it, or the text itself."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped  # InetAddress.getByName("::ffff:10.0.0.1") is an Inet4Address
+    return address
+
+
 @dataclass(frozen=True, slots=True, order=True)
 class AccessControlEntry:
     principal: str
     host: str
     operation: str
     permission: str
+    # Parsed once here rather than for every request that this entry is checked against.
+    host_key: HostKey = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "host_key", host_key(self.host))
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -219,12 +242,13 @@ def acls_allow(
     if not entries:
         return allow_everyone_if_no_acl_found
     principal_text = str(principal)
+    caller_host = host_key(host)
 
     def applies(entry: AccessControlEntry, permission: Permission, operations: frozenset[str]) -> bool:
         return (
             entry.permission == permission
             and entry.principal in (principal_text, WILDCARD_PRINCIPAL)
-            and entry.host in (host, WILDCARD_HOST)
+            and (entry.host == WILDCARD_HOST or entry.host_key == caller_host)
             and (entry.operation in operations or entry.operation == Operation.ALL)
         )
 

@@ -54,7 +54,8 @@ def audit_db_url(tmp_path: Path) -> str:
 def make_client(zk_connect: str, raw_zk: KazooClient, audit_db_url: str) -> Iterator[Callable[..., TestClient]]:
     clients: list[TestClient] = []
 
-    def make(**overrides: Any) -> TestClient:
+    def make(*, address: tuple[str, int] = ("testclient", 50000), **overrides: Any) -> TestClient:
+        """A client of an app built from the test settings plus ``overrides``, calling from ``address``."""
         values: dict[str, Any] = {
             "zookeeper_connect": zk_connect,
             "delegation_token_secret_key": SECRET,
@@ -63,7 +64,7 @@ def make_client(zk_connect: str, raw_zk: KazooClient, audit_db_url: str) -> Iter
             "audit_db_url": audit_db_url,
         }
         values.update(overrides)
-        client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False)
+        client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False, client=address)
         client.__enter__()
         clients.append(client)
         return client

@@ -188,3 +188,20 @@ def test_allow_everyone_if_no_acl_found(make_client: Any, raw_zk: KazooClient, c
     assert lenient.post("/v1/tokens", json={"owner": "User:bob"}, headers=basic(CAROL)).status_code == 201
     client.post("/v1/acls", json=_acl(resourceName="User:bob", principal="User:alice"), headers=basic(ADMIN))
     eventually(lambda: lenient.post("/v1/tokens", json={"owner": "User:bob"}, headers=basic(CAROL)).status_code == 403)
+
+
+def test_a_deny_for_a_host_as_kafka_prints_it_is_enforced_for_a_client_at_its_short_form(
+    make_client: Any, raw_zk: KazooClient, client: TestClient
+) -> None:
+    put_user(raw_zk, *NIMBUS)
+    client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
+    response = client.post("/v1/acls", json=_acl(permissionType="Deny", host="0:0:0:0:0:0:0:1"), headers=basic(ADMIN))
+    assert response.status_code == 201
+    at_ipv6_loopback = make_client(address=("::1", 50000))
+    at_ipv4_loopback = make_client(address=("127.0.0.1", 50000))
+    eventually(lambda: client.get("/v1/acls?host=0:0:0:0:0:0:0:1", headers=basic(ADMIN)).json() != [])
+    create = {"json": {"owner": "User:joe"}, "headers": basic(NIMBUS)}
+    eventually(lambda: at_ipv4_loopback.post("/v1/tokens", **create).status_code == 201)  # the Allow works
+    refused = at_ipv6_loopback.post("/v1/tokens", **create)
+    assert refused.status_code == 403
+    assert refused.json()["code"] == 65

@@ -26,6 +26,7 @@ from app.domain.acl import (
     Permission,
     ResourcePattern,
     acls_allow,
+    host_key,
     validate_binding,
 )
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Caller, Operation, ResourceType
@@ -280,6 +281,62 @@ def test_host_specific_allow_and_deny() -> None:
     acls = {JOE_USER: [allow(host=HOST), allow(host=OTHER_HOST), deny(host=HOST)]}
     assert not authorized(acls, host=HOST)
     assert authorized(acls, host=OTHER_HOST)
+
+
+# Each row: textual forms of one address, as Kafka prints it, as operators write it, in other cases.
+SAME_ADDRESS = [
+    ("0:0:0:0:0:0:0:1", "::1"),
+    ("::1", "0:0:0:0:0:0:0:1"),
+    ("0:0::1", "::0:1"),
+    ("2001:db8:0:0:0:0:0:a", "2001:DB8::A"),
+    ("2001:0db8:0000:0000:0000:0000:0000:000a", "2001:db8::a"),
+    ("FE80::1", "fe80:0:0:0:0:0:0:1"),
+    ("::ffff:198.51.100.1", "198.51.100.1"),
+    ("198.51.100.1", "::ffff:198.51.100.1"),
+    ("0:0:0:0:0:ffff:c633:6401", "198.51.100.1"),
+    ("::FFFF:C633:6401", "::ffff:198.51.100.1"),
+    ("198.51.100.1", "198.51.100.1"),
+    ("some-host", "some-host"),
+]
+DIFFERENT_ADDRESSES = [
+    ("::1", "127.0.0.1"),  # loopback in both families, but not one address (nor is it for Java)
+    ("::1", "::2"),
+    ("::198.51.100.1", "198.51.100.1"),  # IPv4-compatible, not IPv4-mapped: Java keeps it IPv6
+    ("::ffff:198.51.100.1", "198.51.100.2"),
+    ("2001:db8::a", "2001:db8::a:0"),
+    ("Some-Host", "some-host"),  # not an address: compared as a string
+    ("198.51.100.1", "*"),
+]
+
+
+@pytest.mark.parametrize(("acl_host", "caller_host"), SAME_ADDRESS)
+def test_hosts_are_compared_as_addresses_for_allow(acl_host: str, caller_host: str) -> None:
+    assert authorized({JOE_USER: [allow(host=acl_host)]}, host=caller_host)
+
+
+@pytest.mark.parametrize(("acl_host", "caller_host"), SAME_ADDRESS)
+def test_hosts_are_compared_as_addresses_for_deny(acl_host: str, caller_host: str) -> None:
+    acls = {JOE_USER: [allow(host=WILDCARD_HOST), deny(host=acl_host)]}
+    assert not authorized(acls, host=caller_host)
+    assert authorized(acls, host="203.0.113.9")  # positive control: the Deny is what refused
+
+
+@pytest.mark.parametrize(("acl_host", "caller_host"), DIFFERENT_ADDRESSES)
+def test_different_addresses_do_not_match_for_allow(acl_host: str, caller_host: str) -> None:
+    assert not authorized({JOE_USER: [allow(host=acl_host)]}, host=caller_host)
+
+
+@pytest.mark.parametrize(("acl_host", "caller_host"), DIFFERENT_ADDRESSES)
+def test_different_addresses_do_not_match_for_deny(acl_host: str, caller_host: str) -> None:
+    assert authorized({JOE_USER: [allow(host=WILDCARD_HOST), deny(host=acl_host)]}, host=caller_host)
+
+
+def test_an_entry_parses_its_host_once_and_keeps_its_stored_text() -> None:
+    entry = allow(host="0:0:0:0:0:0:0:1")
+    assert entry.host == "0:0:0:0:0:0:0:1"  # written back to ZooKeeper as it was read
+    assert entry.host_key == host_key("::1")
+    assert entry == allow(host="0:0:0:0:0:0:0:1")
+    assert entry != allow(host="::1")  # two stored entries stay two entries, as in Kafka
 
 
 def test_operation_must_match_exactly() -> None:
