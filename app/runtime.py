@@ -171,6 +171,7 @@ def build_runtime(
         policy=TokenPolicy(
             max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
             default_renew_ms=settings.delegation_token_expiry_time_ms,
+            create_for_super_users=settings.token_create_for_super_users,
         ),
         authorizer=authorizer,
         clock=clock,
@@ -190,7 +191,14 @@ def build_runtime(
         audit_log=audit_log,
         tokens=tokens,
         users=UserCredentialService(user_store, authorizer=authorizer, auditor=auditor),
-        acls=AclService(acl_store, acl_cache, authorizer=authorizer, auditor=auditor),
+        acls=AclService(
+            acl_store,
+            acl_cache,
+            authorizer=authorizer,
+            auditor=auditor,
+            super_users=settings.super_user_principals,
+            tokens_for_super_users=settings.token_create_for_super_users,
+        ),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         acl_cache=acl_cache,
         token_cache=token_cache,

@@ -101,6 +101,7 @@ class Settings(BaseSettings):
     ssl_cafile: Path | None = None
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
     token_znode_version: int = 3
+    token_create_for_super_users: bool = False  # a token authenticates as its owner: a super user's power
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
@@ -253,6 +254,17 @@ class Settings(BaseSettings):
 # The file the current load reads. pydantic-settings builds its sources from the class, so the path
 # reaches the source through a context variable (safe across threads and tasks).
 _properties_path: ContextVar[Path | None] = ContextVar("kts_properties_path", default=None)
+
+
+def allow_everyone_warning(settings: Settings) -> str | None:
+    """What ``allow.everyone.if.no.acl.found=true`` lets in, for the log at start; None when it is off."""
+    if not settings.allow_everyone_if_no_acl_found:
+        return None
+    return (
+        "allow.everyone.if.no.acl.found=true: any authenticated user may do anything on a resource that has no "
+        "ACL, e.g. with no ACL on Cluster:kafka-cluster manage SCRAM credentials (a super user's password "
+        "included) and ACLs, and with no ACL on User:<name> create tokens that authenticate as that user."
+    )
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

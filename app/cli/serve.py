@@ -21,7 +21,7 @@ from app.api.app import create_app
 from app.cli.logging_config import LogFormat, configure_logging
 from app.cli.tls_protocol import TlsAwareH11Protocol, harden
 from app.domain.errors import StoreUnavailable
-from app.settings import Settings
+from app.settings import Settings, allow_everyone_warning
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 
@@ -102,6 +102,8 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     if warning is not None:  # loud on purpose: in the log for collectors, on stderr for the operator
         log.warning(warning)
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
+    if (lenient := allow_everyone_warning(settings)) is not None:
+        log.warning(lenient)
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
     config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)

@@ -152,6 +152,40 @@ def validate_binding(binding: AclBinding) -> None:
             raise InvalidInput("host must be * or an IP address.") from None
 
 
+def super_user_grant_warnings(
+    binding: AclBinding, super_users: Iterable[KafkaPrincipal], *, tokens_for_super_users: bool
+) -> list[str]:
+    """One sentence per super user whose tokens ``binding`` lets someone else create: an Allow of
+    CreateTokens or All on a User pattern covering ``User:<super user>`` (the literal ``*``, that literal
+    name, or a prefix of it). Such a token authenticates as the super user, on brokers and on kts."""
+    pattern, entry = binding.pattern, binding.entry
+    if (
+        pattern.resource_type != ResourceType.USER
+        or entry.permission != Permission.ALLOW
+        or entry.operation not in (Operation.CREATE_TOKENS, Operation.ALL)
+    ):
+        return []
+    names = {str(principal) for principal in super_users}
+    if entry.principal in names:  # a super user may create any token already
+        return []
+    if tokens_for_super_users:
+        consequence = "kts issues them (token.create.for.super.users=true), and Kafka brokers do too."
+    else:
+        consequence = "kts refuses them (token.create.for.super.users=false), but Kafka brokers honour this ACL."
+    return [
+        f"This ACL lets {entry.principal} create delegation tokens for the super user {name}, which "
+        f"authenticate as {name}: {consequence}"
+        for name in sorted(names)
+        if _pattern_covers(pattern, name)
+    ]
+
+
+def _pattern_covers(pattern: ResourcePattern, name: str) -> bool:
+    if pattern.pattern_type == PatternType.PREFIXED:
+        return name.startswith(pattern.name)
+    return pattern.name in (name, WILDCARD_RESOURCE)
+
+
 def _principal(text: str, *, what: str) -> None:
     try:
         KafkaPrincipal.parse(text)

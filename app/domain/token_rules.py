@@ -29,6 +29,9 @@ class TokenPolicy:
 
     max_lifetime_ms: int  # delegation.token.max.lifetime.ms
     default_renew_ms: int  # delegation.token.expiry.time.ms
+    # token.create.for.super.users: a token authenticates as its owner, so one made for a super user by
+    # someone else is that super user's power in other hands.
+    create_for_super_users: bool = False
 
     def __post_init__(self) -> None:
         if self.max_lifetime_ms < 1 or self.default_renew_ms < 1:
@@ -74,12 +77,22 @@ def plan_create(
     policy: TokenPolicy,
     authorizer: Authorizer,
 ) -> TokenInformation:
-    """The token a create request makes, in Kafka's order of checks: 64, then 65, then 67."""
+    """The token a create request makes, in Kafka's order of checks: 64, then 65, then 67. Unlike Kafka, a
+    token for a super user made by someone else is refused (65) unless the policy allows it."""
     ensure_may_request_tokens(caller)
     requester = caller.principal
     owner = request.owner if request.owner is not None else requester
     if owner != requester and not authorizer.authorize(caller, Operation.CREATE_TOKENS, ResourceType.USER, str(owner)):
         raise TokenAuthorizationFailed(f"{requester} may not create tokens for {owner}.")
+    if (
+        owner != requester
+        and not policy.create_for_super_users
+        and authorizer.is_super_user(owner)
+        and not authorizer.is_super_user(requester)
+    ):
+        raise TokenAuthorizationFailed(
+            f"{requester} may not create tokens for {owner}: only super users may create tokens for a super user."
+        )
     if not owner.is_user:
         # Kafka does not check this, but a token authenticates as User:<owner name>, so any other owner
         # type would silently become a different principal.

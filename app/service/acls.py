@@ -2,24 +2,52 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-from app.domain.acl import AccessControlEntry, AclBinding, AclFilter, ResourcePattern, validate_binding
+from app.domain.acl import (
+    AccessControlEntry,
+    AclBinding,
+    AclFilter,
+    ResourcePattern,
+    super_user_grant_warnings,
+    validate_binding,
+)
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
 from app.domain.errors import InvalidInput
+from app.domain.principal import KafkaPrincipal
 from app.service.audit import Auditor
 from app.service.ports import AclStore, AclView
 
 Entries = frozenset[AccessControlEntry]
 
 
+@dataclass(frozen=True, slots=True)
+class AddedAcl:
+    """The ACL added, and sentences on what it allows that its author may not have meant."""
+
+    binding: AclBinding
+    warnings: tuple[str, ...] = ()
+
+
 class AclService:
-    def __init__(self, store: AclStore, view: AclView, *, authorizer: Authorizer, auditor: Auditor) -> None:
+    def __init__(
+        self,
+        store: AclStore,
+        view: AclView,
+        *,
+        authorizer: Authorizer,
+        auditor: Auditor,
+        super_users: Iterable[KafkaPrincipal] = (),
+        tokens_for_super_users: bool = False,
+    ) -> None:
         self._store = store
         self._view = view
         self._authorizer = authorizer
         self._auditor = auditor
+        self._super_users = frozenset(super_users)
+        self._tokens_for_super_users = tokens_for_super_users
 
     def _may_manage(self, caller: Caller, operation: Operation) -> None:
         # Changes need a login (login_required): a leaked token must not be able to widen its own powers.
@@ -27,7 +55,7 @@ class AclService:
             self._authorizer, caller, operation, to="manage ACLs", login_required=operation is Operation.ALTER
         )
 
-    def create(self, caller: Caller, binding: AclBinding) -> AclBinding:
+    def create(self, caller: Caller, binding: AclBinding) -> AddedAcl:
         event = _event(Action.ACL_ADD, caller, binding.pattern, [binding.entry])
         self._auditor.decided(event, lambda: self._may_manage(caller, Operation.ALTER))
         validate_binding(binding)
@@ -37,7 +65,10 @@ class AclService:
             succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
         )
         self._view.refresh(binding.pattern)
-        return binding
+        warnings = super_user_grant_warnings(
+            binding, self._super_users, tokens_for_super_users=self._tokens_for_super_users
+        )
+        return AddedAcl(binding, tuple(warnings))
 
     def describe(self, caller: Caller, selector: AclFilter) -> list[AclBinding]:
         self._may_manage(caller, Operation.DESCRIBE)

@@ -92,3 +92,43 @@ def test_host_based_acls_use_the_client_address(client: TestClient, raw_zk: Kazo
     # Starlette's TestClient connects from the host "testclient"; an ACL for another address does not apply
     client.post("/v1/acls", json=_acl("CreateTokens") | {"host": "192.0.2.10"}, headers=basic(ADMIN))
     assert client.post("/v1/tokens", json={"owner": "User:joe"}, headers=basic(NIMBUS)).status_code == 403
+
+
+def test_a_grant_over_a_super_user_is_added_with_warnings_but_mints_no_token_for_it(
+    client: TestClient, raw_zk: KazooClient
+) -> None:
+    put_user(raw_zk, *NIMBUS)
+    everyone = _acl("CreateTokens") | {"resourceName": "User:", "patternType": "PREFIXED"}
+    added = client.post("/v1/acls", json=everyone, headers=basic(ADMIN))
+    assert added.status_code == 201
+    (warning,) = added.json()["warnings"]
+    assert warning.startswith("This ACL lets User:nimbus create delegation tokens for the super user User:admin,")
+    assert {key: value for key, value in added.json().items() if key != "warnings"} == everyone
+
+    refused = client.post("/v1/tokens", json={"owner": "User:admin"}, headers=basic(NIMBUS))
+    assert refused.status_code == 403
+    assert refused.json()["code"] == 65
+    assert refused.json()["message"] == (
+        "User:nimbus may not create tokens for User:admin: only super users may create tokens for a super user."
+    )
+    assert raw_zk.get_children(TOKENS) == []
+    # the same grant still works for everyone else, and the super user still gets its own tokens
+    assert client.post("/v1/tokens", json={"owner": "User:joe"}, headers=basic(NIMBUS)).status_code == 201
+    assert client.post("/v1/tokens", json={}, headers=basic(ADMIN)).status_code == 201
+
+
+def test_grants_that_do_not_cover_a_super_user_carry_no_warnings(client: TestClient) -> None:
+    for acl in (_acl("CreateTokens"), _acl("CreateTokens", "Deny", name="*"), _acl("DescribeTokens", name="*")):
+        added = client.post("/v1/acls", json=acl, headers=basic(ADMIN))
+        assert added.status_code == 201
+        assert added.json() == acl
+
+
+def test_tokens_for_super_users_can_be_allowed(make_client: Any, raw_zk: KazooClient, client: TestClient) -> None:
+    put_user(raw_zk, *NIMBUS)
+    lenient = make_client(token_create_for_super_users=True)
+    added = lenient.post("/v1/acls", json=_acl("All", name="User:admin"), headers=basic(ADMIN))
+    assert "token.create.for.super.users=true" in added.json()["warnings"][0]
+    created = lenient.post("/v1/tokens", json={"owner": "User:admin"}, headers=basic(NIMBUS))
+    assert created.status_code == 201
+    assert (created.json()["owner"], created.json()["tokenRequester"]) == ("User:admin", "User:nimbus")

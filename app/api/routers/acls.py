@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, status
 
 from app.api.deps import Acls, CurrentCaller
 from app.api.responses import error_responses
-from app.api.schemas.acls import Acl, AclList, DeletedAcls, StoredAcl
+from app.api.schemas.acls import Acl, AclList, AddedAcl, DeletedAcls, StoredAcl
 from app.domain.acl import MAX_RESOURCE_NAME_LENGTH, AclFilter, PatternType
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
 
@@ -35,11 +35,13 @@ Filter = Annotated[AclFilter, Depends(acl_filter)]
 @router.post(
     "",
     status_code=status.HTTP_201_CREATED,
-    response_model=StoredAcl,
+    response_model=AddedAcl,
+    response_model_exclude_none=True,
     responses=error_responses(401, 403, 409, 413, 422, 503),
 )
-def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> StoredAcl:
-    return StoredAcl.of(acls.create(caller, body.binding()))
+def create_acl(body: Acl, caller: CurrentCaller, acls: Acls) -> AddedAcl:
+    added = acls.create(caller, body.binding())
+    return AddedAcl.of_binding(added.binding, added.warnings)
 
 
 @router.get("", response_model=AclList, responses=error_responses(401, 403, 422, 503))

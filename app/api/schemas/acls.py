@@ -3,6 +3,7 @@ so that every refusal carries one sentence saying what is wrong."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 from pydantic import BaseModel, Field, StringConstraints
@@ -63,6 +64,18 @@ class StoredAcl(BaseModel):
             operation=binding.entry.operation,
             permissionType=binding.entry.permission,
         )
+
+
+class AddedAcl(StoredAcl):
+    warnings: list[str] | None = Field(
+        None,
+        description="Present when the ACL allows something its author may not mean, such as creating "
+        "tokens that authenticate as a super user: one sentence each.",
+    )
+
+    @classmethod
+    def of_binding(cls, binding: AclBinding, warnings: Sequence[str]) -> AddedAcl:
+        return cls(**StoredAcl.of(binding).model_dump(), warnings=list(warnings) or None)
 
 
 class AclList(BaseModel):

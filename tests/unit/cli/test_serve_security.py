@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import ssl
 from pathlib import Path
 
 import pytest
+import uvicorn
 
 from app.api.app import create_app
-from app.cli.serve import HardenedConfig, plaintext_warning, uvicorn_options
-from app.settings import Settings, load_settings
+from app.cli.serve import HardenedConfig, plaintext_warning, serve, uvicorn_options
+from app.settings import Settings, allow_everyone_warning, load_settings
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority
 
@@ -54,3 +56,26 @@ def test_uvicorn_context_is_hardened(tmp_path: Path) -> None:
     assert config.ssl.options & ssl.OP_NO_RENEGOTIATION
     tls12 = [cipher["name"] for cipher in config.ssl.get_ciphers() if cipher["protocol"] == "TLSv1.2"]
     assert tls12 and all(name.startswith("ECDHE-") for name in tls12)
+
+
+@pytest.mark.parametrize("allow_everyone", [True, False])
+def test_serve_logs_once_what_allow_everyone_if_no_acl_found_allows(
+    allow_everyone: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)  # everything up to the listening socket
+    settings = _settings("http://127.0.0.1:8080", allow_everyone_if_no_acl_found=allow_everyone, log_format="text")
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        serve(settings)  # logs to stdout (configure_logging)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    logged = capsys.readouterr().out
+    expected = allow_everyone_warning(settings)
+    if allow_everyone:
+        assert expected is not None and "manage SCRAM credentials" in expected and "create tokens" in expected
+        assert logged.count(expected) == 1
+    else:
+        assert expected is None
+        assert "allow.everyone.if.no.acl.found" not in logged

@@ -27,6 +27,7 @@ from app.domain.acl import (
     ResourcePattern,
     acls_allow,
     host_key,
+    super_user_grant_warnings,
     validate_binding,
 )
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Caller, Operation, ResourceType
@@ -1030,3 +1031,65 @@ def test_filter_selects_bindings_of_a_snapshot() -> None:
     ]
     literal_allow = AclFilter(pattern_type=PatternType.LITERAL, permission="Allow")
     assert [b for b in current.bindings() if literal_allow.matches(b)] == [AclBinding(JOE_USER, allow())]
+
+
+# --- warnings on ACLs that let someone create tokens for a super user --------------------------------------
+
+SUPERS = [ADMIN, KafkaPrincipal.user("ops")]
+
+
+def grant_warnings(pattern: ResourcePattern, entry: AccessControlEntry, *, lenient: bool = False) -> list[str]:
+    return super_user_grant_warnings(AclBinding(pattern, entry), SUPERS, tokens_for_super_users=lenient)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "warned"),
+    [
+        (literal(USER, "*"), ["User:admin", "User:ops"]),
+        (literal(USER, "User:admin"), ["User:admin"]),
+        (prefixed(USER, "User:"), ["User:admin", "User:ops"]),
+        (prefixed(USER, "User:ad"), ["User:admin"]),
+        (prefixed(USER, "User:admin"), ["User:admin"]),
+        (literal(USER, "User:joe"), []),
+        (literal(USER, "User:admin2"), []),
+        (literal(USER, "User:ad"), []),  # a literal is not a prefix
+        (prefixed(USER, "User:admin2"), []),
+        (prefixed(USER, "*"), []),  # a prefixed * is no wildcard
+        (literal(TOKEN, "*"), []),
+        (literal(CLUSTER, CLUSTER_RESOURCE_NAME), []),
+    ],
+)
+@pytest.mark.parametrize("operation", [Operation.CREATE_TOKENS, Operation.ALL])
+def test_a_grant_of_tokens_over_a_super_user_is_warned_about(
+    pattern: ResourcePattern, warned: list[str], operation: Operation
+) -> None:
+    warnings = grant_warnings(pattern, allow("User:nimbus", operation))
+    assert len(warnings) == len(warned)
+    for sentence, name in zip(warnings, warned, strict=True):
+        assert sentence.startswith(f"This ACL lets User:nimbus create delegation tokens for the super user {name},")
+        assert "token.create.for.super.users=false" in sentence
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        deny("User:nimbus", Operation.CREATE_TOKENS),
+        deny("User:nimbus", Operation.ALL),
+        allow("User:nimbus", Operation.DESCRIBE_TOKENS),
+        allow(ADMIN, Operation.CREATE_TOKENS),  # a super user could already
+    ],
+)
+def test_other_entries_are_not_warned_about(entry: AccessControlEntry) -> None:
+    assert grant_warnings(literal(USER, "*"), entry) == []
+
+
+def test_the_warning_says_kts_issues_such_tokens_when_allowed_to() -> None:
+    (warning,) = grant_warnings(literal(USER, "User:admin"), allow("User:nimbus"), lenient=True)
+    assert warning == (
+        "This ACL lets User:nimbus create delegation tokens for the super user User:admin, which authenticate as "
+        "User:admin: kts issues them (token.create.for.super.users=true), and Kafka brokers do too."
+    )
+
+
+def test_no_super_users_no_warnings() -> None:
+    assert super_user_grant_warnings(AclBinding(literal(USER, "*"), allow()), [], tokens_for_super_users=False) == []

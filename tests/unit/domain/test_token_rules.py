@@ -302,6 +302,44 @@ def test_create_super_user_may_create_for_other_owner() -> None:
     assert (token.owner, token.token_requester) == (BOB, ADMIN)
 
 
+OPS = KafkaPrincipal.user("ops")
+
+
+def test_create_for_a_super_user_by_someone_else_is_65_even_with_create_tokens() -> None:
+    authorizer = FakeAuthorizer([create_tokens_grant(ALICE, ADMIN), create_tokens_grant(ALICE, BOB)], [ADMIN])
+    with pytest.raises(TokenAuthorizationFailed) as excinfo:
+        create(caller(ALICE), owner=ADMIN, authorizer=authorizer)
+    assert excinfo.value.code == 65
+    assert excinfo.value.message == (
+        "User:alice may not create tokens for User:admin: only super users may create tokens for a super user."
+    )
+    assert create(caller(ALICE), owner=BOB, authorizer=authorizer).owner == BOB  # the grant itself works
+
+
+def test_create_for_a_super_user_without_create_tokens_gets_the_plain_65() -> None:
+    with pytest.raises(TokenAuthorizationFailed) as excinfo:
+        create(caller(ALICE), owner=ADMIN, authorizer=FakeAuthorizer(super_users=[ADMIN]))
+    assert excinfo.value.message == "User:alice may not create tokens for User:admin."  # no hint who is super
+
+
+def test_create_for_a_super_user_is_allowed_by_the_policy_switch() -> None:
+    authorizer = FakeAuthorizer([create_tokens_grant(ALICE, ADMIN)], [ADMIN])
+    lenient = TokenPolicy(max_lifetime_ms=MAX_LIFETIME, default_renew_ms=DEFAULT_RENEW, create_for_super_users=True)
+    token = create(caller(ALICE), owner=ADMIN, authorizer=authorizer, policy=lenient)
+    assert (token.owner, token.token_requester) == (ADMIN, ALICE)
+
+
+def test_a_super_user_may_create_for_another_super_user_and_for_itself() -> None:
+    authorizer = FakeAuthorizer(super_users=[ADMIN, OPS])
+    assert create(caller(OPS), owner=ADMIN, authorizer=authorizer).owner == ADMIN
+    assert create(caller(ADMIN), authorizer=authorizer).owner == ADMIN
+    assert create(caller(ADMIN), owner=ADMIN, authorizer=authorizer).owner == ADMIN
+
+
+def test_the_super_user_policy_defaults_to_refusing() -> None:
+    assert POLICY.create_for_super_users is False
+
+
 def test_create_refuses_renewer_of_non_user_type_with_67() -> None:
     with pytest.raises(InvalidPrincipalType) as excinfo:
         create(caller(ALICE), renewers=(BOB, GROUP))

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.acl import AccessControlEntry, AclAuthorizer, AclBinding, AclFilter, ResourcePattern
+from app.domain.acl import AccessControlEntry, AclAuthorizer, AclBinding, AclFilter, PatternType, ResourcePattern
 from app.domain.audit import Action, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import ClusterAuthorizationFailed, InvalidInput
 from app.domain.principal import KafkaPrincipal
-from app.service.acls import AclService
+from app.service.acls import AclService, AddedAcl
 from app.service.audit import Auditor
 from tests.unit.fakes import FakeAclStore, FakeAclView, FakeAuditLog, FakeIntentStore
 
@@ -33,7 +33,9 @@ class Setup:
         self.log = FakeAuditLog()
         self.intents = FakeIntentStore()
         authorizer = AclAuthorizer([ADMIN], self.view.snapshot)
-        self.service = AclService(self.store, self.view, authorizer=authorizer, auditor=Auditor(self.log, self.intents))
+        self.service = AclService(
+            self.store, self.view, authorizer=authorizer, auditor=Auditor(self.log, self.intents), super_users=[ADMIN]
+        )
 
     def seed(self, pattern: ResourcePattern, *entries: AccessControlEntry) -> None:
         self.store.entries[pattern] = self.store.entries.get(pattern, frozenset()) | set(entries)
@@ -48,7 +50,7 @@ def setup() -> Setup:
 def test_a_super_user_adds_an_acl_with_an_audited_change_the_replica_reads_at_once(setup: Setup) -> None:
     binding = AclBinding(JOE, entry("User:x", "CreateTokens"))
 
-    assert setup.service.create(Caller(ADMIN), binding) == binding
+    assert setup.service.create(Caller(ADMIN), binding) == AddedAcl(binding)  # no warning
 
     assert setup.store.entries[JOE] == {binding.entry}
     assert setup.store.changes == [(JOE, "/kts/audit-intents/1")]
@@ -126,3 +128,12 @@ def test_delete_makes_one_audited_change_per_pattern_and_returns_what_it_removed
     events = setup.log.events()
     assert [(e.action, e.outcome) for e in events] == [(Action.ACL_REMOVE, Outcome.SUCCEEDED)] * 2
     assert [e.details["removed"][0]["operation"] for e in events] == ["DescribeTokens", "CreateTokens"]
+
+
+def test_an_acl_granting_tokens_for_a_super_user_is_added_with_a_warning(setup: Setup) -> None:
+    binding = AclBinding(ResourcePattern("User", "User:", PatternType.PREFIXED), entry("User:x", "CreateTokens"))
+    added = setup.service.create(Caller(ADMIN), binding)
+    assert added.binding == binding
+    assert setup.store.entries[binding.pattern] == {binding.entry}  # allowed all the same
+    (warning,) = added.warnings
+    assert "User:x" in warning and "super user User:admin" in warning
