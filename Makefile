@@ -10,7 +10,7 @@ TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-j
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
-	bench-report bench-memory clean
+	bench-report bench-memory bench-login clean
 
 run: run-deps
 	$(VENV)/bin/kts dev
@@ -77,6 +77,10 @@ bench-report: deps
 # The token cache's memory per token, the sizing figure of docs/operations.md (prints JSON).
 bench-memory: run-deps
 	$(PY) -m bench.token_cache_memory
+
+# A refused Basic login for a known and for an unknown user: the same PBKDF2 work (prints JSON).
+bench-login: run-deps
+	$(PY) -m bench.login_timing
 
 lint: deps
 	$(VENV)/bin/ruff check app tests bench

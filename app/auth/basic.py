@@ -5,6 +5,12 @@ the service at a few hundred requests per second. A successful check is remember
 keyed by the user, the exact stored credential, and a keyed hash of the password (the key is random per
 process, so the cache holds nothing an attacker could use offline). A changed or deleted credential no
 longer matches its cache entries, so it takes effect on the next request.
+
+A refused login costs the same PBKDF2 work whoever it names, so its duration does not tell whether the user
+exists: a login that the cache does not answer and that fails has derived one key per mechanism, against the
+user's credential for it or, when the user has none that can be used, against a fixed dummy credential with
+the iteration count kts writes by default. A login that succeeds stops at the matching credential. (A user
+whose credential was written with more iterations still costs more, as on a broker.)
 """
 
 from __future__ import annotations
@@ -17,12 +23,13 @@ import threading
 from cachetools import TTLCache
 
 from app.domain.clock import Clock
-from app.domain.credentials import Mechanism
-from app.domain.scram import password_matches
+from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
+from app.domain.scram import derive, password_matches
 from app.service.ports import UserStore
 
 # Strongest first: a user with both credentials is checked against SCRAM-SHA-512.
 _MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
+DUMMY_ITERATIONS = MIN_ITERATIONS  # what PUT /v1/users/{name}/credentials writes unless told otherwise
 
 
 class BasicAuthenticator:
@@ -32,19 +39,27 @@ class BasicAuthenticator:
         # Least recently used entries go first when full; the injected clock keeps expiry testable.
         self._verified: TTLCache[bytes, bool] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
         self._lock = threading.Lock()  # cachetools caches are not thread-safe
+        # Derived from a random password no caller can send back, and never accepted anyway.
+        unguessable = os.urandom(32).hex()
+        self._dummies = {mechanism: derive(mechanism, unguessable, DUMMY_ITERATIONS) for mechanism in _MECHANISMS}
 
     def authenticate(self, user_name: str, password: str) -> bool:
-        credentials = self._store.credentials(user_name)
+        stored = self._store.credentials(user_name)
+        usable = {mechanism: credential for mechanism, credential in stored.items() if _usable(credential)}
+        entries = {
+            mechanism: self._entry(user_name, mechanism, credential.stored_key, password)
+            for mechanism, credential in usable.items()
+        }
+        if any(self._remembered(entry) for entry in entries.values()):
+            return True
         for mechanism in _MECHANISMS:
-            credential = credentials.get(mechanism)
-            if credential is None:
-                continue
-            entry = self._entry(user_name, mechanism, credential.stored_key, password)
-            if self._remembered(entry):
+            credential = usable.get(mechanism)
+            if credential is not None and password_matches(mechanism, credential, password):
+                self._remember(entries[mechanism])
                 return True
-            if password_matches(mechanism, credential, password):
-                self._remember(entry)
-                return True
+        for mechanism in _MECHANISMS:
+            if mechanism not in usable:  # a refusal costs one derivation per mechanism, whoever it names
+                password_matches(mechanism, self._dummies[mechanism], password)
         return False
 
     def _entry(self, user_name: str, mechanism: Mechanism, stored_key: bytes, password: str) -> bytes:
@@ -60,3 +75,8 @@ class BasicAuthenticator:
     def _remember(self, entry: bytes) -> None:
         with self._lock:
             self._verified[entry] = True
+
+
+def _usable(credential: ScramCredential) -> bool:
+    # password_matches refuses other counts without deriving anything: they would cost nothing, or minutes.
+    return MIN_ITERATIONS <= credential.iterations <= MAX_ITERATIONS

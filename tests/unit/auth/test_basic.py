@@ -1,12 +1,17 @@
-"""BasicAuthenticator: PBKDF2 runs once per credential and password within the cache lifetime, no more."""
+"""BasicAuthenticator: PBKDF2 runs once per credential and password within the cache lifetime, no more; and
+a refused login costs the same PBKDF2 work whether or not the user exists."""
 
 from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
 
 import pytest
 
 from app.auth import basic
 from app.auth.basic import BasicAuthenticator
-from app.domain.credentials import Mechanism, ScramCredential
+from app.domain import scram
+from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
 from app.domain.scram import derive
 from tests.unit.fakes import FakeClock, FakeUserStore
 
@@ -53,7 +58,7 @@ def test_wrong_passwords_are_never_cached(setup: Setup, pbkdf2_calls: list[str])
     authenticator, _, _ = setup
     assert not authenticator.authenticate("alice", "wrong")
     assert not authenticator.authenticate("alice", "wrong")
-    assert len(pbkdf2_calls) == 2
+    assert pbkdf2_calls == ["SCRAM-SHA-512", "SCRAM-SHA-256"] * 2  # her one credential, then a dummy
     authenticator.authenticate("alice", "pw")
     assert not authenticator.authenticate("alice", "pW")
 
@@ -92,3 +97,79 @@ def test_cache_holds_no_password_material(setup: Setup) -> None:
 def test_unknown_user_is_refused(setup: Setup) -> None:
     authenticator, _, _ = setup
     assert not authenticator.authenticate("nobody", "pw")
+
+
+# --- no user enumeration by timing: the work itself is compared, never a duration ---------------------------
+
+Derivation = tuple[str, int, int, int]  # hash, iterations, salt length, password length
+
+
+@pytest.fixture
+def derivations(monkeypatch: pytest.MonkeyPatch) -> list[Derivation]:
+    """Every PBKDF2 computation, at the call that does the work (hashlib, as app/domain/scram.py uses it)."""
+    done: list[Derivation] = []
+    real: Callable[..., bytes] = hashlib.pbkdf2_hmac
+
+    def recording(hash_name: str, password: bytes, salt: bytes, iterations: int) -> bytes:
+        done.append((hash_name, iterations, len(salt), len(password)))
+        return real(hash_name, password, salt, iterations)
+
+    monkeypatch.setattr(scram.hashlib, "pbkdf2_hmac", recording)
+    return done
+
+
+def _store() -> FakeUserStore:
+    store = FakeUserStore()
+    sha512 = derive(Mechanism.SCRAM_SHA_512, "the-real-password", MIN_ITERATIONS)
+    sha256 = derive(Mechanism.SCRAM_SHA_256, "the-real-password", MIN_ITERATIONS)
+    store.put_credential("both", Mechanism.SCRAM_SHA_512, sha512)
+    store.put_credential("both", Mechanism.SCRAM_SHA_256, sha256)
+    store.put_credential("sha512-only", Mechanism.SCRAM_SHA_512, sha512)
+    store.put_credential("sha256-only", Mechanism.SCRAM_SHA_256, sha256)
+    for name, iterations in (("too-few", MIN_ITERATIONS - 1), ("too-many", MAX_ITERATIONS * 1000)):
+        tampered = ScramCredential(b"s" * 32, b"k" * 64, b"k" * 64, iterations)
+        store.put_credential(name, Mechanism.SCRAM_SHA_512, tampered)
+    store.put_credential("emptied", Mechanism.SCRAM_SHA_512, sha512)
+    store.delete_credential("emptied", Mechanism.SCRAM_SHA_512)
+    return store
+
+
+# A known user with a wrong password, for each set of credentials a user may hold, and users kts cannot check.
+REFUSED_LOGINS = ["both", "sha512-only", "sha256-only", "nobody", "emptied", "too-few", "too-many", ""]
+
+
+def test_every_refused_login_derives_the_same_keys(derivations: list[Derivation]) -> None:
+    authenticator = BasicAuthenticator(_store(), FakeClock())
+    derivations.clear()  # the dummy credentials, derived once at construction
+    work: dict[str, list[Derivation]] = {}
+    for user in REFUSED_LOGINS:
+        assert not authenticator.authenticate(user, "a-wrong-password")
+        work[user], derivations[:] = sorted(derivations), []
+    expected = [("sha256", MIN_ITERATIONS, 32, 16), ("sha512", MIN_ITERATIONS, 32, 16)]
+    assert work == {user: expected for user in REFUSED_LOGINS}
+
+
+def test_the_dummy_credentials_are_derived_once_not_per_login(derivations: list[Derivation]) -> None:
+    store = _store()
+    derivations.clear()
+    authenticator = BasicAuthenticator(store, FakeClock())
+    assert derivations == [("sha512", MIN_ITERATIONS, 32, 64), ("sha256", MIN_ITERATIONS, 32, 64)]
+    derivations.clear()
+    for _ in range(3):
+        authenticator.authenticate("nobody", "pw")
+    assert len(derivations) == 3 * 2
+
+
+def test_the_dummy_credentials_look_like_the_ones_kts_writes(setup: Setup) -> None:
+    authenticator, _, _ = setup
+    assert set(authenticator._dummies) == set(Mechanism)
+    for dummy in authenticator._dummies.values():
+        assert (dummy.iterations, len(dummy.salt)) == (MIN_ITERATIONS, scram.SALT_BYTES)
+
+
+def test_the_right_password_still_gets_in_with_either_mechanism(derivations: list[Derivation]) -> None:
+    authenticator = BasicAuthenticator(_store(), FakeClock())
+    derivations.clear()
+    for user in ("both", "sha512-only", "sha256-only"):
+        assert authenticator.authenticate(user, "the-real-password")
+    assert [hash_name for hash_name, *_ in derivations] == ["sha512", "sha512", "sha256"]  # no padding then
