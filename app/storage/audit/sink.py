@@ -12,6 +12,7 @@ from app.domain.clock import Clock
 from app.storage.audit import migrations
 from app.storage.audit.database import translated_db_errors
 from app.storage.audit.group_commit import GroupCommitter
+from app.storage.audit.safe_text import safe_details, safe_text
 from app.storage.audit.tables import STRING_LIMITS
 from app.storage.audit.tables import audit_events as events
 
@@ -36,13 +37,9 @@ class SqlAuditLog:
             "service_id": self._service_id,
             "request_id": context.request_id,
             "client_address": context.client_address,
-            "details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
+            "details": _details_json(event.details),
         }
-        # Values from callers are cut to the column, never refused, so an event is always written.
-        for key, limit in STRING_LIMITS.items():
-            if isinstance(row[key], str):
-                row[key] = row[key][:limit]
-        return row
+        return _storable(row)
 
     def ping(self) -> None:
         with translated_db_errors(), self._engine.connect() as connection:
@@ -86,10 +83,10 @@ class SqlAuditLog:
         parameters = [
             {
                 "event_id": event_id,
-                "new_outcome": event.outcome.value,
+                "new_outcome": _column_text("outcome", event.outcome.value),
                 "new_error_code": event.error_code,
-                "new_details": json.dumps(event.details, sort_keys=True, ensure_ascii=False),
-                "new_token_id": event.token_id,
+                "new_details": _details_json(event.details),
+                "new_token_id": _column_text("token_id", event.token_id),
             }
             for event_id, event in settled
         ]
@@ -103,7 +100,8 @@ class SqlAuditLog:
         """Pending events written before ``older_than_ms`` (or any age for ``service_id``'s own)."""
         condition = events.c.outcome == Outcome.PENDING.value
         if service_id is not None:
-            condition = and_(condition, (events.c.timestamp < older_than_ms) | (events.c.service_id == service_id))
+            own = events.c.service_id == _column_text("service_id", service_id)
+            condition = and_(condition, (events.c.timestamp < older_than_ms) | own)
         else:
             condition = and_(condition, events.c.timestamp < older_than_ms)
         return self._select(select(events).where(condition).order_by(events.c.id))
@@ -116,8 +114,8 @@ class SqlAuditLog:
             (events.c.action, query.action),
             (events.c.outcome, query.outcome),
         ):
-            if value is not None:
-                conditions.append(column == value)
+            if value is not None:  # stored values were made storable, so the filter is too
+                conditions.append(column == _column_text(column.name, value))
         if query.since is not None:
             conditions.append(events.c.timestamp >= query.since)
         if query.until is not None:
@@ -139,6 +137,20 @@ class SqlAuditLog:
             StoredEvent(**{key: row[key] for key in row.keys() if key != "details"}, details=json.loads(row["details"]))
             for row in rows
         ]
+
+
+def _column_text(column: str, value: str | None) -> str | None:
+    return None if value is None else safe_text(value, STRING_LIMITS[column])
+
+
+def _storable(row: dict[str, Any]) -> dict[str, Any]:
+    """Every text column escaped and cut to its limit (see ``safe_text``): values from callers are made
+    storable, never refused, so an event is always written and never fails the batch it shares."""
+    return {key: _column_text(key, value) if key in STRING_LIMITS else value for key, value in row.items()}
+
+
+def _details_json(details: dict[str, Any]) -> str:
+    return json.dumps(safe_details(details), sort_keys=True, ensure_ascii=False)
 
 
 class NullAuditLog:

@@ -90,3 +90,71 @@ def test_cursor_pages_are_stable_while_events_are_inserted(log: SqlAuditLog) -> 
 def test_long_values_are_cut_not_refused(log: SqlAuditLog) -> None:
     event_id = log.append(_event(principal="User:" + "x" * 5000, token_id="y" * 500), CONTEXT)
     assert log.is_pending(event_id)
+
+
+ODD = "a\x00b\nc\x1b[31md\x7f\x85e\ud800f\udcff\u2028\\g"
+"""NUL, a newline, an ANSI escape, DEL, a C1 control, a lone surrogate, a surrogate-escaped byte (invalid
+UTF-8 as Python decodes it), a line separator, and a backslash kept as it is."""
+ODD_STORED = "a\\x00b\\x0ac\\x1b[31md\\x7f\\x85e\\ud800f\\udcff\\u2028\\g"
+ODD_CONTEXT = RequestContext("req\x00" + "r" * 100, "10.0.0.1\r\nforged: line")
+
+
+def test_odd_values_in_every_field_are_stored_escaped(any_audit_db: str) -> None:
+    engine = make_engine(any_audit_db)
+    migrations.upgrade(engine)
+    log = SqlAuditLog(engine, service_id="svc\x00a", clock=SystemClock())
+    odd = _event(
+        principal="User:" + ODD,
+        owner="User:" + ODD,
+        token_requester="User:" + ODD,
+        token_id="T" + ODD,
+        details={"user" + ODD: ["x" + ODD, 7, None, True], "nested": {ODD: ODD}},
+    )
+    single = log.append(odd, ODD_CONTEXT)
+    log.append_many([odd, odd], ODD_CONTEXT)
+    assert log.complete(single, odd.ended(Outcome.DENIED, error_code=58, why=ODD))
+    rows = log.query(EventQuery(principal="User:" + ODD))  # the filter is escaped as the rows were
+    assert len(rows) == 3
+    for row in rows:
+        assert (row.principal, row.owner, row.token_requester) == ("User:" + ODD_STORED,) * 3
+        assert row.token_id == "T" + ODD_STORED
+        assert row.service_id == "svc\\x00a"
+        assert row.request_id == ("req\\x00" + "r" * 100)[:63] + "\u2026"
+        assert row.client_address == "10.0.0.1\\x0d\\x0aforged: line"
+    settled = next(row for row in rows if row.id == single)
+    assert settled.outcome == "denied"
+    assert settled.details == {
+        "user" + ODD_STORED: ["x" + ODD_STORED, 7, None, True],
+        "nested": {ODD_STORED: ODD_STORED},
+        "why": ODD_STORED,
+    }
+    assert log.query(EventQuery(token_id="T" + ODD))[0].token_id == "T" + ODD_STORED
+    engine.dispose()
+
+
+def test_long_values_are_cut_to_their_column_with_a_marker(log: SqlAuditLog) -> None:
+    long = "\u00e9" * 5000  # a two-byte UTF-8 character: limits count characters, as both databases do
+    event_id = log.append(
+        _event(principal=long, owner=long, token_requester=long, token_id=long, details={long: long}),
+        RequestContext(long, long),
+    )
+    (row,) = log.query(EventQuery(principal=long))
+    assert row.id == event_id
+    for value, limit in (
+        (row.principal, 1100),
+        (row.owner, 1100),
+        (row.token_requester, 1100),
+        (row.token_id, 64),
+        (row.request_id, 64),
+        (row.client_address, 64),
+    ):
+        assert value == "\u00e9" * (limit - 1) + "\u2026"
+    ((key, value),) = row.details.items()
+    assert key == value == "\u00e9" * 1099 + "\u2026"
+
+
+def test_ordinary_values_are_stored_unchanged(log: SqlAuditLog) -> None:
+    plain = r"User:CN=Smith\, John,O=Ünïcode 例"  # a DN with an escaped comma: backslashes are kept
+    log.append(_event(principal=plain, details={"note": plain, "tab-free": "a b"}), CONTEXT)
+    (row,) = log.query(EventQuery(principal=plain))
+    assert row.principal == plain and row.details == {"note": plain, "tab-free": "a b"}
