@@ -26,6 +26,7 @@ from app.settings import load_settings
 from app.storage.zk.user_store import ZkUserStore
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
 from tests.conftest import SECRET
+from tests.postgres_server import PostgresServer
 
 ATTACKER = "192.0.2.66"
 HOME = "198.51.100.7"
@@ -270,3 +271,28 @@ def test_a_burst_still_open_at_shutdown_is_audited(service: Service, tmp_path: P
     rows = [event for event in service.audit("authentication") if event["clientAddress"] == ATTACKER]
     assert [row["details"].get("throttled", False) for row in rows] == [False, True]
     assert rows[1]["details"]["attempts"] == MAX_FAILURES + 2
+
+
+def test_a_nul_byte_in_a_user_name_is_refused_and_audited_escaped_on_postgresql(
+    make_service: Callable[..., Service], postgres: PostgresServer
+) -> None:
+    """PostgreSQL refuses NUL in text: the refused login and its burst summary are still audited (the name
+    escaped), never a 500, and the next legitimate request, from the attacker's address too, succeeds."""
+    service = make_service(audit_db_url=postgres.create_database())
+    attacker = service.from_(ATTACKER)
+    odd = ("ali\x00ce\x1b[2J", "guess")
+    statuses = [attacker.get("/v1/tokens", headers=basic(odd)).status_code for _ in range(MAX_FAILURES + 2)]
+    assert statuses == [401] * MAX_FAILURES + [429] * 2
+    assert service.from_(HOME).get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    rows = [event for event in service.audit("authentication") if event["clientAddress"] == ATTACKER]
+    assert [(row["outcome"], row["principal"]) for row in rows] == [("denied", "User:ali\\x00ce\\x1b[2J")]
+
+    service.clock.offset_ms += WINDOW_MS  # the burst summary is written during the next, unrelated request
+    assert service.from_(HOME).post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201
+    rows = [event for event in service.audit("authentication") if event["clientAddress"] == ATTACKER]
+    assert len(rows) == 2
+    summary = rows[1]
+    assert (summary["outcome"], summary["principal"]) == ("denied", "User:ali\\x00ce\\x1b[2J")
+    assert summary["details"]["throttled"] is True
+    assert summary["details"]["attempts"] == MAX_FAILURES + 1
+    assert service.from_(ATTACKER).get("/v1/tokens", headers=basic(ALICE)).status_code == 200
