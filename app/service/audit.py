@@ -97,6 +97,9 @@ class Auditor:
             self._log.append(event, request_context.get())
         except KtsError as exc:
             log.warning("audit event %s not recorded: %s", event.action, exc.message)
+        except Exception as exc:  # a row the database rejects must not turn the request into a 500
+            # Only the error's type: its text may quote the rejected values, which a caller chose.
+            log.warning("audit event %s not recorded: the database rejected it (%s)", event.action, type(exc).__name__)
 
     def refused(self, event: AuditEvent, error: KtsError) -> None:
         self.record(_ended_by(event, error))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.audit import Action, AuditEvent, Outcome
+from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.errors import StoreUnavailable, TokenNotFound
 from app.service.audit import Auditor
 from tests.unit.fakes import FakeAuditLog, FakeIntentStore, RecordingObserver
@@ -86,3 +86,14 @@ def test_each_change_of_a_batch_is_observed(auditor: Auditor, observed: Recordin
 def test_without_an_observer_nothing_changes(log: FakeAuditLog) -> None:
     Auditor(log, FakeIntentStore()).record(CREATE.ended(Outcome.SUCCEEDED))
     assert log.events() == [CREATE.ended(Outcome.SUCCEEDED)]
+
+
+def test_a_best_effort_event_the_database_rejects_never_fails_the_request(observed: RecordingObserver) -> None:
+    class RejectingLog(FakeAuditLog):
+        def append(self, event: AuditEvent, context: RequestContext) -> int:
+            raise ValueError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+
+    Auditor(RejectingLog(), FakeIntentStore(), observer=observed).record(
+        AuditEvent(Action.AUTHENTICATION, Outcome.DENIED, principal="User:a\x00")
+    )
+    assert observed.outcomes() == [("authentication", "denied", None)]
