@@ -158,3 +158,24 @@ def test_ordinary_values_are_stored_unchanged(log: SqlAuditLog) -> None:
     log.append(_event(principal=plain, details={"note": plain, "tab-free": "a b"}), CONTEXT)
     (row,) = log.query(EventQuery(principal=plain))
     assert row.principal == plain and row.details == {"note": plain, "tab-free": "a b"}
+
+
+def test_concurrent_writers_sharing_a_commit_all_land_whatever_their_values(log: SqlAuditLog) -> None:
+    """Odd rows share group-commit batches with ordinary ones: every writer gets its id, none fails."""
+    gate = threading.Barrier(8)
+    ids: dict[int, int] = {}
+
+    def writer(n: int) -> None:
+        principal = "User:" + (ODD if n % 2 else f"w{n}") + "x" * (2000 * (n % 3 == 0))
+        gate.wait()
+        ids[n] = log.append(_event(principal=principal, token_id=f"C{n}"), ODD_CONTEXT if n % 2 else CONTEXT)
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert sorted(ids) == list(range(8))
+    for n in range(8):
+        (row,) = log.query(EventQuery(token_id=f"C{n}"))
+        assert row.id == ids[n]
