@@ -34,10 +34,10 @@ from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
-from app.storage.zk.paths import SWEEPER_ELECTION
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
+from app.storage.zk.znodes import KtsZNodes
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +203,7 @@ def build_runtime(
         acl_cache=acl_cache,
         token_cache=token_cache,
         sweeper=sweeper,
-        sweeper_leadership=Leadership(zk, SWEEPER_ELECTION, settings.service_id, sweeper.run),
+        sweeper_leadership=Leadership(zk, KtsZNodes.SWEEPER_ELECTION, settings.service_id, sweeper.run),
         reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
         authenticator=Authenticator(
             BasicAuthenticator(user_store, clock),

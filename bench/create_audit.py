@@ -24,8 +24,7 @@ from kazoo.client import KazooClient
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper, free_port
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
-from app.storage.zk import user_config_codec
-from app.storage.zk.paths import user_config_path
+from app.storage.zk.znodes import UserConfigZNode
 from tests.postgres_server import PostgresServer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,8 +106,8 @@ def main() -> None:
                 raw.start(10)
                 raw.ensure_path("/config/users")
                 credential = derive(Mechanism.SCRAM_SHA_512, PASSWORD, 4096)
-                config = {Mechanism.SCRAM_SHA_512.value: user_config_codec.credential_to_string(credential)}
-                raw.create(user_config_path(USER), user_config_codec.encode(config))
+                config = {Mechanism.SCRAM_SHA_512.value: UserConfigZNode.credential_to_string(credential)}
+                raw.create(UserConfigZNode.path(USER), UserConfigZNode.encode(config))
                 raw.stop()
                 results = {}
                 for variant, audit_url in (("none", "sqlite://"), ("db", postgres.create_database())):

@@ -27,8 +27,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret, encode_hmac, new_token_id
-from app.storage.zk import notification_codec, token_codec, user_config_codec
-from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path, user_config_path
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode, UserConfigZNode
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "bench-secret"
@@ -48,14 +47,14 @@ def add_users(zk: KazooClient) -> None:
     zk.ensure_path("/config/users")
     for name, password in ((USER, PASSWORD), (ADMIN, ADMIN_PASSWORD)):
         credential = derive(Mechanism.SCRAM_SHA_512, password, 4096)
-        config = {Mechanism.SCRAM_SHA_512.value: user_config_codec.credential_to_string(credential)}
-        if not zk.exists(user_config_path(name)):
-            zk.create(user_config_path(name), user_config_codec.encode(config))
+        config = {Mechanism.SCRAM_SHA_512.value: UserConfigZNode.credential_to_string(credential)}
+        if not zk.exists(UserConfigZNode.path(name)):
+            zk.create(UserConfigZNode.path(name), UserConfigZNode.encode(config))
 
 
 def load_tokens(zk: KazooClient, count: int, *, owners: int = 1000, expired: bool = False) -> list[str]:
     """Write ``count`` token znodes directly (pipelined, as brokers would have), owners spread evenly."""
-    zk.ensure_path(TOKENS)
+    zk.ensure_path(TokenZNode.ROOT)
     now = int(time.time() * 1000)
     ids = []
     pending = []
@@ -64,7 +63,7 @@ def load_tokens(zk: KazooClient, count: int, *, owners: int = 1000, expired: boo
         owner = KafkaPrincipal.user(f"u{n % owners}")
         expiry = now - 1000 if expired else now + 86_400_000
         token = TokenInformation(token_id, owner, owner, (), now - 2000, expiry, now + 604_800_000)
-        pending.append(zk.create_async(token_path(token_id), token_codec.encode(token)))
+        pending.append(zk.create_async(TokenZNode.path(token_id), TokenZNode.encode(token)))
         ids.append(token_id)
         if len(pending) >= 2000:
             for result in pending:
@@ -198,8 +197,8 @@ def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) 
         token_id = new_token_id()
         token = TokenInformation(token_id, owner, owner, (), now, now + 86_400_000, now + 604_800_000)
         transaction = zk.transaction()
-        transaction.create(token_path(token_id), token_codec.encode(token))
-        transaction.create(TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True)
+        transaction.create(TokenZNode.path(token_id), TokenZNode.encode(token))
+        transaction.create(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id), sequence=True)
         window.append(transaction.commit_async())
         if len(window) >= in_flight:
             window.pop(0).get()

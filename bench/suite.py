@@ -19,7 +19,7 @@ import httpx
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from bench.harness import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -151,7 +151,7 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
             load_tokens(raw, tokens)
             report["load"] = {"tokens_written": tokens, "seconds": round(time.monotonic() - started, 2)}
             started = time.monotonic()
-            names = raw.get_children(TOKENS)
+            names = raw.get_children(TokenZNode.ROOT)
             report["list_children"] = {"children": len(names), "seconds": round(time.monotonic() - started, 3)}
 
             second, startup = kts.start("replica-b")
@@ -177,9 +177,9 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
             sweeper_kts.start("sweeper", audit="db", KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000")
             started = time.monotonic()
             cap = 600.0
-            while raw.get_children(TOKENS) and time.monotonic() - started < cap:
+            while raw.get_children(TokenZNode.ROOT) and time.monotonic() - started < cap:
                 time.sleep(0.25)
-            left = len(raw.get_children(TOKENS))
+            left = len(raw.get_children(TokenZNode.ROOT))
             report["sweep"] = {
                 "tokens": tokens,
                 "seconds": round(time.monotonic() - started, 2),

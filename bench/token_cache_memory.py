@@ -19,8 +19,8 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.ports import StoredToken
-from app.storage.zk import token_codec
 from app.storage.zk.token_cache import TokenCache
+from app.storage.zk.znodes import TokenZNode
 
 ISSUED = 1_700_000_000_000
 
@@ -32,13 +32,13 @@ class _ListedTokens:
         self._znodes = znodes
 
     def list(self) -> list[StoredToken]:
-        return [StoredToken(token_codec.decode(data), 0) for data in self._znodes]
+        return [StoredToken(TokenZNode.decode(data), 0) for data in self._znodes]
 
 
 def znodes(count: int, owners: int, renewers: int) -> list[bytes]:
     users = [KafkaPrincipal.user(f"user-{index}") for index in range(owners)]
     return [
-        token_codec.encode(
+        TokenZNode.encode(
             TokenInformation(
                 token_id=new_token_id(),
                 owner=users[index % owners],

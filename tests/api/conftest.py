@@ -15,8 +15,7 @@ from app.api.app import create_app
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.settings import load_settings
-from app.storage.zk import user_config_codec
-from app.storage.zk.paths import user_config_path
+from app.storage.zk.znodes import UserConfigZNode
 from tests.conftest import SECRET
 
 ADMIN = ("admin", "admin-secret")
@@ -35,9 +34,9 @@ def bearer(token: dict[str, Any]) -> dict[str, str]:
 
 def put_user(raw_zk: KazooClient, name: str, password: str, mechanism: Mechanism = Mechanism.SCRAM_SHA_512) -> None:
     """Write a credential exactly as kafka-configs.sh would, bypassing kts."""
-    config = {mechanism.value: user_config_codec.credential_to_string(derive(mechanism, password, 4096))}
+    config = {mechanism.value: UserConfigZNode.credential_to_string(derive(mechanism, password, 4096))}
     raw_zk.ensure_path("/config/users")
-    raw_zk.create(user_config_path(name), user_config_codec.encode(config))
+    raw_zk.create(UserConfigZNode.path(name), UserConfigZNode.encode(config))
 
 
 @pytest.fixture

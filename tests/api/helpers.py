@@ -8,20 +8,22 @@ from collections.abc import Callable
 
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKEN_CHANGES, TOKENS
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 
 
 def token_state(raw_zk: KazooClient) -> dict[str, object]:
     """Every token znode with its data and version, and the notification names."""
     tokens = {}
-    for token_id in raw_zk.get_children(TOKENS):
-        data, stat = raw_zk.get(f"{TOKENS}/{token_id}")
+    for token_id in raw_zk.get_children(TokenZNode.ROOT):
+        data, stat = raw_zk.get(f"{TokenZNode.ROOT}/{token_id}")
         tokens[token_id] = (data, stat.version)
-    return {"tokens": tokens, "changes": sorted(raw_zk.get_children(TOKEN_CHANGES))}
+    return {"tokens": tokens, "changes": sorted(raw_zk.get_children(TokenChangeZNode.ROOT))}
 
 
 def notifications(raw_zk: KazooClient) -> list[bytes]:
-    return [raw_zk.get(f"{TOKEN_CHANGES}/{name}")[0] for name in sorted(raw_zk.get_children(TOKEN_CHANGES))]
+    return [
+        raw_zk.get(f"{TokenChangeZNode.ROOT}/{name}")[0] for name in sorted(raw_zk.get_children(TokenChangeZNode.ROOT))
+    ]
 
 
 def eventually(check: Callable[[], bool], timeout_s: float = 5.0) -> float:
@@ -49,5 +51,5 @@ def kafka_acls_sh_writes(raw_zk: KazooClient, resource_type: str, name: str, acl
 
 def broker_writes_token(raw_zk: KazooClient, token_id: str, data: bytes) -> None:
     """Write a token znode and its change notification as a Kafka broker does."""
-    raw_zk.create(f"{TOKENS}/{token_id}", data)
-    raw_zk.create(f"{TOKEN_CHANGES}/token_change_", token_id.encode(), sequence=True)
+    raw_zk.create(f"{TokenZNode.ROOT}/{token_id}", data)
+    raw_zk.create(f"{TokenChangeZNode.ROOT}/token_change_", token_id.encode(), sequence=True)

@@ -15,7 +15,7 @@ from app.api.app import create_app
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.audit import EventQuery
 from app.settings import load_settings
-from app.storage.zk.paths import AUDIT_INTENTS, TOKENS
+from app.storage.zk.znodes import KtsZNodes, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
 from tests.conftest import SECRET
@@ -68,7 +68,7 @@ def _agreement(client: TestClient, raw: KazooClient) -> dict[str, Any]:
     """Check the invariant and return the token ids and create outcomes for further assertions."""
     runtime = client.app.state.runtime  # type: ignore[attr-defined]
     creates = runtime.audit_log.query(EventQuery(action="token.create", limit=1000))
-    tokens = set(raw.get_children(TOKENS))
+    tokens = set(raw.get_children(TokenZNode.ROOT))
     succeeded = {e.token_id for e in creates if e.outcome == "succeeded"}
     assert tokens <= succeeded, "a token exists without a succeeded create event"
     assert succeeded <= tokens, "a create event claims a token that ZooKeeper does not hold"
@@ -84,7 +84,7 @@ def test_audit_database_down_refuses_mutations_and_changes_nothing(
         assert client.post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201
         postgres_server.stop(mode="immediate")
         raw = _raw(zookeeper)
-        before = sorted(raw.get_children(TOKENS))
+        before = sorted(raw.get_children(TokenZNode.ROOT))
         response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
         assert response.status_code == 503
         assert response.headers["retry-after"]
@@ -100,7 +100,7 @@ def test_audit_database_down_refuses_mutations_and_changes_nothing(
         ready = client.get("/readyz")
         assert ready.status_code == 503 and ready.json()["checks"]["audit_database"] == "unreachable"
         assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 200  # reads go on
-        assert sorted(raw.get_children(TOKENS)) == before
+        assert sorted(raw.get_children(TokenZNode.ROOT)) == before
         postgres_server.start()
         assert client.post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201
         result = _agreement(client, raw)
@@ -128,7 +128,7 @@ def test_zookeeper_failing_after_the_audit_write(zookeeper: EmbeddedZooKeeper, t
         eventually(lambda: runtime.zk.connected, timeout_s=15)
         runtime.reconciler.reconcile(at_start=True)  # what the periodic pass does once the grace has passed
         raw = _raw(zookeeper)
-        assert raw.get_children(TOKENS) == []
+        assert raw.get_children(TokenZNode.ROOT) == []
         assert _agreement(client, raw)["outcomes"] == ["failed"]
         raw.stop()
 
@@ -158,14 +158,14 @@ def test_process_dies_between_the_two_writes_then_restarts(
     pending = runtime.audit_log.query(EventQuery(action="token.create"))
     assert [e.outcome for e in pending] == ["pending"]
     raw = _raw(zookeeper)
-    assert bool(raw.get_children(TOKENS)) is (crash == "after_zookeeper_write")
+    assert bool(raw.get_children(TokenZNode.ROOT)) is (crash == "after_zookeeper_write")
     first.__exit__(None, None, None)  # the dead process's sessions go away
 
     with _app(zookeeper, url) as restarted:  # start-up reconciliation settles the pending event
         result = _agreement(restarted, raw)
         expected = "succeeded" if crash == "after_zookeeper_write" else "failed"
         assert result["outcomes"] == [expected]
-        assert raw.get_children(AUDIT_INTENTS) == []
+        assert raw.get_children(KtsZNodes.AUDIT_INTENTS) == []
         event = restarted.app.state.runtime.audit_log.query(EventQuery(action="token.create"))[0]  # type: ignore[attr-defined]
         assert event.details.get("reconciled") is True
     raw.stop()

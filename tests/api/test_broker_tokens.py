@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, BOB, basic
 from tests.api.helpers import broker_writes_token, eventually
 from tests.conftest import SECRET
@@ -57,12 +57,12 @@ def test_broker_tokens_behave_like_our_own(
 
     renewed = client.post("/v1/tokens/renew", json={"hmac": mac, "renewTimePeriodMs": 1000}, headers=basic(BOB))
     assert renewed.status_code == 200
-    stored = json.loads(raw_zk.get(f"{TOKENS}/{token_id}")[0])
+    stored = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token_id}")[0])
     assert stored["expiryTimestamp"] == renewed.json()["expiryTimestamp"]
     assert stored["version"] == 3  # rewritten in the configured format
 
     assert client.post("/v1/tokens/expire", json={"hmac": mac}, headers=basic(ALICE)).status_code == 200
-    assert raw_zk.exists(f"{TOKENS}/{token_id}") is None
+    assert raw_zk.exists(f"{TokenZNode.ROOT}/{token_id}") is None
 
 
 def test_unreadable_token_znodes_are_skipped_not_fatal(client: TestClient, raw_zk: KazooClient) -> None:

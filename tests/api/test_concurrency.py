@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic
 
 
@@ -32,9 +32,9 @@ def test_concurrent_renews_end_at_the_last_acknowledged_expiry(
     assert {status for status, _ in results} <= {200, 409}
     acknowledged = [expiry for status, expiry in results if status == 200]
     assert acknowledged
-    stored = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
+    stored = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")[0])
     assert stored["expiryTimestamp"] in acknowledged
-    _, stat = raw_zk.get(f"{TOKENS}/{token['tokenId']}")
+    _, stat = raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")
     assert stat.version == len(acknowledged)  # every acknowledged renew is one write, none lost
 
 
@@ -55,6 +55,6 @@ def test_concurrent_renew_and_expire_leave_a_consistent_state(
     assert {status for _, status in results} <= {200, 404, 409}
     if ("/v1/tokens/expire", 200) in results:
         # an acknowledged expire-now is final: no renew resurrected the token
-        assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is None
+        assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
     else:  # the expire lost every compare-and-set round and said so (409); the renews stand
-        assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is not None
+        assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is not None

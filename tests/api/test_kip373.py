@@ -8,7 +8,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, basic, bearer, put_user
 
 NIMBUS = ("nimbus", "nimbus-pw")
@@ -43,7 +43,7 @@ def test_orchestrator_story(client: TestClient, raw_zk: KazooClient) -> None:
     assert created.status_code == 201
     token = created.json()
     assert (token["owner"], token["tokenRequester"]) == ("User:joe", "User:nimbus")
-    doc = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
+    doc = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")[0])
     assert doc["version"] == 3
     assert (doc["owner"], doc["tokenRequester"]) == ("User%3Ajoe", "User%3Animbus")
 
@@ -111,7 +111,7 @@ def test_a_grant_over_a_super_user_is_added_with_warnings_but_mints_no_token_for
     assert refused.json()["message"] == (
         "User:nimbus may not create tokens for User:admin: only super users may create tokens for a super user."
     )
-    assert raw_zk.get_children(TOKENS) == []
+    assert raw_zk.get_children(TokenZNode.ROOT) == []
     # the same grant still works for everyone else, and the super user still gets its own tokens
     assert client.post("/v1/tokens", json={"owner": "User:joe"}, headers=basic(NIMBUS)).status_code == 201
     assert client.post("/v1/tokens", json={}, headers=basic(ADMIN)).status_code == 201

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKEN_CHANGES, TOKENS
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer
 from tests.api.helpers import notifications, token_state
 from tests.conftest import SECRET
@@ -25,7 +25,7 @@ def test_token_znode_is_exactly_what_a_kafka_3_broker_writes(client: TestClient,
     response = client.post("/v1/tokens", json={"renewers": ["User:bob"]}, headers=basic(ALICE))
     assert response.status_code == 201
     token = response.json()
-    data, _ = raw_zk.get(f"{TOKENS}/{token['tokenId']}")
+    data, _ = raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")
     expected = (
         f'{{"issueTimestamp":{token["issueTimestamp"]},"renewers":["User%3Abob"],'
         f'"tokenRequester":"User%3Aalice","tokenId":"{token["tokenId"]}","owner":"User%3Aalice",'
@@ -33,7 +33,7 @@ def test_token_znode_is_exactly_what_a_kafka_3_broker_writes(client: TestClient,
     )
     assert data == expected.encode()
     assert notifications(raw_zk) == [token["tokenId"].encode()]
-    assert raw_zk.get_children(TOKEN_CHANGES) == ["token_change_0000000000"]
+    assert raw_zk.get_children(TokenChangeZNode.ROOT) == ["token_change_0000000000"]
 
 
 def test_hmac_is_hmac_sha512_of_the_token_id_with_the_secret(client: TestClient) -> None:
@@ -49,7 +49,7 @@ def test_version_1_znodes_for_brokers_older_than_3_3(
 ) -> None:
     v1 = make_client(token_znode_version=1)
     token = v1.post("/v1/tokens", json={}, headers=basic(ALICE)).json()
-    doc = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
+    doc = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")[0])
     assert doc["version"] == 1
     assert "tokenRequester" not in doc
     assert list(doc) == ["issueTimestamp", "renewers", "tokenId", "owner", "expiryTimestamp", "maxTimestamp", "version"]
@@ -109,7 +109,7 @@ def test_super_user_creates_for_another_owner_and_is_recorded_as_requester(
     assert response.status_code == 201
     token = response.json()
     assert (token["owner"], token["tokenRequester"]) == ("User:bob", "User:admin")
-    doc = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
+    doc = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")[0])
     assert (doc["owner"], doc["tokenRequester"]) == ("User%3Abob", "User%3Aadmin")
     who = client.post(
         "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
@@ -140,6 +140,6 @@ def test_unicode_principals_are_sanitized_like_kafka(client: TestClient, raw_zk:
     response = client.post("/v1/tokens", json={"renewers": ["User:é", "User:CN=a b,O=x*y~z+w"]}, headers=basic(ALICE))
     assert response.status_code == 201
     token = response.json()
-    doc = json.loads(raw_zk.get(f"{TOKENS}/{token['tokenId']}")[0])
+    doc = json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token['tokenId']}")[0])
     assert doc["renewers"] == ["User%3A%C3%A9", "User%3ACN%3Da%20b%2CO%3Dx%2Ay%7Ez%2Bw"]
     assert token["renewers"] == ["User:é", "User:CN=a b,O=x*y~z+w"]

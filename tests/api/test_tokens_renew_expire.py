@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
 from tests.api.helpers import broker_writes_token, eventually, notifications, token_state
 
@@ -24,7 +24,7 @@ def _create(client: TestClient, **body: Any) -> dict[str, Any]:
 
 
 def _znode(raw_zk: KazooClient, token_id: str) -> dict[str, Any]:
-    return json.loads(raw_zk.get(f"{TOKENS}/{token_id}")[0])
+    return json.loads(raw_zk.get(f"{TokenZNode.ROOT}/{token_id}")[0])
 
 
 def _wait_until_expired(token: dict[str, Any]) -> None:
@@ -95,7 +95,7 @@ def test_expire_now_deletes_the_znode_and_notifies(client: TestClient, raw_zk: K
     response = client.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, headers=basic(ALICE))
     assert response.status_code == 200
     assert response.json()["expiryTimestamp"] <= int(time.time() * 1000)
-    assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is None
+    assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
     assert notifications(raw_zk) == [token["tokenId"].encode()] * 2
     again = client.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, headers=basic(ALICE))
     assert again.status_code == 404
@@ -118,7 +118,7 @@ def test_expiring_an_expired_token_deletes_it(client: TestClient, raw_zk: KazooC
         "/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 60_000}, headers=basic(ALICE)
     )
     assert response.status_code == 200
-    assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is None
+    assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
 
 
 def test_stranger_cannot_expire(client: TestClient, raw_zk: KazooClient) -> None:
@@ -159,7 +159,7 @@ def test_renew_and_expire_by_token_id(client: TestClient, raw_zk: KazooClient) -
     assert no_body.status_code == 200
     expired = client.post(f"/v1/tokens/{token['tokenId']}/expire", headers=basic(ALICE))
     assert expired.status_code == 200
-    assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}") is None
+    assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
 
 
 def test_token_id_paths_hide_tokens_the_caller_cannot_see(client: TestClient, raw_zk: KazooClient) -> None:

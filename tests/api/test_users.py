@@ -10,8 +10,7 @@ from kazoo.client import KazooClient
 
 from app.domain.credentials import Mechanism
 from app.domain.scram import password_matches
-from app.storage.zk import user_config_codec
-from app.storage.zk.paths import CONFIG_CHANGES
+from app.storage.zk.znodes import ConfigChangeZNode, UserConfigZNode
 from tests.api.conftest import ADMIN, ALICE, basic, bearer
 
 
@@ -21,7 +20,7 @@ def _config(raw_zk: KazooClient, sanitized: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256"])
 def test_credentials_are_written_as_kafka_configs_does(client: TestClient, raw_zk: KazooClient, mechanism: str) -> None:
-    changes_before = set(raw_zk.get_children(CONFIG_CHANGES))
+    changes_before = set(raw_zk.get_children(ConfigChangeZNode.ROOT))
     response = client.put(
         "/v1/users/dave/credentials",
         json={"mechanism": mechanism, "password": "dave-pw", "iterations": 8192},
@@ -33,12 +32,12 @@ def test_credentials_are_written_as_kafka_configs_does(client: TestClient, raw_z
     assert doc["version"] == 1
     text = doc["config"][mechanism]
     assert [part.split("=", 1)[0] for part in text.split(",")] == ["salt", "stored_key", "server_key", "iterations"]
-    credential = user_config_codec.credential_from_string(text)
+    credential = UserConfigZNode.credential_from_string(text)
     assert credential.iterations == 8192
     assert password_matches(Mechanism(mechanism), credential, "dave-pw")
-    new = set(raw_zk.get_children(CONFIG_CHANGES)) - changes_before
+    new = set(raw_zk.get_children(ConfigChangeZNode.ROOT)) - changes_before
     assert len(new) == 1
-    notice = raw_zk.get(f"{CONFIG_CHANGES}/{new.pop()}")[0]
+    notice = raw_zk.get(f"{ConfigChangeZNode.ROOT}/{new.pop()}")[0]
     assert notice == b'{"version":2,"entity_path":"users/dave"}'
     assert client.get("/v1/tokens", headers=basic(("dave", "dave-pw"))).status_code == 200
     assert "dave-pw" not in response.text
@@ -87,7 +86,7 @@ def test_delete_removes_only_that_mechanism(client: TestClient, raw_zk: KazooCli
 
 
 def test_only_super_users_manage_credentials(client: TestClient, raw_zk: KazooClient) -> None:
-    before = raw_zk.get_children(CONFIG_CHANGES)
+    before = raw_zk.get_children(ConfigChangeZNode.ROOT)
     response = client.put(
         "/v1/users/mallory/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "p"}, headers=basic(ALICE)
     )
@@ -95,7 +94,7 @@ def test_only_super_users_manage_credentials(client: TestClient, raw_zk: KazooCl
     assert response.json()["code"] == 31
     assert client.delete("/v1/users/alice/credentials?mechanism=SCRAM-SHA-512", headers=basic(ALICE)).status_code == 403
     assert raw_zk.exists("/config/users/mallory") is None
-    assert raw_zk.get_children(CONFIG_CHANGES) == before
+    assert raw_zk.get_children(ConfigChangeZNode.ROOT) == before
 
 
 def test_token_authenticated_super_user_cannot_manage_credentials(client: TestClient) -> None:

@@ -24,8 +24,7 @@ from kazoo.client import KazooClient
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import new_token_id
-from app.storage.zk import notification_codec, token_codec
-from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKEN_CHANGES, TOKENS, token_path
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
 from tests.zookeeper_ensemble import ZooKeeperEnsemble
 
@@ -161,8 +160,8 @@ def load_tokens(zk: KazooClient, count: int, *, expiry_ms: int, per_transaction:
     """Write ``count`` tokens expiring at ``expiry_ms`` straight into ZooKeeper, as bench/harness.py's
     ``load_tokens`` does, each with the change notification a broker writes beside it (so running replicas
     cache them); several tokens per transaction, pipelined, so the caches take them in a few gulps."""
-    zk.ensure_path(TOKENS)
-    zk.ensure_path(TOKEN_CHANGES)
+    zk.ensure_path(TokenZNode.ROOT)
+    zk.ensure_path(TokenChangeZNode.ROOT)
     now = int(time.time() * 1000)
     ids: list[str] = []
     in_flight: list[Any] = []
@@ -172,8 +171,8 @@ def load_tokens(zk: KazooClient, count: int, *, expiry_ms: int, per_transaction:
             token_id = new_token_id()
             owner = KafkaPrincipal.user(f"u{n % 100}")
             token = TokenInformation(token_id, owner, owner, (), now - 2000, expiry_ms, now + 604_800_000)
-            transaction.create(token_path(token_id), token_codec.encode(token))
-            transaction.create(TOKEN_CHANGE_PREFIX, notification_codec.token_change(token_id), sequence=True)
+            transaction.create(TokenZNode.path(token_id), TokenZNode.encode(token))
+            transaction.create(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id), sequence=True)
             ids.append(token_id)
         in_flight.append(transaction.commit_async())
     _settle(in_flight)

@@ -25,7 +25,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS, token_path
+from app.storage.zk.znodes import TokenZNode
 from tests.e2e.fault_tools import Answer
 
 ACTIONS = {"create": "token.create", "renew": "token.renew", "expire": "token.expire"}
@@ -92,8 +92,8 @@ def read_tokens(zk: KazooClient) -> dict[str, dict[str, Any]]:
     fault (after a whole-ensemble outage it may still be reconnecting)."""
 
     def read() -> dict[str, dict[str, Any]]:
-        ids = zk.get_children(TOKENS)
-        reads = [zk.get_async(token_path(token_id)) for token_id in ids]
+        ids = zk.get_children(TokenZNode.ROOT)
+        reads = [zk.get_async(TokenZNode.path(token_id)) for token_id in ids]
         return {token_id: json.loads(r.get()[0]) for token_id, r in zip(ids, reads, strict=True)}
 
     return zk.retry(read)  # type: ignore[no-any-return]

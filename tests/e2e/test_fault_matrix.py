@@ -31,7 +31,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import free_port
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.e2e.fault_tools import (
@@ -159,7 +159,7 @@ def stack(shared_stack: Stack) -> Stack:
 
 def run_fault(stack: Stack, fault_table: list[FaultRow], fault: str, inject: Callable[[ClientStream], Healed]) -> None:
     """Stream, inject, wait for recovery, stream a little more, then reconcile and judge."""
-    earlier_tokens = frozenset(stack.zk.get_children(TOKENS))
+    earlier_tokens = frozenset(stack.zk.get_children(TokenZNode.ROOT))
     first_event_id = last_event_id(stack.database_url)
     stream = ClientStream(stack.replicas, basic(ALICE))
     stream.start()
@@ -251,9 +251,9 @@ def test_sweeping_replica_killed_mid_sweep(stack: Stack, fault_table: list[Fault
         victim = next(replica for replica in stack.replicas if replica.name == sweeper)
         victim.kill()
         killed.append(sweeper)
-        left_at_kill.append(len(loaded & set(stack.zk.get_children(TOKENS))))
+        left_at_kill.append(len(loaded & set(stack.zk.get_children(TokenZNode.ROOT))))
         # another replica takes over once the victim's session expires, and sweeps what is left
-        wait_for(lambda: not loaded & set(stack.zk.get_children(TOKENS)), timeout_s=60, poll_s=0.5)
+        wait_for(lambda: not loaded & set(stack.zk.get_children(TokenZNode.ROOT)), timeout_s=60, poll_s=0.5)
         healed_at = time.monotonic()
         victim.launch()
         return Healed(healed_at, frozenset(loaded))

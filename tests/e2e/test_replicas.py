@@ -11,7 +11,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import SWEEPER_ELECTION, TOKENS
+from app.storage.zk.znodes import KtsZNodes, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
 from tests.conftest import SECRET
@@ -73,7 +73,7 @@ def test_an_expired_token_stops_authenticating_on_every_replica_before_any_sweep
     for url in urls:
         assert not _verifies(url, token)
         assert httpx.get(f"{url}/v1/tokens", headers=bearer).status_code == 401
-    assert raw_zk.exists(f"{TOKENS}/{token['tokenId']}")  # the hourly sweep has not run: expiry alone did it
+    assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}")  # the hourly sweep has not run: expiry alone did it
 
 
 def _sweepers(url: str) -> set[str]:
@@ -98,10 +98,10 @@ def test_exactly_one_replica_sweeps_and_a_killed_leader_hands_over(
     )
     names = ["replica-0", "replica-1", "replica-2"]
     urls = dict(zip(names, (start_kts(processes, tmp_path, name, **settings) for name in names), strict=True))
-    eventually(lambda: len(raw_zk.get_children(SWEEPER_ELECTION)) == 3, timeout_s=10)
+    eventually(lambda: len(raw_zk.get_children(KtsZNodes.SWEEPER_ELECTION)) == 3, timeout_s=10)
 
     doomed = [_create(url, maxLifetimeMs=100) for url in urls.values() for _ in range(3)]
-    eventually(lambda: not any(raw_zk.exists(f"{TOKENS}/{t['tokenId']}") for t in doomed), timeout_s=10)
+    eventually(lambda: not any(raw_zk.exists(f"{TokenZNode.ROOT}/{t['tokenId']}") for t in doomed), timeout_s=10)
     survivor = urls["replica-0"]
     sweepers = _sweepers(survivor)
     assert len(sweepers) == 1, f"more than one replica swept: {sweepers}"
@@ -114,7 +114,7 @@ def test_exactly_one_replica_sweeps_and_a_killed_leader_hands_over(
     others = [name for name in names if name != leader]
     later = [_create(urls[others[0]], maxLifetimeMs=100) for _ in range(3)]
     eventually(
-        lambda: not any(raw_zk.exists(f"{TOKENS}/{t['tokenId']}") for t in later),
+        lambda: not any(raw_zk.exists(f"{TokenZNode.ROOT}/{t['tokenId']}") for t in later),
         timeout_s=(session_ms + interval_ms) / 1000 + 10,
     )
     new_sweepers = _sweepers(urls[others[0]]) - {leader}

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 from kazoo.client import KazooClient
 
-from app.storage.zk.paths import TOKENS
+from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import start_kts
@@ -85,7 +85,7 @@ def test_ensemble_leader_killed_during_creates_and_renews(
         assert set(statuses) <= {200, 201, 409, 503}
         assert statuses[201] > 0 and statuses[200] > 0
         for token_id, token in created.items():
-            data, _ = raw.get(f"{TOKENS}/{token_id}")
+            data, _ = raw.get(f"{TokenZNode.ROOT}/{token_id}")
             stored = json.loads(data)
             assert stored["maxTimestamp"] == token["maxTimestamp"]
             # a renew answered 503 may still have landed, so the stored expiry is at least the last acknowledged

@@ -16,8 +16,8 @@ from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.storage.zk.client_security import client_security
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import TOKEN_CHANGES, token_path
 from app.storage.zk.user_store import ZkUserStore
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ALICE, basic
 from tests.conftest import SECRET, ZK_SASL_USERS, SaslZooKeeper
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
@@ -84,12 +84,12 @@ def test_serves_tokens_that_only_its_zookeeper_identity_can_read(
     as_kts = sasl_zookeeper.client("kts", connect=connect)
     other = sasl_zookeeper.client("other", connect=connect)
     try:
-        assert as_kts.get_acls(token_path(token_id))[0] == [KTS_ALL]
-        (notification,) = as_kts.get_children(TOKEN_CHANGES)
-        assert set(as_kts.get_acls(f"{TOKEN_CHANGES}/{notification}")[0]) == {KTS_ALL, WORLD_READ}
+        assert as_kts.get_acls(TokenZNode.path(token_id))[0] == [KTS_ALL]
+        (notification,) = as_kts.get_children(TokenChangeZNode.ROOT)
+        assert set(as_kts.get_acls(f"{TokenChangeZNode.ROOT}/{notification}")[0]) == {KTS_ALL, WORLD_READ}
         with pytest.raises(NoAuthError):
-            other.get(token_path(token_id))
-        assert other.get(f"{TOKEN_CHANGES}/{notification}")[0] == token_id.encode()
+            other.get(TokenZNode.path(token_id))
+        assert other.get(f"{TokenChangeZNode.ROOT}/{notification}")[0] == token_id.encode()
     finally:
         for client in (as_kts, other):
             client.stop()

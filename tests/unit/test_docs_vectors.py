@@ -25,9 +25,15 @@ from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, DeleteToken, SetExpiry, TokenPolicy
 from app.domain.token_secret import TokenSecret, decode_hmac, encode_hmac, new_token_id
 from app.settings import Settings
-from app.storage.zk import acl_codec, notification_codec, token_codec, user_config_codec
-from app.storage.zk.paths import acl_path, user_config_path
 from app.storage.zk.sanitizer import desanitize, sanitize
+from app.storage.zk.znodes import (
+    AclChangeZNode,
+    AclZNode,
+    ConfigChangeZNode,
+    TokenChangeZNode,
+    TokenZNode,
+    UserConfigZNode,
+)
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "docs" / "kafka-compatibility.md"
 EXPECTED_VECTORS = {
@@ -108,7 +114,7 @@ def test_every_vector_is_there_once() -> None:
 def test_the_v3_znode_is_what_a_default_create_writes() -> None:
     """The prose says: created at 1700000000000 by User:alice for herself, User:bob renewing, default lifetimes."""
     data = single_line("token-znode-v3")
-    token = token_codec.decode(data)
+    token = TokenZNode.decode(data)
     planned = token_rules.plan_create(
         Caller(ALICE),
         CreateRequest(owner=None, renewers=(BOB,), max_lifetime_ms=-1),
@@ -118,20 +124,20 @@ def test_the_v3_znode_is_what_a_default_create_writes() -> None:
         authorizer=SuperUsersOnly([]),
     )
     assert planned == token
-    assert token_codec.encode(planned, version=3) == data
+    assert TokenZNode.encode(planned, version=3) == data
 
 
 def test_the_v1_znode_is_the_same_token_without_its_requester() -> None:
-    v3 = token_codec.decode(single_line("token-znode-v3"))
+    v3 = TokenZNode.decode(single_line("token-znode-v3"))
     v1 = single_line("token-znode-v1")
-    assert token_codec.encode(v3, version=1) == v1
-    assert token_codec.decode(v1) == v3  # version 1: the requester is the owner, as it is here
+    assert TokenZNode.encode(v3, version=1) == v1
+    assert TokenZNode.decode(v1) == v3  # version 1: the requester is the owner, as it is here
     assert "tokenRequester" not in json.loads(v1)
 
 
 def test_token_change_notification() -> None:
     vector = fields("token-change")
-    assert notification_codec.token_change(vector["tokenId"]) == vector["data"].encode("utf-8")
+    assert TokenChangeZNode.encode(vector["tokenId"]) == vector["data"].encode("utf-8")
 
 
 def test_principal_encoding() -> None:
@@ -171,7 +177,7 @@ def test_the_credential_a_broker_derives_for_a_token() -> None:
     assert vector["password"] == fields("hmac")["hmac"]
     mechanism, iterations, salt = Mechanism(vector["mechanism"]), int(vector["iterations"]), vector["salt"]
     credential = derive(mechanism, vector["password"], iterations, salt=base64.b64decode(salt))
-    assert user_config_codec.credential_to_string(credential) == vector["credential"]
+    assert UserConfigZNode.credential_to_string(credential) == vector["credential"]
     assert _scramp_credential(mechanism, vector["password"], base64.b64decode(salt), iterations) == vector["credential"]
 
 
@@ -180,10 +186,10 @@ def test_user_scram_credential_znode() -> None:
     mechanism, iterations = Mechanism(vector["mechanism"]), int(vector["iterations"])
     salt = base64.b64decode(vector["salt"])
     credential = derive(mechanism, vector["password"], iterations, salt=salt)
-    assert user_config_path(vector["user"]) == vector["path"]
-    data = user_config_codec.encode({mechanism.value: user_config_codec.credential_to_string(credential)})
+    assert UserConfigZNode.path(vector["user"]) == vector["path"]
+    data = UserConfigZNode.encode({mechanism.value: UserConfigZNode.credential_to_string(credential)})
     assert data == vector["data"].encode("utf-8")
-    stored = user_config_codec.credentials(user_config_codec.decode(data))[mechanism]
+    stored = UserConfigZNode.credentials(UserConfigZNode.decode(data))[mechanism]
     assert password_matches(mechanism, stored, vector["password"])
     config = json.loads(vector["data"])["config"]
     assert config[mechanism.value] == _scramp_credential(mechanism, vector["password"], salt, iterations)
@@ -191,8 +197,8 @@ def test_user_scram_credential_znode() -> None:
 
 def test_config_change_notification() -> None:
     vector = fields("config-change")
-    assert user_config_path(vector["user"]) == vector["path"]
-    assert notification_codec.user_config_change(vector["user"]) == vector["data"].encode("utf-8")
+    assert UserConfigZNode.path(vector["user"]) == vector["path"]
+    assert ConfigChangeZNode.encode(vector["user"]) == vector["data"].encode("utf-8")
 
 
 @pytest.mark.parametrize(
@@ -201,14 +207,13 @@ def test_config_change_notification() -> None:
 def test_acl_znodes_and_change_notifications(name: str, pattern_type: PatternType) -> None:
     vector = fields(name)
     pattern = ResourcePattern(vector["resourceType"], vector["resourceName"], pattern_type)
-    prefixed = pattern_type is PatternType.PREFIXED
-    assert acl_path(pattern.resource_type, pattern.name, prefixed=prefixed) == vector["path"]
+    assert AclZNode.path(pattern) == vector["path"]
     (entry,) = json.loads(vector["data"])["acls"]
     entries = [AccessControlEntry(entry["principal"], entry["host"], entry["operation"], entry["permissionType"])]
-    assert acl_codec.encode_entries(entries) == vector["data"].encode("utf-8")
-    assert acl_codec.decode_entries(vector["data"].encode("utf-8")) == frozenset(entries)
-    assert acl_codec.encode_change(pattern) == vector["change"].encode("utf-8")
-    assert acl_codec.decode_change(vector["change"].encode("utf-8"), prefixed=prefixed) == pattern
+    assert AclZNode.encode(entries) == vector["data"].encode("utf-8")
+    assert AclZNode.decode(vector["data"].encode("utf-8")) == frozenset(entries)
+    assert AclChangeZNode.encode(pattern) == vector["change"].encode("utf-8")
+    assert AclChangeZNode.decode(vector["change"].encode("utf-8"), pattern.pattern_type) == pattern
 
 
 def _lifetime_rows() -> list[tuple[str, int, int, str]]:
@@ -247,7 +252,7 @@ def _outcome(token: TokenInformation, operation: str, now: int, period: int) -> 
 
 
 def test_lifetime_examples() -> None:
-    token = token_codec.decode(single_line("token-znode-v3"))
+    token = TokenZNode.decode(single_line("token-znode-v3"))
     rows = _lifetime_rows()
     assert {operation for operation, *_ in rows} == {"create", "renew", "expire"}
     for operation, at, period, result in rows:

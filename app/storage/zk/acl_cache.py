@@ -10,12 +10,11 @@ from __future__ import annotations
 import logging
 import threading
 
-from app.domain.acl import AclSnapshot, ResourcePattern
-from app.storage.zk import acl_codec
+from app.domain.acl import AclSnapshot, PatternType, ResourcePattern
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import ACL_LITERAL_CHANGES, ACL_PREFIXED_CHANGES
+from app.storage.zk.znodes import AclChangeZNode, MalformedZNode
 
 log = logging.getLogger(__name__)
 
@@ -29,8 +28,8 @@ class AclCache:
         self._follower = ChangeFollower(
             zk,
             [
-                NotificationQueue(ACL_LITERAL_CHANGES, self._on_literal_change),
-                NotificationQueue(ACL_PREFIXED_CHANGES, self._on_prefixed_change),
+                NotificationQueue(AclChangeZNode.LITERAL_ROOT, self._on_literal_change),
+                NotificationQueue(AclChangeZNode.PREFIXED_ROOT, self._on_prefixed_change),
             ],
             self._reload,
             name="acl-cache",
@@ -55,15 +54,15 @@ class AclCache:
             self._snapshot = self._snapshot.replace(pattern, entries)
 
     def _on_literal_change(self, data: bytes) -> None:
-        self._on_change(data, prefixed=False)
+        self._on_change(data, PatternType.LITERAL)
 
     def _on_prefixed_change(self, data: bytes) -> None:
-        self._on_change(data, prefixed=True)
+        self._on_change(data, PatternType.PREFIXED)
 
-    def _on_change(self, data: bytes, *, prefixed: bool) -> None:
+    def _on_change(self, data: bytes, queue: PatternType) -> None:
         try:
-            pattern = acl_codec.decode_change(data, prefixed=prefixed)
-        except acl_codec.AclCodecError as exc:
+            pattern = AclChangeZNode.decode(data, queue)
+        except MalformedZNode as exc:
             log.warning("ignoring unreadable ACL change notification: %s", exc)
             return
         self.refresh(pattern)

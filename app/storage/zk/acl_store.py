@@ -9,9 +9,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotE
 
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
 from app.domain.errors import ConcurrentModification, StoreUnavailable
-from app.storage.zk import acl_codec
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import ACL_CHANGE_NAME_PREFIX, ACL_RESOURCE_TYPES, acl_changes, acl_path, acl_root
+from app.storage.zk.znodes import AclChangeZNode, AclZNode, MalformedZNode
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +25,14 @@ class ZkAclStore:
     def read(self, pattern: ResourcePattern) -> tuple[Entries, int]:
         """The entries of one resource znode and its version (-1 when the znode does not exist)."""
         self._zk.ensure_connected()
-        path = acl_path(pattern.resource_type, pattern.name, prefixed=pattern.pattern_type is PatternType.PREFIXED)
+        path = AclZNode.path(pattern)
         try:
             data, stat = self._zk.wait(self._zk.client.get_async(path))
         except NoNodeError:
             return frozenset(), -1
         try:
-            return acl_codec.decode_entries(data), stat.version
-        except acl_codec.AclCodecError as exc:
+            return AclZNode.decode(data), stat.version
+        except MalformedZNode as exc:
             # Like the broker, treat an unreadable znode as holding no ACLs, and say so.
             log.warning("ignoring unreadable ACL znode %s: %s", path, exc)
             return frozenset(), stat.version
@@ -44,9 +43,9 @@ class ZkAclStore:
         client = self._zk.client
         patterns: list[ResourcePattern] = []
         for pattern_type in PatternType:
-            prefixed = pattern_type is PatternType.PREFIXED
             listings = [
-                (kind, client.get_children_async(f"{acl_root(prefixed)}/{kind}")) for kind in ACL_RESOURCE_TYPES
+                (kind, client.get_children_async(AclZNode.type_root(pattern_type, kind)))
+                for kind in AclZNode.RESOURCE_TYPES
             ]
             for kind, listing in listings:
                 try:
@@ -54,18 +53,15 @@ class ZkAclStore:
                 except NoNodeError:
                     continue
                 patterns += [ResourcePattern(kind, name, pattern_type) for name in names]
-        pending = [
-            (p, client.get_async(acl_path(p.resource_type, p.name, prefixed=p.pattern_type is PatternType.PREFIXED)))
-            for p in patterns
-        ]
+        pending = [(pattern, client.get_async(AclZNode.path(pattern))) for pattern in patterns]
         loaded: dict[ResourcePattern, Entries] = {}
         for pattern, result in pending:
             try:
                 data, _ = self._zk.wait(result)
-                loaded[pattern] = acl_codec.decode_entries(data)
+                loaded[pattern] = AclZNode.decode(data)
             except NoNodeError:
                 continue
-            except acl_codec.AclCodecError as exc:
+            except MalformedZNode as exc:
                 log.warning("ignoring unreadable ACL znode for %s: %s", pattern, exc)
         return loaded
 
@@ -76,8 +72,7 @@ class ZkAclStore:
 
         An empty result deletes the znode, as Kafka does. No change, no write and no notification.
         """
-        prefixed = pattern.pattern_type is PatternType.PREFIXED
-        path = acl_path(pattern.resource_type, pattern.name, prefixed=prefixed)
+        path = AclZNode.path(pattern)
         for _ in range(_MAX_ATTEMPTS):
             before, version = self.read(pattern)
             after = frozenset(edit(before))
@@ -85,13 +80,13 @@ class ZkAclStore:
                 return before, after
             transaction = self._zk.client.transaction()
             if version < 0:
-                transaction.create(path, acl_codec.encode_entries(after), acl=self._zk.acl_for(path))
+                transaction.create(path, AclZNode.encode(after), acl=self._zk.acl_for(path))
             elif after:
-                transaction.set_data(path, acl_codec.encode_entries(after), version=version)
+                transaction.set_data(path, AclZNode.encode(after), version=version)
             else:
                 transaction.delete(path, version=version)
-            change = f"{acl_changes(prefixed)}/{ACL_CHANGE_NAME_PREFIX}"
-            transaction.create(change, acl_codec.encode_change(pattern), acl=self._zk.acl_for(change), sequence=True)
+            change = AclChangeZNode.prefix(pattern.pattern_type)
+            transaction.create(change, AclChangeZNode.encode(pattern), acl=self._zk.acl_for(change), sequence=True)
             if intent is not None:
                 transaction.create(intent, b"", acl=self._zk.acl_for(intent))
             failure = self._zk.commit(transaction)

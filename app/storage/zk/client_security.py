@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.storage.zk.acls_for_paths import ZnodeAcls
 from app.storage.zk.jaas import DEFAULT_SECTION, JaasError, read_digest_login
+from app.storage.zk.znodes.znode_acls import ZnodeAcls
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """One kazoo session per process, and the single place where kazoo's errors become domain errors.
 
 The session authenticates and encrypts as ``ZkClientSecurity`` says, and every znode kts creates gets the
-ACL ``acl_for(path)`` chooses (``acls_for_paths.py``), as brokers make them.
+ACL ``acl_for(path)`` chooses (``znodes/znode_acls.py``), as brokers make them.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from kazoo.security import ACL
 from app.domain.errors import StoreUnavailable
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
-from app.storage.zk.paths import PERSISTENT_PATHS
+from app.storage.zk.znodes import PERSISTENT_PATHS
 
 log = logging.getLogger(__name__)
 

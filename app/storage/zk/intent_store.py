@@ -5,7 +5,7 @@ from __future__ import annotations
 from kazoo.exceptions import NoNodeError
 
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import AUDIT_INTENTS, audit_intent_path
+from app.storage.zk.znodes import KtsZNodes
 
 
 class ZkIntentStore:
@@ -13,14 +13,14 @@ class ZkIntentStore:
         self._zk = zk
 
     def path(self, event_id: int) -> str:
-        return audit_intent_path(event_id)
+        return KtsZNodes.audit_intent(event_id)
 
     def exists(self, event_id: int) -> bool:
         self._zk.ensure_connected()
-        return self._zk.wait(self._zk.client.exists_async(audit_intent_path(event_id))) is not None
+        return self._zk.wait(self._zk.client.exists_async(KtsZNodes.audit_intent(event_id))) is not None
 
     def existing(self, event_ids: list[int]) -> set[int]:
-        answers = self._zk.read_many([audit_intent_path(event_id) for event_id in event_ids])
+        answers = self._zk.read_many([KtsZNodes.audit_intent(event_id) for event_id in event_ids])
         return {
             event_id for event_id, answer in zip(event_ids, answers, strict=True) if not isinstance(answer, Exception)
         }
@@ -29,24 +29,24 @@ class ZkIntentStore:
         """Delete a settled event's marker without waiting for the answer: the request has nothing to wait
         for, and a marker the delete misses (the session dropped) is removed by the reconciler."""
         if self._zk.connected:
-            self._zk.client.delete_async(audit_intent_path(event_id))
+            self._zk.client.delete_async(KtsZNodes.audit_intent(event_id))
 
     def clear_many(self, event_ids: list[int]) -> None:
         """One transaction for the usual case; one by one if some marker is already gone."""
         transaction = self._zk.client.transaction()
         for event_id in event_ids:
-            transaction.delete(audit_intent_path(event_id))
+            transaction.delete(KtsZNodes.audit_intent(event_id))
         if self._zk.commit(transaction) is not None:
             for event_id in event_ids:
                 self._delete(event_id)
 
     def _delete(self, event_id: int) -> None:
         try:
-            self._zk.wait(self._zk.client.delete_async(audit_intent_path(event_id)))
+            self._zk.wait(self._zk.client.delete_async(KtsZNodes.audit_intent(event_id)))
         except NoNodeError:
             pass
 
     def list(self) -> list[int]:
         self._zk.ensure_connected()
-        names = self._zk.wait(self._zk.client.get_children_async(AUDIT_INTENTS))
+        names = self._zk.wait(self._zk.client.get_children_async(KtsZNodes.AUDIT_INTENTS))
         return sorted(int(name) for name in names if name.isdigit())

@@ -21,8 +21,8 @@ from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import TOKEN_CHANGES
 from app.storage.zk.token_store import ZkTokenStore
+from app.storage.zk.znodes import TokenChangeZNode
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ class TokenCache:
         self.loaded = False
         self._follower = ChangeFollower(
             zk,
-            [NotificationQueue(TOKEN_CHANGES, self._on_change, handle_batch=self._on_changes)],
+            [NotificationQueue(TokenChangeZNode.ROOT, self._on_change, handle_batch=self._on_changes)],
             self._reload,
             name="token-cache",
         )
@@ -125,10 +125,10 @@ class TokenCache:
             self._forget(token_id)
 
     def _on_change(self, data: bytes) -> None:
-        self.refresh(data.decode("utf-8", errors="replace"))
+        self.refresh(TokenChangeZNode.decode(data))
 
     def _on_changes(self, batch: list[bytes]) -> None:
-        self.refresh_many([data.decode("utf-8", errors="replace") for data in batch])
+        self.refresh_many([TokenChangeZNode.decode(data) for data in batch])
 
     def _install(self, stored: StoredToken) -> None:
         token_id = stored.token.token_id

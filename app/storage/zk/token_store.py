@@ -15,16 +15,15 @@ from kazoo.protocol.states import ZnodeStat
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.service.ports import StoredToken
-from app.storage.zk import notification_codec, token_codec
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import TOKEN_CHANGE_PREFIX, TOKENS, token_path
+from app.storage.zk.znodes import MalformedZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
 
 
 class ZkTokenStore:
     def __init__(self, zk: ZkConnection, *, znode_version: int = 3) -> None:
-        if znode_version not in token_codec.WRITABLE_VERSIONS:
+        if znode_version not in TokenZNode.WRITABLE_VERSIONS:
             raise ValueError("token.znode.version must be 1 or 3")
         self._zk = zk
         self._znode_version = znode_version
@@ -32,7 +31,7 @@ class ZkTokenStore:
     def get(self, token_id: str) -> StoredToken | None:
         self._zk.ensure_connected()
         try:
-            data, stat = self._zk.wait(self._zk.client.get_async(token_path(token_id)))
+            data, stat = self._zk.wait(self._zk.client.get_async(TokenZNode.path(token_id)))
         except NoNodeError:
             return None
         return self._decode(token_id, data, stat)
@@ -43,7 +42,7 @@ class ZkTokenStore:
         return self._read(token_ids)
 
     def _read(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        answers = self._zk.read_many([token_path(token_id) for token_id in token_ids])
+        answers = self._zk.read_many([TokenZNode.path(token_id) for token_id in token_ids])
         found: dict[str, StoredToken | None] = {}
         for token_id, answer in zip(token_ids, answers, strict=True):
             if isinstance(answer, NoNodeError):
@@ -59,14 +58,14 @@ class ZkTokenStore:
         transaction: all or none."""
         transaction = self._zk.client.transaction()
         for token_id, version, intent in deletions:
-            transaction.delete(token_path(token_id), version=version)
+            transaction.delete(TokenZNode.path(token_id), version=version)
             self._notify(transaction, token_id, intent)
         self._commit(transaction, ",".join(token_id for token_id, _, _ in deletions[:3]))
 
     def list_ids(self) -> list[str]:
         self._zk.ensure_connected()
         try:
-            return list(self._zk.wait(self._zk.client.get_children_async(TOKENS)))
+            return list(self._zk.wait(self._zk.client.get_children_async(TokenZNode.ROOT)))
         except NoNodeError:
             return []
 
@@ -76,8 +75,8 @@ class ZkTokenStore:
 
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
-        path = token_path(token.token_id)
-        transaction.create(path, token_codec.encode(token, self._znode_version), acl=self._zk.acl_for(path))
+        path = TokenZNode.path(token.token_id)
+        transaction.create(path, TokenZNode.encode(token, self._znode_version), acl=self._zk.acl_for(path))
         self._notify(transaction, token.token_id, intent)
         self._commit(transaction, token.token_id)
         return StoredToken(token, 0)
@@ -85,8 +84,8 @@ class ZkTokenStore:
     def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
         transaction = self._zk.client.transaction()
         transaction.set_data(
-            token_path(token.token_id),
-            token_codec.encode(token, self._znode_version),
+            TokenZNode.path(token.token_id),
+            TokenZNode.encode(token, self._znode_version),
             version=expected_version,
         )
         self._notify(transaction, token.token_id, intent)
@@ -95,15 +94,15 @@ class ZkTokenStore:
 
     def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
         transaction = self._zk.client.transaction()
-        transaction.delete(token_path(token_id), version=expected_version)
+        transaction.delete(TokenZNode.path(token_id), version=expected_version)
         self._notify(transaction, token_id, intent)
         self._commit(transaction, token_id)
 
     def _notify(self, transaction: object, token_id: str, intent: str | None) -> None:
         transaction.create(  # type: ignore[attr-defined]
-            TOKEN_CHANGE_PREFIX,
-            notification_codec.token_change(token_id),
-            acl=self._zk.acl_for(TOKEN_CHANGE_PREFIX),
+            TokenChangeZNode.PREFIX,
+            TokenChangeZNode.encode(token_id),
+            acl=self._zk.acl_for(TokenChangeZNode.PREFIX),
             sequence=True,
         )
         if intent is not None:
@@ -125,8 +124,8 @@ class ZkTokenStore:
     def _decode(token_id: str, data: bytes, stat: ZnodeStat) -> StoredToken | None:
         """Like a broker, treat an unreadable token znode as no token, and say so in the log."""
         try:
-            token = token_codec.decode(data)
-        except token_codec.TokenCodecError as exc:
+            token = TokenZNode.decode(data)
+        except MalformedZNode as exc:
             log.warning("ignoring unreadable token znode %s: %s", token_id, exc)
             return None
         if token.token_id != token_id:

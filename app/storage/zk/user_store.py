@@ -9,9 +9,8 @@ from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.errors import ConcurrentModification, CredentialNotFound, StoreUnavailable
-from app.storage.zk import notification_codec, user_config_codec
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import CONFIG_CHANGE_PREFIX, user_config_path
+from app.storage.zk.znodes import ConfigChangeZNode, MalformedZNode, UserConfigZNode
 
 # Compare-and-set retries against other writers of the same user's config (brokers' quota changes).
 _MAX_ATTEMPTS = 5
@@ -26,22 +25,22 @@ class ZkUserStore:
             return None
         self._zk.ensure_connected()
         try:
-            data, stat = self._zk.wait(self._zk.client.get_async(user_config_path(user_name)))
+            data, stat = self._zk.wait(self._zk.client.get_async(UserConfigZNode.path(user_name)))
         except NoNodeError:
             return None
         try:
-            return user_config_codec.decode(data), stat.version
-        except user_config_codec.UserConfigCodecError:
+            return UserConfigZNode.decode(data), stat.version
+        except MalformedZNode:
             return {}, stat.version
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         current = self._read(user_name)
-        return {} if current is None else user_config_codec.credentials(current[0])
+        return {} if current is None else UserConfigZNode.credentials(current[0])
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
     ) -> None:
-        value = user_config_codec.credential_to_string(credential)
+        value = UserConfigZNode.credential_to_string(credential)
         self._change(user_name, lambda config: config | {mechanism.value: value}, create_missing=True, intent=intent)
 
     def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
@@ -60,22 +59,22 @@ class ZkUserStore:
         create_missing: bool,
         intent: str | None,
     ) -> None:
-        path = user_config_path(user_name)
+        path = UserConfigZNode.path(user_name)
         for _ in range(_MAX_ATTEMPTS):
             current = self._read(user_name)
             if current is None and not create_missing:
                 raise CredentialNotFound(f"User {user_name} has no SCRAM credentials.")
             config, version = current if current is not None else ({}, -1)
-            data = user_config_codec.encode(edit(config))
+            data = UserConfigZNode.encode(edit(config))
             transaction = self._zk.client.transaction()
             if version < 0:
                 transaction.create(path, data, acl=self._zk.acl_for(path))
             else:
                 transaction.set_data(path, data, version=version)
             transaction.create(
-                CONFIG_CHANGE_PREFIX,
-                notification_codec.user_config_change(user_name),
-                acl=self._zk.acl_for(CONFIG_CHANGE_PREFIX),
+                ConfigChangeZNode.PREFIX,
+                ConfigChangeZNode.encode(user_name),
+                acl=self._zk.acl_for(ConfigChangeZNode.PREFIX),
                 sequence=True,
             )
             if intent is not None:

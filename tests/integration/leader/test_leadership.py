@@ -15,7 +15,7 @@ from kazoo.client import KazooClient
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.leader.leadership import Leadership
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import SWEEPER_ELECTION
+from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
 
 IDENTIFIERS = ("replica-a", "replica-b", "replica-c")
@@ -57,7 +57,7 @@ class Replica:
         self.identifier = identifier
         self.zk = ZkConnection(connect, session_timeout_ms=4000)
         self.zk.start()
-        self.leadership = Leadership(self.zk, SWEEPER_ELECTION, identifier, work_log.work_for(identifier))
+        self.leadership = Leadership(self.zk, KtsZNodes.SWEEPER_ELECTION, identifier, work_log.work_for(identifier))
         self.zk_stopped = False
 
     def stop_session(self) -> None:

@@ -27,9 +27,9 @@ from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
-from app.storage.zk.paths import AUDIT_INTENTS, SWEEPER_ELECTION, TOKEN_CHANGES, TOKENS
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
+from app.storage.zk.znodes import KtsZNodes, TokenChangeZNode, TokenZNode
 from tests.api.helpers import eventually, notifications
 from tests.conftest import SECRET
 
@@ -104,11 +104,11 @@ def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audi
     other_writer.create(_token("PastMaxAAAAAAAAAAAAAAA", expiry_in_ms=HOUR, max_in_ms=-1_000))
     other_writer.create(_token("LiveTokenAAAAAAAAAAAAA", expiry_in_ms=HOUR))
     eventually(lambda: len(replica.cache) == 3)
-    notified_before = len(raw_zk.get_children(TOKEN_CHANGES))
+    notified_before = len(raw_zk.get_children(TokenChangeZNode.ROOT))
 
     assert replica.sweeper.sweep() == 2
 
-    assert raw_zk.get_children(TOKENS) == ["LiveTokenAAAAAAAAAAAAA"]
+    assert raw_zk.get_children(TokenZNode.ROOT) == ["LiveTokenAAAAAAAAAAAAA"]
     new_notifications = notifications(raw_zk)[notified_before:]
     assert sorted(new_notifications) == [b"PastExpiryAAAAAAAAAAAA", b"PastMaxAAAAAAAAAAAAAAA"]
     assert _sweep_events(replica.audit_log) == [
@@ -117,7 +117,7 @@ def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audi
     ]
     for event in replica.audit_log.query(EventQuery(action="token.sweep")):
         assert (event.owner, event.token_requester, event.service_id) == ("User:alice", "User:alice", "svc-a")
-    assert raw_zk.get_children(AUDIT_INTENTS) == []  # every marker cleared once its event was settled
+    assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == []  # every marker cleared once its event was settled
     assert {stored.token.token_id for stored in replica.cache.tokens()} == {"LiveTokenAAAAAAAAAAAAA"}
 
     assert replica.sweeper.sweep() == 0  # a second sweep finds nothing left to do
@@ -167,7 +167,7 @@ def test_a_token_renewed_between_plan_and_delete_survives(
 
     assert sweeper.sweep() == 1
 
-    assert raw_zk.get_children(TOKENS) == ["RenewedInTimeAAAAAAAAA"]
+    assert raw_zk.get_children(TokenZNode.ROOT) == ["RenewedInTimeAAAAAAAAA"]
     survivor = other_writer.get("RenewedInTimeAAAAAAAAA")
     assert survivor is not None and survivor.version == 1 and survivor.token.expiry_timestamp > _now()
     eventually(lambda: (cached := replica.cache.get("RenewedInTimeAAAAAAAAA")) is not None and cached.version == 1)
@@ -179,7 +179,7 @@ def test_a_token_renewed_between_plan_and_delete_survives(
         ("RenewedInTimeAAAAAAAAA", "failed"),
     ]
     assert notifications(raw_zk).count(b"RenewedInTimeAAAAAAAAA") == 2  # its create and its renew only
-    assert raw_zk.get_children(AUDIT_INTENTS) == []
+    assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == []
 
 
 def test_a_token_renewed_after_the_cache_judged_it_is_skipped_without_an_audit_event(
@@ -192,7 +192,7 @@ def test_a_token_renewed_after_the_cache_judged_it_is_skipped_without_an_audit_e
 
     assert replica.sweeper.sweep() == 0
 
-    assert raw_zk.get_children(TOKENS) == ["RenewedEarlyAAAAAAAAAA"]
+    assert raw_zk.get_children(TokenZNode.ROOT) == ["RenewedEarlyAAAAAAAAAA"]
     assert _sweep_events(replica.audit_log) == []
 
 
@@ -202,7 +202,7 @@ def test_under_leadership_only_one_replica_sweeps_and_each_token_is_swept_once(
     # Sweeping every 50 ms: a second sweeper running at the same time would collide and leave failed events.
     replicas = [Replica(zk_connect, engine, f"svc-{name}", interval_ms=50) for name in "abc"]
     leaderships = [
-        Leadership(one.zk, SWEEPER_ELECTION, f"svc-{name}", one.sweeper.run)
+        Leadership(one.zk, KtsZNodes.SWEEPER_ELECTION, f"svc-{name}", one.sweeper.run)
         for one, name in zip(replicas, "abc", strict=True)
     ]
     try:
@@ -213,7 +213,7 @@ def test_under_leadership_only_one_replica_sweeps_and_each_token_is_swept_once(
             other_writer.create(_token(f"ExpiresSoon{n}AAAAAAAAAA", expiry_in_ms=100))
         other_writer.create(_token("LiveTokenAAAAAAAAAAAAA", expiry_in_ms=HOUR))
 
-        eventually(lambda: raw_zk.get_children(TOKENS) == ["LiveTokenAAAAAAAAAAAAA"])
+        eventually(lambda: raw_zk.get_children(TokenZNode.ROOT) == ["LiveTokenAAAAAAAAAAAAA"])
         time.sleep(0.2)  # a few more sweep intervals
 
         events = replicas[0].audit_log.query(EventQuery(action="token.sweep"))

@@ -17,7 +17,7 @@ from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
-from app.storage.zk.paths import AUDIT_INTENTS
+from app.storage.zk.znodes import KtsZNodes
 
 
 @pytest.fixture
@@ -47,5 +47,5 @@ def test_settles_more_pending_events_than_one_batch_by_their_markers(
     assert settled == count
     outcomes = {event.id: event.outcome for event in audit_log.query(EventQuery(limit=count))}
     assert outcomes == {event_id: "succeeded" if event_id in applied else "failed" for event_id in ids}
-    assert raw_zk.get_children(AUDIT_INTENTS) == []
+    assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == []
     engine.dispose()

@@ -19,9 +19,9 @@ from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
 from app.service.ports import StoredToken
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import TOKEN_CHANGES, TOKENS, token_path
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.helpers import broker_writes_token, eventually
 from tests.conftest import SECRET
 
@@ -65,7 +65,7 @@ def _broker_znode(
 
 
 def _notify(raw_zk: KazooClient, data: bytes) -> None:
-    raw_zk.create(f"{TOKEN_CHANGES}/token_change_", data, sequence=True)
+    raw_zk.create(f"{TokenChangeZNode.ROOT}/token_change_", data, sequence=True)
 
 
 def _connection(connect: str) -> ZkConnection:
@@ -132,7 +132,7 @@ def test_loads_every_token_present_at_start_including_broker_v1_and_v3_znodes(
     broker_writes_token(
         raw_zk, "BrokerV3tokenAAAAAAAAA", _broker_znode("BrokerV3tokenAAAAAAAAA", 3, requester="User%3Acarol")
     )
-    raw_zk.create(token_path("UnreadableTokenAAAAAAA"), b"{not json")  # a broker would skip it too
+    raw_zk.create(TokenZNode.path("UnreadableTokenAAAAAAA"), b"{not json")  # a broker would skip it too
 
     cache = start_cache()
 
@@ -177,11 +177,11 @@ def test_a_token_written_by_a_broker_appears_changes_and_disappears(
     broker_writes_token(raw_zk, token_id, _broker_znode(token_id, version))
     eventually(lambda: cache.get(token_id) is not None)
 
-    raw_zk.set(token_path(token_id), _broker_znode(token_id, version, expiry=NOW + 3 * DAY))
+    raw_zk.set(TokenZNode.path(token_id), _broker_znode(token_id, version, expiry=NOW + 3 * DAY))
     _notify(raw_zk, token_id.encode())
     eventually(lambda: (stored := cache.get(token_id)) is not None and stored.token.expiry_timestamp == NOW + 3 * DAY)
 
-    raw_zk.delete(token_path(token_id))
+    raw_zk.delete(TokenZNode.path(token_id))
     _notify(raw_zk, token_id.encode())
     eventually(lambda: cache.get(token_id) is None)
 
@@ -193,7 +193,7 @@ def test_a_token_is_only_dropped_when_a_notification_names_its_absent_znode(
     other_replica.create(token)
     eventually(lambda: cache.get(token.token_id) is not None)
 
-    raw_zk.delete(token_path(token.token_id))  # no notification yet: the cache cannot know
+    raw_zk.delete(TokenZNode.path(token.token_id))  # no notification yet: the cache cannot know
     other_replica.create(_token("SyncPointTokenAAAAAAAA"))
     eventually(lambda: cache.get("SyncPointTokenAAAAAAAA") is not None)
     assert cache.get(token.token_id) is not None
@@ -220,7 +220,7 @@ def test_a_notification_naming_an_unparsable_znode_drops_the_token(
     other_replica.create(token)
     eventually(lambda: cache.get(token.token_id) is not None)
 
-    raw_zk.set(token_path(token.token_id), garbage)
+    raw_zk.set(TokenZNode.path(token.token_id), garbage)
     _notify(raw_zk, token.token_id.encode())
 
     eventually(lambda: cache.get(token.token_id) is None)
@@ -322,8 +322,8 @@ def test_after_a_session_expiry_the_cache_reloads_everything_and_follows_again(
     """Notifications may have been missed and purged while the session was gone: only a reload finds out."""
     other_replica.create(_token("DeletedUnseenAAAAAAAAA"))
     eventually(lambda: cache.get("DeletedUnseenAAAAAAAAA") is not None)
-    raw_zk.create(token_path("CreatedUnseenAAAAAAAAA"), _broker_znode("CreatedUnseenAAAAAAAAA", 3))
-    raw_zk.delete(token_path("DeletedUnseenAAAAAAAAA"))
+    raw_zk.create(TokenZNode.path("CreatedUnseenAAAAAAAAA"), _broker_znode("CreatedUnseenAAAAAAAAA", 3))
+    raw_zk.delete(TokenZNode.path("DeletedUnseenAAAAAAAAA"))
     other_replica.create(_token("SyncPointTokenAAAAAAAA"))
     eventually(lambda: cache.get("SyncPointTokenAAAAAAAA") is not None)
     assert cache.get("CreatedUnseenAAAAAAAAA") is None  # nothing announced these two changes
@@ -380,7 +380,7 @@ def test_the_tokens_root_holds_exactly_what_the_cache_shows(
     for index in range(5):
         other_replica.create(_token(f"ManyTokens{index}AAAAAAAAAAA"))
     other_replica.delete("ManyTokens2AAAAAAAAAAA", 0)
-    eventually(lambda: _ids(cache) == set(raw_zk.get_children(TOKENS)))
+    eventually(lambda: _ids(cache) == set(raw_zk.get_children(TokenZNode.ROOT)))
     assert len(cache) == 4
 
 

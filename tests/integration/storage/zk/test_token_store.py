@@ -12,8 +12,8 @@ from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import TOKEN_CHANGES, TOKENS
 from app.storage.zk.token_store import ZkTokenStore
+from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 
 
 def _token(token_id: str = "StoreTestTokenAAAAAAAA") -> TokenInformation:
@@ -35,7 +35,7 @@ def store(zk: ZkConnection) -> ZkTokenStore:
 
 
 def test_start_creates_the_chroot_and_parents(zk: ZkConnection, raw_zk: KazooClient) -> None:
-    assert raw_zk.exists(TOKENS) and raw_zk.exists(TOKEN_CHANGES)
+    assert raw_zk.exists(TokenZNode.ROOT) and raw_zk.exists(TokenChangeZNode.ROOT)
     assert raw_zk.exists("/config/users") and raw_zk.exists("/config/changes")
 
 
@@ -53,9 +53,9 @@ def test_each_write_has_exactly_one_notification(store: ZkTokenStore, raw_zk: Ka
     store.create(token)
     store.update(token.with_expiry(3000), 0)
     store.delete(token.token_id, 1)
-    changes = sorted(raw_zk.get_children(TOKEN_CHANGES))
+    changes = sorted(raw_zk.get_children(TokenChangeZNode.ROOT))
     assert changes == [f"token_change_{n:010d}" for n in range(3)]
-    assert {raw_zk.get(f"{TOKEN_CHANGES}/{name}")[0] for name in changes} == {token.token_id.encode()}
+    assert {raw_zk.get(f"{TokenChangeZNode.ROOT}/{name}")[0] for name in changes} == {token.token_id.encode()}
 
 
 def test_stale_version_is_refused_and_writes_nothing(store: ZkTokenStore, raw_zk: KazooClient) -> None:
@@ -68,14 +68,14 @@ def test_stale_version_is_refused_and_writes_nothing(store: ZkTokenStore, raw_zk
         store.delete(token.token_id, 0)
     stored = store.get(token.token_id)
     assert stored is not None and stored.token.expiry_timestamp == 3000
-    assert len(raw_zk.get_children(TOKEN_CHANGES)) == 2  # the refused writes left no notification
+    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 2  # the refused writes left no notification
 
 
 def test_duplicate_create_is_refused_atomically(store: ZkTokenStore, raw_zk: KazooClient) -> None:
     store.create(_token())
     with pytest.raises(ConcurrentModification):
         store.create(_token())
-    assert len(raw_zk.get_children(TOKEN_CHANGES)) == 1
+    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 1
 
 
 def test_update_of_a_deleted_token(store: ZkTokenStore) -> None:
@@ -88,8 +88,8 @@ def test_update_of_a_deleted_token(store: ZkTokenStore) -> None:
 
 def test_version_1_store_writes_version_1(zk: ZkConnection, raw_zk: KazooClient) -> None:
     ZkTokenStore(zk, znode_version=1).create(_token())
-    assert b'"version":1' in raw_zk.get(f"{TOKENS}/{_token().token_id}")[0]
-    assert b"tokenRequester" not in raw_zk.get(f"{TOKENS}/{_token().token_id}")[0]
+    assert b'"version":1' in raw_zk.get(f"{TokenZNode.ROOT}/{_token().token_id}")[0]
+    assert b"tokenRequester" not in raw_zk.get(f"{TokenZNode.ROOT}/{_token().token_id}")[0]
 
 
 def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:

@@ -11,8 +11,8 @@ from app.domain.credentials import Mechanism
 from app.domain.errors import CredentialNotFound
 from app.domain.scram import derive, password_matches
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import CONFIG_CHANGES
 from app.storage.zk.user_store import ZkUserStore
+from app.storage.zk.znodes import ConfigChangeZNode
 
 
 @pytest.fixture
@@ -29,7 +29,7 @@ def test_put_then_read_both_mechanisms(store: ZkUserStore, raw_zk: KazooClient) 
     credentials = store.credentials("ann")
     assert set(credentials) == set(Mechanism)
     assert all(password_matches(m, c, "pw") for m, c in credentials.items())
-    assert len(raw_zk.get_children(CONFIG_CHANGES)) == 2
+    assert len(raw_zk.get_children(ConfigChangeZNode.ROOT)) == 2
 
 
 def test_missing_user_has_no_credentials(store: ZkUserStore) -> None:

@@ -22,21 +22,17 @@ from app.domain.token import TokenInformation
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.paths import (
-    ACL_LITERAL_CHANGES,
-    CONFIG_CHANGES,
-    DELEGATION_TOKEN_ROOT,
-    KTS_ROOT,
-    SWEEPER_ELECTION,
-    TOKEN_CHANGES,
-    TOKENS,
-    acl_path,
-    audit_intent_path,
-    token_path,
-    user_config_path,
-)
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
+from app.storage.zk.znodes import (
+    AclChangeZNode,
+    AclZNode,
+    ConfigChangeZNode,
+    KtsZNodes,
+    TokenChangeZNode,
+    TokenZNode,
+    UserConfigZNode,
+)
 from tests.api.helpers import eventually
 from tests.conftest import ZK_SASL_USERS, SaslZooKeeper, start_sasl_zookeeper
 from tests.tls_material import CertificateAuthority
@@ -95,15 +91,15 @@ def as_kts(sasl_zookeeper: SaslZooKeeper, secure_connect: str, secure_zk: ZkConn
 def test_token_znodes_are_creator_only_and_notifications_world_readable(
     secure_zk: ZkConnection, as_kts: KazooClient, sasl_zookeeper: SaslZooKeeper, secure_connect: str
 ) -> None:
-    ZkTokenStore(secure_zk).create(_token(), intent=audit_intent_path(7))
+    ZkTokenStore(secure_zk).create(_token(), intent=KtsZNodes.audit_intent(7))
 
-    assert _acls(as_kts, token_path(TOKEN_ID)) == CREATOR_ONLY
-    assert _acls(as_kts, TOKENS) == CREATOR_ONLY
-    assert _acls(as_kts, _only_child(as_kts, TOKEN_CHANGES)) == CREATOR_AND_WORLD_READ
-    assert _acls(as_kts, TOKEN_CHANGES) == CREATOR_AND_WORLD_READ
-    assert _acls(as_kts, DELEGATION_TOKEN_ROOT) == CREATOR_AND_WORLD_READ
-    assert _acls(as_kts, audit_intent_path(7)) == CREATOR_ONLY
-    assert _acls(as_kts, KTS_ROOT) == CREATOR_ONLY
+    assert _acls(as_kts, TokenZNode.path(TOKEN_ID)) == CREATOR_ONLY
+    assert _acls(as_kts, TokenZNode.ROOT) == CREATOR_ONLY
+    assert _acls(as_kts, _only_child(as_kts, TokenChangeZNode.ROOT)) == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, TokenChangeZNode.ROOT) == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, "/delegation_token") == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, KtsZNodes.audit_intent(7)) == CREATOR_ONLY
+    assert _acls(as_kts, KtsZNodes.ROOT) == CREATOR_ONLY
     root = sasl_zookeeper.client("kts")
     try:
         assert _acls(root, "/" + secure_connect.partition("/")[2]) == CREATOR_AND_WORLD_READ  # the chroot
@@ -120,20 +116,20 @@ def test_credentials_are_creator_only_and_kafka_acls_world_readable(
     entry = AccessControlEntry("User:bob", "*", Operation.CREATE_TOKENS, Permission.ALLOW)
     ZkAclStore(secure_zk).change(pattern, lambda entries: entries | {entry})
 
-    assert _acls(as_kts, user_config_path("alice")) == CREATOR_ONLY
-    assert _acls(as_kts, _only_child(as_kts, CONFIG_CHANGES)) == CREATOR_AND_WORLD_READ
-    assert _acls(as_kts, acl_path("User", "User:alice", prefixed=False)) == CREATOR_AND_WORLD_READ
-    assert _acls(as_kts, _only_child(as_kts, ACL_LITERAL_CHANGES)) == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, UserConfigZNode.path("alice")) == CREATOR_ONLY
+    assert _acls(as_kts, _only_child(as_kts, ConfigChangeZNode.ROOT)) == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, AclZNode.path(pattern)) == CREATOR_AND_WORLD_READ
+    assert _acls(as_kts, _only_child(as_kts, AclChangeZNode.LITERAL_ROOT)) == CREATOR_AND_WORLD_READ
 
 
 def test_recipe_znodes_such_as_the_sweeper_election_are_creator_only(
     secure_zk: ZkConnection, as_kts: KazooClient
 ) -> None:
-    lock = secure_zk.client.Lock(SWEEPER_ELECTION, "replica-1")
+    lock = secure_zk.client.Lock(KtsZNodes.SWEEPER_ELECTION, "replica-1")
     assert lock.acquire(timeout=10)
     try:
-        assert _acls(as_kts, SWEEPER_ELECTION) == CREATOR_ONLY
-        assert _acls(as_kts, _only_child(as_kts, SWEEPER_ELECTION)) == CREATOR_ONLY
+        assert _acls(as_kts, KtsZNodes.SWEEPER_ELECTION) == CREATOR_ONLY
+        assert _acls(as_kts, _only_child(as_kts, KtsZNodes.SWEEPER_ELECTION)) == CREATOR_ONLY
     finally:
         lock.release()
 
@@ -146,12 +142,12 @@ def test_another_identity_reads_notifications_but_not_tokens_or_credentials(
     other = sasl_zookeeper.client("other", connect=secure_connect)
     try:
         with pytest.raises(NoAuthError):
-            other.get(token_path(TOKEN_ID))
+            other.get(TokenZNode.path(TOKEN_ID))
         with pytest.raises(NoAuthError):
-            other.get_children(TOKENS)
+            other.get_children(TokenZNode.ROOT)
         with pytest.raises(NoAuthError):
-            other.get(user_config_path("alice"))
-        notification = _only_child(other, TOKEN_CHANGES)
+            other.get(UserConfigZNode.path("alice"))
+        notification = _only_child(other, TokenChangeZNode.ROOT)
         assert other.get(notification)[0] == TOKEN_ID.encode()
         with pytest.raises(NoAuthError):  # the world only reads
             other.delete(notification)
@@ -168,8 +164,8 @@ def test_an_anonymous_client_cannot_read_a_token_znode(sasl_optional_zookeeper: 
     try:
         ZkTokenStore(connection).create(_token())
         with pytest.raises(NoAuthError):
-            anonymous.get(token_path(TOKEN_ID))
-        assert anonymous.get(_only_child(anonymous, TOKEN_CHANGES))[0] == TOKEN_ID.encode()
+            anonymous.get(TokenZNode.path(TOKEN_ID))
+        assert anonymous.get(_only_child(anonymous, TokenChangeZNode.ROOT))[0] == TOKEN_ID.encode()
     finally:
         anonymous.stop()
         anonymous.close()
@@ -215,7 +211,7 @@ def test_the_login_is_repeated_when_the_session_reconnects(tmp_path: Path) -> No
         zookeeper.server.start()  # same port and data: kazoo reconnects the same session
         eventually(lambda: connection.connected, timeout_s=30)
         ZkTokenStore(connection).create(_token())
-        assert connection.client.get_acls(token_path(TOKEN_ID))[0] == [KTS_ALL]
+        assert connection.client.get_acls(TokenZNode.path(TOKEN_ID))[0] == [KTS_ALL]
     finally:
         connection.stop()
         zookeeper.server.stop()
@@ -253,9 +249,14 @@ def test_without_set_acl_every_znode_stays_open_to_the_world(
     connection = ZkConnection(connect, session_timeout_ms=6000, security=security)
     connection.start()
     try:
-        ZkTokenStore(connection).create(_token(), intent=audit_intent_path(1))
+        ZkTokenStore(connection).create(_token(), intent=KtsZNodes.audit_intent(1))
         client = connection.client
-        for path in (token_path(TOKEN_ID), TOKENS, _only_child(client, TOKEN_CHANGES), audit_intent_path(1)):
+        for path in (
+            TokenZNode.path(TOKEN_ID),
+            TokenZNode.ROOT,
+            _only_child(client, TokenChangeZNode.ROOT),
+            KtsZNodes.audit_intent(1),
+        ):
             assert client.get_acls(path)[0] == OPEN_ACL_UNSAFE, path
     finally:
         connection.stop()
@@ -313,8 +314,8 @@ def test_tls_with_a_client_certificate_makes_token_znodes_creator_only(tls_zooke
     try:
         ZkTokenStore(connection).create(_token())
         client = connection.client
-        assert client.get_acls(token_path(TOKEN_ID))[0] == [make_acl("x509", "CN=kts", all=True)]
-        assert set(client.get_acls(_only_child(client, TOKEN_CHANGES))[0]) == {
+        assert client.get_acls(TokenZNode.path(TOKEN_ID))[0] == [make_acl("x509", "CN=kts", all=True)]
+        assert set(client.get_acls(_only_child(client, TokenChangeZNode.ROOT))[0]) == {
             make_acl("x509", "CN=kts", all=True),
             WORLD_READ,
         }

@@ -8,8 +8,8 @@ import pytest
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from app.settings import ConfigError, load_settings
-from app.storage.zk.acls_for_paths import ZnodeAcls, is_sensitive
 from app.storage.zk.client_security import client_security
+from app.storage.zk.znodes.znode_acls import ZnodeAcls, is_sensitive
 
 PASSWORD = "zk-Pa55word"
 REQUIRED = {"zookeeper_connect": "127.0.0.1:2181/kafka", "delegation_token_secret_key": "s"}

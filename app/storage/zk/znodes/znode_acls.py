@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
-from app.storage.zk.paths import CONFIG_BROKERS, CONFIG_USERS, KTS_ROOT, TOKENS
+from app.storage.zk.znodes.kts import KtsZNodes
+from app.storage.zk.znodes.tokens import TokenZNode
+from app.storage.zk.znodes.user_configs import UserConfigZNode
 
-SENSITIVE_ROOTS = (CONFIG_USERS, CONFIG_BROKERS, TOKENS, KTS_ROOT)
+CONFIG_BROKERS = "/config/brokers"  # kts never writes it; named for this policy
+SENSITIVE_ROOTS = (UserConfigZNode.ROOT, CONFIG_BROKERS, TokenZNode.ROOT, KtsZNodes.ROOT)
 
 
 def is_sensitive(path: str) -> bool:

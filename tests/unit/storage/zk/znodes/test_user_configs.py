@@ -8,14 +8,7 @@ import json
 import pytest
 
 from app.domain.credentials import Mechanism, ScramCredential
-from app.storage.zk.user_config_codec import (
-    UserConfigCodecError,
-    credential_from_string,
-    credential_to_string,
-    credentials,
-    decode,
-    encode,
-)
+from app.storage.zk.znodes import ConfigChangeZNode, MalformedZNode, UserConfigZNode
 
 CREDENTIAL = ScramCredential(
     salt=bytes(range(32)),
@@ -51,22 +44,22 @@ KAFKA_CONFIGS_ZNODE = json.dumps(
 
 
 def test_credential_string_has_kafka_field_order() -> None:
-    assert credential_to_string(CREDENTIAL) == (
+    assert UserConfigZNode.credential_to_string(CREDENTIAL) == (
         f"salt={b64(CREDENTIAL.salt)},stored_key={b64(CREDENTIAL.stored_key)},"
         f"server_key={b64(CREDENTIAL.server_key)},iterations=4096"
     )
 
 
 def test_credential_string_round_trip() -> None:
-    assert credential_from_string(credential_to_string(CREDENTIAL)) == CREDENTIAL
+    assert UserConfigZNode.credential_from_string(UserConfigZNode.credential_to_string(CREDENTIAL)) == CREDENTIAL
 
 
 def test_credential_from_kafka_string() -> None:
-    credential = credential_from_string(SHA256_TEXT)
+    credential = UserConfigZNode.credential_from_string(SHA256_TEXT)
     assert credential.salt == b"1kq9bofvtunakpq3xhfpxkaz4"
     assert credential.iterations == 4096
     assert len(credential.stored_key) == 32
-    assert credential_to_string(credential) == SHA256_TEXT
+    assert UserConfigZNode.credential_to_string(credential) == SHA256_TEXT
 
 
 @pytest.mark.parametrize(
@@ -82,12 +75,12 @@ def test_credential_from_kafka_string() -> None:
     ],
 )
 def test_malformed_credential_string_is_refused(text: str) -> None:
-    with pytest.raises(UserConfigCodecError):
-        credential_from_string(text)
+    with pytest.raises(MalformedZNode):
+        UserConfigZNode.credential_from_string(text)
 
 
 def test_decode_kafka_configs_znode_keeps_every_key() -> None:
-    assert decode(KAFKA_CONFIGS_ZNODE) == {
+    assert UserConfigZNode.decode(KAFKA_CONFIGS_ZNODE) == {
         "SCRAM-SHA-512": SHA512_TEXT,
         "producer_byte_rate": "1024",
         "SCRAM-SHA-256": SHA256_TEXT,
@@ -95,34 +88,37 @@ def test_decode_kafka_configs_znode_keeps_every_key() -> None:
 
 
 def test_credentials_extracts_both_mechanisms_and_ignores_quotas() -> None:
-    found = credentials(decode(KAFKA_CONFIGS_ZNODE))
+    found = UserConfigZNode.credentials(UserConfigZNode.decode(KAFKA_CONFIGS_ZNODE))
     assert set(found) == {Mechanism.SCRAM_SHA_256, Mechanism.SCRAM_SHA_512}
     assert found[Mechanism.SCRAM_SHA_512].iterations == 8192
-    assert found[Mechanism.SCRAM_SHA_256] == credential_from_string(SHA256_TEXT)
+    assert found[Mechanism.SCRAM_SHA_256] == UserConfigZNode.credential_from_string(SHA256_TEXT)
 
 
 def test_credentials_treats_a_malformed_credential_as_absent() -> None:
     config = {"SCRAM-SHA-256": "salt=###", "SCRAM-SHA-512": SHA512_TEXT, "producer_byte_rate": "1024"}
-    assert set(credentials(config)) == {Mechanism.SCRAM_SHA_512}
+    assert set(UserConfigZNode.credentials(config)) == {Mechanism.SCRAM_SHA_512}
 
 
 def test_credentials_of_config_without_scram_entries_is_empty() -> None:
-    assert credentials({"producer_byte_rate": "1024"}) == {}
+    assert UserConfigZNode.credentials({"producer_byte_rate": "1024"}) == {}
 
 
 def test_encode_decode_round_trip_keeps_other_keys() -> None:
-    config = decode(KAFKA_CONFIGS_ZNODE)
-    config["SCRAM-SHA-256"] = credential_to_string(CREDENTIAL)
-    assert decode(encode(config)) == config
+    config = UserConfigZNode.decode(KAFKA_CONFIGS_ZNODE)
+    config["SCRAM-SHA-256"] = UserConfigZNode.credential_to_string(CREDENTIAL)
+    assert UserConfigZNode.decode(UserConfigZNode.encode(config)) == config
 
 
 def test_encode_is_compact_versioned_json() -> None:
-    assert encode({"producer_byte_rate": "1024"}) == b'{"version":1,"config":{"producer_byte_rate":"1024"}}'
+    assert (
+        UserConfigZNode.encode({"producer_byte_rate": "1024"})
+        == b'{"version":1,"config":{"producer_byte_rate":"1024"}}'
+    )
 
 
 @pytest.mark.parametrize("data", [None, b""])
 def test_decode_of_absent_or_empty_znode_is_an_empty_config(data: bytes | None) -> None:
-    assert decode(data) == {}
+    assert UserConfigZNode.decode(data) == {}
 
 
 @pytest.mark.parametrize(
@@ -137,8 +133,8 @@ def test_decode_of_absent_or_empty_znode_is_an_empty_config(data: bytes | None) 
     ],
 )
 def test_decode_refuses_malformed_znodes(data: bytes) -> None:
-    with pytest.raises(UserConfigCodecError):
-        decode(data)
+    with pytest.raises(MalformedZNode):
+        UserConfigZNode.decode(data)
 
 
 def test_credential_repr_hides_keys() -> None:
@@ -146,3 +142,23 @@ def test_credential_repr_hides_keys() -> None:
     assert b64(CREDENTIAL.stored_key) not in text
     assert CREDENTIAL.stored_key.hex() not in text
     assert "4096" in text
+
+
+# --- config change notification -------------------------------------------------------------------------------
+
+
+def test_user_config_change_is_exact_compact_json() -> None:
+    assert ConfigChangeZNode.encode("alice") == b'{"version":2,"entity_path":"users/alice"}'
+
+
+def test_user_config_change_sanitizes_the_user_name() -> None:
+    assert ConfigChangeZNode.encode("CN=a b,O=x*y") == b'{"version":2,"entity_path":"users/CN%3Da%20b%2CO%3Dx%2Ay"}'
+
+
+def test_user_config_change_of_non_ascii_name_is_percent_encoded() -> None:
+    assert ConfigChangeZNode.encode("é") == b'{"version":2,"entity_path":"users/%C3%A9"}'
+
+
+def test_user_config_paths_are_kafkas() -> None:
+    assert UserConfigZNode.path("CN=a b") == "/config/users/CN%3Da%20b"
+    assert ConfigChangeZNode.PREFIX == "/config/changes/config_change_"

@@ -8,14 +8,7 @@ import pytest
 
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
 from app.domain.authorization import ResourceType
-from app.storage.zk import paths
-from app.storage.zk.acl_codec import (
-    AclCodecError,
-    decode_change,
-    decode_entries,
-    encode_change,
-    encode_entries,
-)
+from app.storage.zk.znodes import PERSISTENT_PATHS, AclChangeZNode, AclZNode, MalformedZNode
 
 ALICE_CREATE = AccessControlEntry("User:alice", "*", "CreateTokens", "Allow")
 KAFKA_EXAMPLE = (
@@ -27,11 +20,11 @@ KAFKA_EXAMPLE = (
 
 
 def test_encode_single_entry_is_exactly_kafkas_bytes() -> None:
-    assert encode_entries([ALICE_CREATE]) == KAFKA_EXAMPLE
+    assert AclZNode.encode([ALICE_CREATE]) == KAFKA_EXAMPLE
 
 
 def test_encode_is_compact_with_kafkas_key_order() -> None:
-    data = encode_entries([AccessControlEntry("User:bob", "198.51.100.1", "DescribeTokens", "Deny")])
+    data = AclZNode.encode([AccessControlEntry("User:bob", "198.51.100.1", "DescribeTokens", "Deny")])
     assert data == (
         b'{"version":1,"acls":[{"principal":"User:bob","permissionType":"Deny",'
         b'"operation":"DescribeTokens","host":"198.51.100.1"}]}'
@@ -55,18 +48,18 @@ def test_encode_several_entries_in_a_deterministic_order() -> None:
         b'{"principal":"User:bob","permissionType":"Allow","operation":"Describe","host":"*"}'
         b"]}"
     )
-    assert encode_entries(entries) == expected
-    assert encode_entries(reversed(entries)) == expected
-    assert encode_entries(frozenset(entries)) == expected
-    assert encode_entries(iter(entries[2:] + entries[:2])) == expected
+    assert AclZNode.encode(entries) == expected
+    assert AclZNode.encode(reversed(entries)) == expected
+    assert AclZNode.encode(frozenset(entries)) == expected
+    assert AclZNode.encode(iter(entries[2:] + entries[:2])) == expected
 
 
 def test_encode_no_entries() -> None:
-    assert encode_entries([]) == b'{"version":1,"acls":[]}'
+    assert AclZNode.encode([]) == b'{"version":1,"acls":[]}'
 
 
 def test_encode_writes_non_ascii_as_utf8_like_jackson() -> None:
-    data = encode_entries([AccessControlEntry("User:用户", "*", "Describe", "Allow")])
+    data = AclZNode.encode([AccessControlEntry("User:用户", "*", "Describe", "Allow")])
     assert "User:用户".encode() in data
     assert b"\\u" not in data
     data.decode("utf-8")
@@ -74,13 +67,13 @@ def test_encode_writes_non_ascii_as_utf8_like_jackson() -> None:
 
 def test_encode_escapes_json_specials() -> None:
     entry = AccessControlEntry('User:CN="a\\b"', "*", "Describe", "Allow")
-    data = encode_entries([entry])
+    data = AclZNode.encode([entry])
     assert b'"principal":"User:CN=\\"a\\\\b\\""' in data
-    assert decode_entries(data) == {entry}
+    assert AclZNode.decode(data) == {entry}
 
 
 def test_encode_is_valid_json_with_version_1() -> None:
-    doc = json.loads(encode_entries([ALICE_CREATE]))
+    doc = json.loads(AclZNode.encode([ALICE_CREATE]))
     assert doc == {
         "version": 1,
         "acls": [{"principal": "User:alice", "permissionType": "Allow", "operation": "CreateTokens", "host": "*"}],
@@ -93,13 +86,13 @@ def test_encode_is_valid_json_with_version_1() -> None:
 
 
 def test_decode_kafkas_example() -> None:
-    assert decode_entries(KAFKA_EXAMPLE) == frozenset({ALICE_CREATE})
-    assert isinstance(decode_entries(KAFKA_EXAMPLE), frozenset)
+    assert AclZNode.decode(KAFKA_EXAMPLE) == frozenset({ALICE_CREATE})
+    assert isinstance(AclZNode.decode(KAFKA_EXAMPLE), frozenset)
 
 
 def test_decode_maps_each_key_to_its_field() -> None:
     data = b'{"version":1,"acls":[{"principal":"P:p","permissionType":"T","operation":"O","host":"H"}]}'
-    (entry,) = decode_entries(data)
+    (entry,) = AclZNode.decode(data)
     assert entry == AccessControlEntry(principal="P:p", host="H", operation="O", permission="T")
 
 
@@ -116,7 +109,7 @@ def test_decode_a_kafka_acls_sh_znode_keeps_operations_kts_does_not_grant() -> N
         {"principal": "User:carol", "permissionType": "Allow", "operation": "SomeFutureOp", "host": "*"}
       ]
     }"""
-    assert decode_entries(data) == frozenset(
+    assert AclZNode.decode(data) == frozenset(
         {
             AccessControlEntry("User:bob", "*", "Read", "Allow"),
             AccessControlEntry("User:bob", "198.51.100.1", "Write", "Deny"),
@@ -132,9 +125,9 @@ def test_foreign_entries_survive_a_rewrite() -> None:
         b'{"version":1,"acls":[{"principal":"User:bob","permissionType":"Allow","operation":"Read","host":"*"},'
         b'{"principal":"User:bob","permissionType":"Deny","operation":"SomeFutureOp","host":"198.51.100.1"}]}'
     )
-    entries = decode_entries(foreign)
-    assert decode_entries(encode_entries(entries)) == entries
-    assert encode_entries(entries | {ALICE_CREATE}) == (
+    entries = AclZNode.decode(foreign)
+    assert AclZNode.decode(AclZNode.encode(entries)) == entries
+    assert AclZNode.encode(entries | {ALICE_CREATE}) == (
         b'{"version":1,"acls":['
         b'{"principal":"User:alice","permissionType":"Allow","operation":"CreateTokens","host":"*"},'
         b'{"principal":"User:bob","permissionType":"Allow","operation":"Read","host":"*"},'
@@ -148,16 +141,16 @@ def test_decode_ignores_extra_keys_and_collapses_duplicates() -> None:
         b'{"principal":"User:alice","permissionType":"Allow","operation":"CreateTokens","host":"*","note":"x"},'
         b'{"principal":"User:alice","permissionType":"Allow","operation":"CreateTokens","host":"*"}]}'
     )
-    assert decode_entries(data) == frozenset({ALICE_CREATE})
+    assert AclZNode.decode(data) == frozenset({ALICE_CREATE})
 
 
 def test_decode_empty_acls_list() -> None:
-    assert decode_entries(b'{"version":1,"acls":[]}') == frozenset()
+    assert AclZNode.decode(b'{"version":1,"acls":[]}') == frozenset()
 
 
 def test_decode_utf8_principal() -> None:
     data = '{"version":1,"acls":[{"principal":"User:é","permissionType":"Allow","operation":"Read","host":"*"}]}'
-    assert decode_entries(data.encode()) == {AccessControlEntry("User:é", "*", "Read", "Allow")}
+    assert AclZNode.decode(data.encode()) == {AccessControlEntry("User:é", "*", "Read", "Allow")}
 
 
 @pytest.mark.parametrize(
@@ -173,7 +166,7 @@ def test_decode_utf8_principal() -> None:
     ],
 )
 def test_entries_round_trip(entries: list[AccessControlEntry]) -> None:
-    assert decode_entries(encode_entries(entries)) == frozenset(entries)
+    assert AclZNode.decode(AclZNode.encode(entries)) == frozenset(entries)
 
 
 @pytest.mark.parametrize(
@@ -186,8 +179,8 @@ def test_entries_round_trip(entries: list[AccessControlEntry]) -> None:
     ],
 )
 def test_decode_refuses_non_json(data: bytes) -> None:
-    with pytest.raises(AclCodecError, match="not UTF-8 JSON"):
-        decode_entries(data)
+    with pytest.raises(MalformedZNode, match="not UTF-8 JSON"):
+        AclZNode.decode(data)
 
 
 @pytest.mark.parametrize(
@@ -205,8 +198,8 @@ def test_decode_refuses_non_json(data: bytes) -> None:
     ],
 )
 def test_decode_refuses_a_document_without_an_acls_list(data: bytes) -> None:
-    with pytest.raises(AclCodecError, match="no acls list"):
-        decode_entries(data)
+    with pytest.raises(MalformedZNode, match="no acls list"):
+        AclZNode.decode(data)
 
 
 def _znode_with(item: object) -> bytes:
@@ -219,27 +212,27 @@ _GOOD_ITEM = {"principal": "User:alice", "permissionType": "Allow", "operation":
 @pytest.mark.parametrize("missing", sorted(_GOOD_ITEM))
 def test_decode_refuses_an_entry_missing_a_key(missing: str) -> None:
     item = {key: value for key, value in _GOOD_ITEM.items() if key != missing}
-    with pytest.raises(AclCodecError, match="lacks"):
-        decode_entries(_znode_with(item))
+    with pytest.raises(MalformedZNode, match="lacks"):
+        AclZNode.decode(_znode_with(item))
 
 
 @pytest.mark.parametrize("key", sorted(_GOOD_ITEM))
 @pytest.mark.parametrize("value", [None, 1, True, [], {}, ["*"]], ids=["null", "int", "bool", "list", "object", "strs"])
 def test_decode_refuses_an_entry_with_a_non_string_value(key: str, value: object) -> None:
-    with pytest.raises(AclCodecError):
-        decode_entries(_znode_with({**_GOOD_ITEM, key: value}))
+    with pytest.raises(MalformedZNode):
+        AclZNode.decode(_znode_with({**_GOOD_ITEM, key: value}))
 
 
 @pytest.mark.parametrize("item", ["User:alice", 1, None, [], ["User:alice", "Allow", "Read", "*"]])
 def test_decode_refuses_an_entry_that_is_not_an_object(item: object) -> None:
-    with pytest.raises(AclCodecError):
-        decode_entries(_znode_with(item))
+    with pytest.raises(MalformedZNode):
+        AclZNode.decode(_znode_with(item))
 
 
 def test_codec_error_is_a_value_error() -> None:
-    assert issubclass(AclCodecError, ValueError)
+    assert issubclass(MalformedZNode, ValueError)
     with pytest.raises(ValueError):
-        decode_entries(b"nope")
+        AclZNode.decode(b"nope")
 
 
 # --- change notifications -------------------------------------------------------------------------------------
@@ -258,20 +251,23 @@ def test_codec_error_is_a_value_error() -> None:
     ],
 )
 def test_encode_literal_change(pattern: ResourcePattern, expected: bytes) -> None:
-    assert encode_change(pattern) == expected
-    assert decode_change(expected, prefixed=False) == pattern
+    assert AclChangeZNode.encode(pattern) == expected
+    assert AclChangeZNode.decode(expected, PatternType.LITERAL) == pattern
 
 
 def test_encode_prefixed_change_is_exactly_kafkas_json() -> None:
     pattern = ResourcePattern("User", "User:al", PatternType.PREFIXED)
-    assert encode_change(pattern) == b'{"version":1,"resourceType":"User","name":"User:al","patternType":"PREFIXED"}'
+    assert (
+        AclChangeZNode.encode(pattern)
+        == b'{"version":1,"resourceType":"User","name":"User:al","patternType":"PREFIXED"}'
+    )
 
 
 def test_encode_prefixed_change_other_types_and_utf8() -> None:
-    assert encode_change(ResourcePattern(ResourceType.DELEGATION_TOKEN, "tok-", PatternType.PREFIXED)) == (
+    assert AclChangeZNode.encode(ResourcePattern(ResourceType.DELEGATION_TOKEN, "tok-", PatternType.PREFIXED)) == (
         b'{"version":1,"resourceType":"DelegationToken","name":"tok-","patternType":"PREFIXED"}'
     )
-    data = encode_change(ResourcePattern("User", 'User:"é', PatternType.PREFIXED))
+    data = AclChangeZNode.encode(ResourcePattern("User", 'User:"é', PatternType.PREFIXED))
     assert data == '{"version":1,"resourceType":"User","name":"User:\\"é","patternType":"PREFIXED"}'.encode()
 
 
@@ -287,7 +283,7 @@ def test_encode_prefixed_change_other_types_and_utf8() -> None:
     ],
 )
 def test_decode_literal_change(data: bytes, expected: ResourcePattern) -> None:
-    decoded = decode_change(data, prefixed=False)
+    decoded = AclChangeZNode.decode(data, PatternType.LITERAL)
     assert decoded == expected
     assert decoded.pattern_type is PatternType.LITERAL
 
@@ -315,7 +311,7 @@ def test_decode_literal_change(data: bytes, expected: ResourcePattern) -> None:
     ids=["kafka", "reordered", "topic", "no-pattern-type"],
 )
 def test_decode_prefixed_change(data: bytes, expected: ResourcePattern) -> None:
-    decoded = decode_change(data, prefixed=True)
+    decoded = AclChangeZNode.decode(data, PatternType.PREFIXED)
     assert decoded == expected
     assert decoded.pattern_type is PatternType.PREFIXED
 
@@ -329,7 +325,7 @@ def test_decode_prefixed_change(data: bytes, expected: ResourcePattern) -> None:
     ],
 )
 def test_prefixed_change_round_trips(pattern: ResourcePattern) -> None:
-    assert decode_change(encode_change(pattern), prefixed=True) == pattern
+    assert AclChangeZNode.decode(AclChangeZNode.encode(pattern), PatternType.PREFIXED) == pattern
 
 
 @pytest.mark.parametrize(
@@ -344,8 +340,8 @@ def test_prefixed_change_round_trips(pattern: ResourcePattern) -> None:
     ],
 )
 def test_decode_literal_change_refuses_garbage(data: bytes) -> None:
-    with pytest.raises(AclCodecError):
-        decode_change(data, prefixed=False)
+    with pytest.raises(MalformedZNode):
+        AclChangeZNode.decode(data, PatternType.LITERAL)
 
 
 @pytest.mark.parametrize(
@@ -371,40 +367,43 @@ def test_decode_literal_change_refuses_garbage(data: bytes) -> None:
     ],
 )
 def test_decode_prefixed_change_refuses_garbage(data: bytes) -> None:
-    with pytest.raises(AclCodecError):
-        decode_change(data, prefixed=True)
+    with pytest.raises(MalformedZNode):
+        AclChangeZNode.decode(data, PatternType.PREFIXED)
 
 
 # --- znode paths ----------------------------------------------------------------------------------------------
 
 
 def test_acl_path_literal() -> None:
-    assert paths.acl_path("User", "User:alice", prefixed=False) == "/kafka-acl/User/User:alice"
-    assert paths.acl_path("User", "*", prefixed=False) == "/kafka-acl/User/*"
-    assert paths.acl_path("DelegationToken", "tok-1", prefixed=False) == "/kafka-acl/DelegationToken/tok-1"
-    assert paths.acl_path("Cluster", "kafka-cluster", prefixed=False) == "/kafka-acl/Cluster/kafka-cluster"
-    assert paths.acl_path(ResourceType.USER, "User:CN=a:b", prefixed=False) == "/kafka-acl/User/User:CN=a:b"
+    assert AclZNode.path(ResourcePattern("User", "User:alice")) == "/kafka-acl/User/User:alice"
+    assert AclZNode.path(ResourcePattern("User", "*")) == "/kafka-acl/User/*"
+    assert AclZNode.path(ResourcePattern("DelegationToken", "tok-1")) == "/kafka-acl/DelegationToken/tok-1"
+    assert AclZNode.path(ResourcePattern("Cluster", "kafka-cluster")) == "/kafka-acl/Cluster/kafka-cluster"
+    assert AclZNode.path(ResourcePattern(ResourceType.USER, "User:CN=a:b")) == "/kafka-acl/User/User:CN=a:b"
 
 
 def test_acl_path_prefixed() -> None:
-    assert paths.acl_path("User", "User:al", prefixed=True) == "/kafka-acl-extended/prefixed/User/User:al"
-    assert paths.acl_path("DelegationToken", "tok-", prefixed=True) == (
+    assert AclZNode.path(ResourcePattern("User", "User:al", PatternType.PREFIXED)) == (
+        "/kafka-acl-extended/prefixed/User/User:al"
+    )
+    assert AclZNode.path(ResourcePattern("DelegationToken", "tok-", PatternType.PREFIXED)) == (
         "/kafka-acl-extended/prefixed/DelegationToken/tok-"
     )
 
 
 def test_acl_roots_and_change_queues() -> None:
-    assert paths.acl_root(False) == "/kafka-acl"
-    assert paths.acl_root(True) == "/kafka-acl-extended/prefixed"
-    assert paths.acl_changes(False) == "/kafka-acl-changes"
-    assert paths.acl_changes(True) == "/kafka-acl-extended-changes"
-    assert paths.ACL_CHANGE_NAME_PREFIX == "acl_changes_"
+    assert AclZNode.root(PatternType.LITERAL) == "/kafka-acl"
+    assert AclZNode.root(PatternType.PREFIXED) == "/kafka-acl-extended/prefixed"
+    assert AclChangeZNode.root(PatternType.LITERAL) == "/kafka-acl-changes"
+    assert AclChangeZNode.root(PatternType.PREFIXED) == "/kafka-acl-extended-changes"
+    assert AclChangeZNode.prefix(PatternType.LITERAL) == "/kafka-acl-changes/acl_changes_"
+    assert AclChangeZNode.prefix(PatternType.PREFIXED) == "/kafka-acl-extended-changes/acl_changes_"
 
 
 def test_acl_resource_types_are_kafkas() -> None:
-    assert set(paths.ACL_RESOURCE_TYPES) == {kind.value for kind in ResourceType}
+    assert set(AclZNode.RESOURCE_TYPES) == {kind.value for kind in ResourceType}
     for root in ("/kafka-acl", "/kafka-acl-extended/prefixed"):
         for kind in ResourceType:
-            assert f"{root}/{kind}" in paths.PERSISTENT_PATHS
-    assert "/kafka-acl-changes" in paths.PERSISTENT_PATHS
-    assert "/kafka-acl-extended-changes" in paths.PERSISTENT_PATHS
+            assert f"{root}/{kind}" in PERSISTENT_PATHS
+    assert "/kafka-acl-changes" in PERSISTENT_PATHS
+    assert "/kafka-acl-extended-changes" in PERSISTENT_PATHS

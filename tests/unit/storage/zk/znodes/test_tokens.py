@@ -1,4 +1,5 @@
-"""The token znode's data (docs/kafka-compatibility.md#token-znodes): byte-exact with what Kafka writes."""
+"""The token znode's data and its change notification (docs/kafka-compatibility.md#token-znodes): byte-exact
+with what Kafka writes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.storage.zk.token_codec import TokenCodecError, decode, encode
+from app.storage.zk.znodes import MalformedZNode, TokenChangeZNode, TokenZNode
 
 ALICE = KafkaPrincipal.user("alice")
 BOB = KafkaPrincipal.user("bob")
@@ -50,54 +51,54 @@ def _bytes(doc: dict[str, Any]) -> bytes:
 
 
 def test_v3_vector_decodes_to_the_expected_token() -> None:
-    assert decode(V3_VECTOR) == V3_TOKEN
+    assert TokenZNode.decode(V3_VECTOR) == V3_TOKEN
 
 
 def test_encoding_the_vector_token_at_version_3_gives_exactly_the_vector_bytes() -> None:
-    assert encode(V3_TOKEN, version=3) == V3_VECTOR
+    assert TokenZNode.encode(V3_TOKEN, version=3) == V3_VECTOR
 
 
 def test_default_encoding_version_is_3() -> None:
-    assert encode(V3_TOKEN) == V3_VECTOR
+    assert TokenZNode.encode(V3_TOKEN) == V3_VECTOR
 
 
 def test_v3_keeps_a_requester_different_from_the_owner() -> None:
     token = TokenInformation("tid", BOB, ALICE, (), 1, 2, 3)
-    data = encode(token, version=3)
+    data = TokenZNode.encode(token, version=3)
     assert json.loads(data)["tokenRequester"] == "User%3Aalice"
-    assert decode(data) == token
+    assert TokenZNode.decode(data) == token
 
 
 def test_key_order_is_irrelevant_to_the_reader() -> None:
     shuffled = dict(reversed(list(json.loads(V3_VECTOR).items())))
-    assert decode(_bytes(shuffled)) == V3_TOKEN
+    assert TokenZNode.decode(_bytes(shuffled)) == V3_TOKEN
 
 
 def test_principals_with_special_characters_are_sanitized_and_round_trip() -> None:
     owner = KafkaPrincipal.parse("User:CN=a b,O=x*y~z+w")
     token = TokenInformation("tid", owner, KafkaPrincipal.user("é"), (KafkaPrincipal.user("a:b"),), 1, 2, 3)
-    data = encode(token)
+    data = TokenZNode.encode(token)
     doc = json.loads(data)
     assert doc["owner"] == "User%3ACN%3Da%20b%2CO%3Dx%2Ay%7Ez%2Bw"
     assert doc["tokenRequester"] == "User%3A%C3%A9"
     assert doc["renewers"] == ["User%3Aa%3Ab"]
-    assert decode(data) == token
+    assert TokenZNode.decode(data) == token
 
 
 def test_empty_renewers_are_written_as_an_empty_array() -> None:
     token = TokenInformation("tid", ALICE, ALICE, (), 1, 2, 3)
-    assert b'"renewers":[]' in encode(token)
-    assert decode(encode(token)).renewers == ()
+    assert b'"renewers":[]' in TokenZNode.encode(token)
+    assert TokenZNode.decode(TokenZNode.encode(token)).renewers == ()
 
 
 def test_encoding_is_compact_json() -> None:
-    data = encode(V3_TOKEN)
+    data = TokenZNode.encode(V3_TOKEN)
     assert b" " not in data
     assert b"\n" not in data
 
 
 def test_timestamps_are_written_as_json_integers() -> None:
-    doc = json.loads(encode(V3_TOKEN))
+    doc = json.loads(TokenZNode.encode(V3_TOKEN))
     for key in ("issueTimestamp", "expiryTimestamp", "maxTimestamp", "version"):
         assert type(doc[key]) is int
 
@@ -106,49 +107,49 @@ def test_timestamps_are_written_as_json_integers() -> None:
 
 
 def test_v1_encoding_has_no_requester_and_version_1() -> None:
-    doc = json.loads(encode(V3_TOKEN, version=1))
+    doc = json.loads(TokenZNode.encode(V3_TOKEN, version=1))
     assert "tokenRequester" not in doc
     assert doc["version"] == 1
 
 
 def test_v1_encoding_is_the_vector_without_the_requester() -> None:
     expected = V3_VECTOR.replace(b'"tokenRequester":"User%3Aalice",', b"").replace(b'"version":3', b'"version":1')
-    assert encode(V3_TOKEN, version=1) == expected
+    assert TokenZNode.encode(V3_TOKEN, version=1) == expected
 
 
 def test_v1_encoding_drops_a_requester_different_from_the_owner() -> None:
     token = TokenInformation("tid", BOB, ALICE, (), 1, 2, 3)
-    assert decode(encode(token, version=1)).token_requester == BOB
+    assert TokenZNode.decode(TokenZNode.encode(token, version=1)).token_requester == BOB
 
 
 def test_decoding_v1_takes_the_owner_as_requester() -> None:
-    token = decode(_bytes(_doc(version=1, tokenRequester=...)))
+    token = TokenZNode.decode(_bytes(_doc(version=1, tokenRequester=...)))
     assert token.token_requester == token.owner == ALICE
 
 
 def test_decoding_v1_ignores_a_stray_requester_as_kafka_does() -> None:
-    token = decode(_bytes(_doc(version=1, tokenRequester="User%3Abob")))
+    token = TokenZNode.decode(_bytes(_doc(version=1, tokenRequester="User%3Abob")))
     assert token.token_requester == ALICE
 
 
 def test_decoding_v2_without_requester_takes_the_owner() -> None:
-    token = decode(_bytes(_doc(version=2, tokenRequester=...)))
+    token = TokenZNode.decode(_bytes(_doc(version=2, tokenRequester=...)))
     assert token.token_requester == ALICE
 
 
 def test_decoding_v2_with_requester_reads_it() -> None:
-    token = decode(_bytes(_doc(version=2, tokenRequester="User%3Abob")))
+    token = TokenZNode.decode(_bytes(_doc(version=2, tokenRequester="User%3Abob")))
     assert token.token_requester == BOB
 
 
 def test_decoding_v3_without_requester_takes_the_owner() -> None:
-    assert decode(_bytes(_doc(tokenRequester=...))).token_requester == ALICE
+    assert TokenZNode.decode(_bytes(_doc(tokenRequester=...))).token_requester == ALICE
 
 
 @pytest.mark.parametrize("version", [0, 2, 4, -1])
 def test_encode_refuses_versions_kafka_never_writes(version: int) -> None:
     with pytest.raises(ValueError):
-        encode(V3_TOKEN, version=version)
+        TokenZNode.encode(V3_TOKEN, version=version)
 
 
 # -------------------- refusals
@@ -168,16 +169,16 @@ def test_encode_refuses_versions_kafka_never_writes(version: int) -> None:
     ],
 )
 def test_decode_refuses_timestamps_that_are_not_json_integers(key: str, value: object) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(_bytes(_doc(**{key: value})))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(_bytes(_doc(**{key: value})))
 
 
 @pytest.mark.parametrize(
     "key", ["version", "owner", "renewers", "issueTimestamp", "expiryTimestamp", "maxTimestamp", "tokenId"]
 )
 def test_decode_refuses_missing_keys(key: str) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(_bytes(_doc(**{key: ...})))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(_bytes(_doc(**{key: ...})))
 
 
 @pytest.mark.parametrize(
@@ -193,8 +194,8 @@ def test_decode_refuses_missing_keys(key: str) -> None:
     ],
 )
 def test_decode_refuses_unsupported_versions(version: object) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(_bytes(_doc(version=version)))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(_bytes(_doc(version=version)))
 
 
 @pytest.mark.parametrize(
@@ -208,8 +209,8 @@ def test_decode_refuses_unsupported_versions(version: object) -> None:
     ],
 )
 def test_decode_refuses_renewers_that_are_not_a_list_of_strings(renewers: object) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(_bytes(_doc(renewers=renewers)))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(_bytes(_doc(renewers=renewers)))
 
 
 @pytest.mark.parametrize(
@@ -222,19 +223,19 @@ def test_decode_refuses_renewers_that_are_not_a_list_of_strings(renewers: object
     ],
 )
 def test_decode_refuses_bad_json(data: bytes) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(data)
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(data)
 
 
 def test_decode_refuses_non_utf8() -> None:
-    with pytest.raises(TokenCodecError):
-        decode(V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"E8gTWaIxRUOaSRH7wY3N1\xff"))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"E8gTWaIxRUOaSRH7wY3N1\xff"))
 
 
 @pytest.mark.parametrize("data", [b"[]", b"null", b"3", b'"token"', b"true"])
 def test_decode_refuses_json_that_is_not_an_object(data: bytes) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(data)
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(data)
 
 
 @pytest.mark.parametrize(
@@ -253,9 +254,26 @@ def test_decode_refuses_json_that_is_not_an_object(data: bytes) -> None:
     ],
 )
 def test_decode_refuses_malformed_principals_and_ids(key: str, value: object) -> None:
-    with pytest.raises(TokenCodecError):
-        decode(_bytes(_doc(**{key: value})))
+    with pytest.raises(MalformedZNode):
+        TokenZNode.decode(_bytes(_doc(**{key: value})))
 
 
-def test_token_codec_error_is_a_value_error() -> None:
-    assert issubclass(TokenCodecError, ValueError)
+def test_malformed_znode_is_a_value_error() -> None:
+    assert issubclass(MalformedZNode, ValueError)
+
+
+# -------------------- change notification
+
+
+def test_token_change_is_the_raw_utf8_token_id_not_json() -> None:
+    assert TokenChangeZNode.encode("E8gTWaIxRUOaSRH7wY3N1w") == b"E8gTWaIxRUOaSRH7wY3N1w"
+
+
+def test_token_change_decodes_to_the_token_id_and_garbage_to_no_token_id() -> None:
+    assert TokenChangeZNode.decode(b"E8gTWaIxRUOaSRH7wY3N1w") == "E8gTWaIxRUOaSRH7wY3N1w"
+    assert TokenChangeZNode.decode(b"\xffid") == "\ufffdid"
+
+
+def test_token_paths_are_kafkas() -> None:
+    assert TokenZNode.path("E8gTWaIxRUOaSRH7wY3N1w") == "/delegation_token/tokens/E8gTWaIxRUOaSRH7wY3N1w"
+    assert TokenChangeZNode.PREFIX == "/delegation_token/token_changes/token_change_"

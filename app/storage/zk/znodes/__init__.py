@@ -1,0 +1,51 @@
+"""The catalogue of znodes kts reads and writes, as Kafka's ``ZkData.scala`` keeps its own: each znode family is
+one object with its path(s), ``encode`` and ``decode``. Paths are relative to the ``zookeeper.connect`` chroot.
+
+- ``TokenZNode``, ``TokenChangeZNode``       (tokens.py)        /delegation_token/...
+- ``UserConfigZNode``, ``ConfigChangeZNode`` (user_configs.py)  /config/users, /config/changes
+- ``AclZNode``, ``AclChangeZNode``           (acls.py)          /kafka-acl..., /kafka-acl-changes...
+- ``KtsZNodes``                              (kts.py)           /kts: audit intents, sweeper election
+- ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
+
+Decoders raise ``MalformedZNode``. Wire formats live here and nowhere else (golden-byte tests in
+tests/unit/storage/zk/znodes).
+"""
+
+from __future__ import annotations
+
+from app.domain.acl import PatternType
+from app.storage.zk.znodes.acls import AclChangeZNode, AclZNode
+from app.storage.zk.znodes.kts import KtsZNodes
+from app.storage.zk.znodes.malformed import MalformedZNode
+from app.storage.zk.znodes.tokens import TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes.user_configs import ConfigChangeZNode, UserConfigZNode
+from app.storage.zk.znodes.znode_acls import ZnodeAcls
+
+# Created on start so every later write can assume its parent exists, as brokers do.
+PERSISTENT_PATHS = (
+    KtsZNodes.AUDIT_INTENTS,
+    TokenZNode.ROOT,
+    TokenChangeZNode.ROOT,
+    UserConfigZNode.ROOT,
+    ConfigChangeZNode.ROOT,
+    AclChangeZNode.LITERAL_ROOT,
+    AclChangeZNode.PREFIXED_ROOT,
+    *(
+        AclZNode.type_root(pattern_type, kind)
+        for pattern_type in (PatternType.LITERAL, PatternType.PREFIXED)
+        for kind in AclZNode.RESOURCE_TYPES
+    ),
+)
+
+__all__ = [
+    "PERSISTENT_PATHS",
+    "AclChangeZNode",
+    "AclZNode",
+    "ConfigChangeZNode",
+    "KtsZNodes",
+    "MalformedZNode",
+    "TokenChangeZNode",
+    "TokenZNode",
+    "UserConfigZNode",
+    "ZnodeAcls",
+]

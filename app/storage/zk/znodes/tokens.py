@@ -1,0 +1,120 @@
+"""Token znodes and their change notifications (Kafka's ``DelegationTokenInfoZNode`` and
+``DelegationTokenChangeNotificationSequenceZNode``).
+
+A token znode holds compact JSON, written at version 3 (or 1) and read at versions 1, 2 and 3. The key order
+written is the one Kafka 3.x produces (its HashMap order), so our znodes are byte for byte what a broker
+would write for the same token. A change notification holds the raw UTF-8 tokenId, not JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, Final
+
+from app.domain.errors import InvalidPrincipal
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.storage.zk.sanitizer import desanitize, sanitize
+from app.storage.zk.znodes.malformed import MalformedZNode
+
+
+class TokenZNode:
+    """``/delegation_token/tokens/<tokenId>``: one token, without its HMAC."""
+
+    ROOT: Final = "/delegation_token/tokens"
+    WRITABLE_VERSIONS: Final = (1, 3)
+    READABLE_VERSIONS: Final = (1, 2, 3)
+
+    @staticmethod
+    def path(token_id: str) -> str:
+        return f"{TokenZNode.ROOT}/{token_id}"
+
+    @staticmethod
+    def encode(token: TokenInformation, version: int = 3) -> bytes:
+        if version not in TokenZNode.WRITABLE_VERSIONS:
+            raise ValueError(f"token znode version must be one of {TokenZNode.WRITABLE_VERSIONS}")
+        doc: dict[str, Any] = {
+            "issueTimestamp": token.issue_timestamp,
+            "renewers": [sanitize(str(renewer)) for renewer in token.renewers],
+        }
+        if version >= 3:
+            doc["tokenRequester"] = sanitize(str(token.token_requester))
+        doc |= {
+            "tokenId": token.token_id,
+            "owner": sanitize(str(token.owner)),
+            "expiryTimestamp": token.expiry_timestamp,
+            "maxTimestamp": token.max_timestamp,
+            "version": version,
+        }
+        return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+    @staticmethod
+    def decode(data: bytes) -> TokenInformation:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MalformedZNode("token znode is not UTF-8 JSON") from exc
+        if not isinstance(doc, dict):
+            raise MalformedZNode("token znode is not a JSON object")
+        version = _integer(doc, "version")
+        if version not in TokenZNode.READABLE_VERSIONS:
+            raise MalformedZNode(f"unsupported token znode version {version}")
+        owner = _principal(_string(doc, "owner"))
+        requester = owner
+        if version >= 2 and "tokenRequester" in doc:
+            requester = _principal(_string(doc, "tokenRequester"))
+        renewers = doc.get("renewers")
+        if not isinstance(renewers, list) or not all(isinstance(item, str) for item in renewers):
+            raise MalformedZNode("renewers must be a list of strings")
+        return TokenInformation(
+            token_id=_string(doc, "tokenId"),
+            owner=owner,
+            token_requester=requester,
+            renewers=tuple(_principal(item) for item in renewers),
+            issue_timestamp=_integer(doc, "issueTimestamp"),
+            expiry_timestamp=_integer(doc, "expiryTimestamp"),
+            max_timestamp=_integer(doc, "maxTimestamp"),
+        )
+
+
+class TokenChangeZNode:
+    """``/delegation_token/token_changes/token_change_<10-digit seq>`` (persistent sequential): names a token
+    that brokers must re-read."""
+
+    ROOT: Final = "/delegation_token/token_changes"
+    PREFIX: Final = f"{ROOT}/token_change_"  # ZooKeeper appends the sequence number
+
+    @staticmethod
+    def encode(token_id: str) -> bytes:
+        return token_id.encode("utf-8")
+
+    @staticmethod
+    def decode(data: bytes) -> str:
+        """The tokenId named; undecodable bytes become U+FFFD, which names no token."""
+        return data.decode("utf-8", errors="replace")
+
+
+def _integer(doc: dict[str, Any], key: str) -> int:
+    value = doc.get(key)
+    # bool is an int in Python, but Kafka's Jackson reader refuses it as it refuses strings.
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise MalformedZNode(f"{key} must be a JSON integer")
+    return value
+
+
+def _string(doc: dict[str, Any], key: str) -> str:
+    value = doc.get(key)
+    if not isinstance(value, str):
+        raise MalformedZNode(f"{key} must be a JSON string")
+    return value
+
+
+@lru_cache(maxsize=65536)
+def _principal(sanitized: str) -> KafkaPrincipal:
+    """Cached: the same few owners and renewers recur across many tokens, and sharing one immutable
+    principal object between them saves memory and parsing at start-up."""
+    try:
+        return KafkaPrincipal.parse(desanitize(sanitized))
+    except (InvalidPrincipal, UnicodeDecodeError) as exc:
+        raise MalformedZNode("a principal in the token znode is malformed") from exc
