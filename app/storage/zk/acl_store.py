@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, NotEmptyError
+from kazoo.exceptions import NoNodeError
 
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
-from app.domain.errors import ConcurrentModification, StoreUnavailable
+from app.domain.errors import ConcurrentModification
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.errors import Subject
+from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import AclChangeZNode, AclZNode, MalformedZNode
 
 log = logging.getLogger(__name__)
@@ -24,12 +26,11 @@ class ZkAclStore:
 
     def read(self, pattern: ResourcePattern) -> tuple[Entries, int]:
         """The entries of one resource znode and its version (-1 when the znode does not exist)."""
-        self._zk.ensure_connected()
         path = AclZNode.path(pattern)
-        try:
-            data, stat = self._zk.wait(self._zk.client.get_async(path))
-        except NoNodeError:
-            return frozenset(), -1
+        found = self._zk.get(path)
+        if found is None:
+            return frozenset(), ABSENT
+        data, stat = found
         try:
             return AclZNode.decode(data), stat.version
         except MalformedZNode as exc:
@@ -72,26 +73,19 @@ class ZkAclStore:
 
         An empty result deletes the znode, as Kafka does. No change, no write and no notification.
         """
-        path = AclZNode.path(pattern)
+        subject = Subject(f"The ACLs of {pattern.resource_type}:{pattern.name}", "ACL")
         for _ in range(_MAX_ATTEMPTS):
             before, version = self.read(pattern)
             after = frozenset(edit(before))
-            if after == before and (version >= 0 or not after):
+            if after == before:
                 return before, after
-            transaction = self._zk.client.transaction()
-            if version < 0:
-                transaction.create(path, AclZNode.encode(after), acl=self._zk.acl_for(path))
-            elif after:
-                transaction.set_data(path, AclZNode.encode(after), version=version)
-            else:
-                transaction.delete(path, version=version)
-            change = AclChangeZNode.prefix(pattern.pattern_type)
-            transaction.create(change, AclChangeZNode.encode(pattern), acl=self._zk.acl_for(change), sequence=True)
-            if intent is not None:
-                transaction.create(intent, b"", acl=self._zk.acl_for(intent))
-            failure = self._zk.commit(transaction)
-            if failure is None:
-                return before, after
-            if not isinstance(failure, BadVersionError | NodeExistsError | NoNodeError | NotEmptyError):
-                raise StoreUnavailable(f"ZooKeeper refused the ACL change: {type(failure).__name__}.")
+            transaction = ChangeTransaction(self._zk)
+            transaction.write(AclZNode.path(pattern), AclZNode.encode(after) if after else None, version)
+            transaction.notify(AclChangeZNode.prefix(pattern.pattern_type), AclChangeZNode.encode(pattern))
+            transaction.mark_intent(intent)
+            try:
+                transaction.commit(subject)
+            except ConcurrentModification:
+                continue
+            return before, after
         raise ConcurrentModification(f"The ACLs of {pattern.resource_type}:{pattern.name} kept changing; retry.")

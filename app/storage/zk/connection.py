@@ -1,4 +1,5 @@
-"""One kazoo session per process, and the single place where kazoo's errors become domain errors.
+"""One kazoo session per process. Every request waits with a bound, and what it raises for the session's
+trouble becomes a domain error (the table in errors.py).
 
 The session authenticates and encrypts as ``ZkClientSecurity`` says, and every znode kts creates gets the
 ACL ``acl_for(path)`` chooses (``znodes/znode_acls.py``), as brokers make them.
@@ -7,31 +8,26 @@ ACL ``acl_for(path)`` chooses (``znodes/znode_acls.py``), as brokers make them.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
+from enum import StrEnum
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     AuthFailedError,
-    ConnectionClosedError,
-    ConnectionLoss,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
-    OperationTimeoutError,
     RolledBackError,
     SessionClosedRequireSaslError,
-    SessionExpiredError,
     ZookeeperError,
 )
-from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.protocol.states import KazooState, KeeperState
+from kazoo.protocol.states import KazooState, KeeperState, ZnodeStat
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
 from app.domain.errors import StoreUnavailable
 from app.storage.zk.client_security import ZkClientSecurity
+from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.znodes import PERSISTENT_PATHS
 
@@ -40,32 +36,19 @@ log = logging.getLogger(__name__)
 # Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
 MULTI_READ_BATCH = 500
 
-_UNAVAILABLE = (
-    ConnectionLoss,
-    ConnectionClosedError,
-    SessionExpiredError,
-    OperationTimeoutError,
-    KazooTimeoutError,
-)
+
+class SessionState(StrEnum):
+    """The session's state as kazoo reports it to listeners (same values as kazoo's ``KazooState``)."""
+
+    CONNECTED = "CONNECTED"
+    SUSPENDED = "SUSPENDED"  # the connection dropped; the session may still be alive
+    LOST = "LOST"  # expired or closed: ephemeral znodes and watches are gone
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
     """``host:port[,host:port]/chroot`` -> (hosts, chroot or "")."""
     hosts, slash, chroot = connect.partition("/")
     return hosts, (slash + chroot).rstrip("/")
-
-
-@contextmanager
-def translated_errors() -> Iterator[None]:
-    """Turn kazoo's connection-level failures into ``StoreUnavailable`` (answered 503 at the edge)."""
-    try:
-        yield
-    except _UNAVAILABLE as exc:
-        raise StoreUnavailable("ZooKeeper is not reachable right now; retry shortly.") from exc
-    except NoAuthError as exc:
-        raise StoreUnavailable("ZooKeeper refused kts access to its znodes (check zookeeper ACLs).") from exc
-    except (AuthFailedError, SessionClosedRequireSaslError) as exc:
-        raise StoreUnavailable("ZooKeeper rejected kts's login (check the zookeeper.sasl settings).") from exc
 
 
 def _sasl_rejection_is_auth_failure(client: KazooClient) -> None:
@@ -142,7 +125,7 @@ class ZkConnection:
                 client = self.client
             client.start(timeout=timeout_s)
             self._ensure_paths(client, PERSISTENT_PATHS)
-        except (*_UNAVAILABLE, ZookeeperError) as exc:
+        except (*UNREACHABLE, ZookeeperError) as exc:
             # A refused SASL login can also surface as a time-out of start(): the session turned
             # AUTH_FAILED right after kazoo announced it connected, so ask the session, not the exception.
             login_rejected = client.client_state == KeeperState.AUTH_FAILED
@@ -152,7 +135,7 @@ class ZkConnection:
                     f"ZooKeeper at {self._hosts} requires a SASL login: set zookeeper.sasl.username and "
                     "zookeeper.sasl.password, or zookeeper.jaas.file"
                 ) from exc
-            if login_rejected or isinstance(exc, AuthFailedError | SessionClosedRequireSaslError):
+            if login_rejected or isinstance(exc, LOGIN_REJECTED):
                 raise StoreUnavailable(
                     f"ZooKeeper at {self._hosts} rejected the login of {self.security.identity}: check "
                     "zookeeper.sasl.username and zookeeper.sasl.password, or the Client section of zookeeper.jaas.file"
@@ -191,10 +174,23 @@ class ZkConnection:
     def connected(self) -> bool:
         return bool(self.client.connected)
 
+    @property
+    def state(self) -> SessionState:
+        return SessionState(self.client.state)
+
     def ensure_connected(self) -> None:
         """Fail fast instead of queueing a request behind a suspended session."""
         if not self.client.connected:
             raise StoreUnavailable("The ZooKeeper session is not connected; retry shortly.")
+
+    def get(self, path: str) -> tuple[bytes, ZnodeStat] | None:
+        """A znode's data and stat, or None when it does not exist."""
+        self.ensure_connected()
+        try:
+            data, stat = self.wait(self.client.get_async(path))
+        except NoNodeError:
+            return None
+        return data, stat
 
     def commit(self, transaction: Any) -> Exception | None:
         """Commit a multi-op transaction; None when it applied, else the operation's own error (the
@@ -249,5 +245,5 @@ class ZkConnection:
 
     def wait(self, async_result: Any) -> Any:
         """Wait for a kazoo async result with a bound, so no request can hang on ZooKeeper."""
-        with translated_errors():
+        with session_errors_translated():
             return async_result.get(timeout=self.request_timeout_s)

@@ -1,21 +1,23 @@
 """Token znodes and their change notifications, written as a broker writes them.
 
-Every change is one ZooKeeper multi-op transaction: the token znode operation (guarded by the znode
-version, so concurrent writers cannot lose an update) together with the sequential notification that
-tells brokers to re-read it. Either both happen or neither does.
+Every change is one ZooKeeper multi-op transaction (transaction.py): the token znode operation (guarded by
+the znode version, so concurrent writers cannot lose an update) together with the sequential notification
+that tells brokers to re-read it. Either both happen or neither does.
 """
 
 from __future__ import annotations
 
 import logging
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
 from app.service.ports import StoredToken
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.errors import Subject, refused_read
+from app.storage.zk.transaction import ChangeTransaction
 from app.storage.zk.znodes import MalformedZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
@@ -29,12 +31,8 @@ class ZkTokenStore:
         self._znode_version = znode_version
 
     def get(self, token_id: str) -> StoredToken | None:
-        self._zk.ensure_connected()
-        try:
-            data, stat = self._zk.wait(self._zk.client.get_async(TokenZNode.path(token_id)))
-        except NoNodeError:
-            return None
-        return self._decode(token_id, data, stat)
+        found = self._zk.get(TokenZNode.path(token_id))
+        return None if found is None else self._decode(token_id, *found)
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
         """Several tokens (None for those that do not exist or cannot be read), read in few round trips."""
@@ -48,7 +46,7 @@ class ZkTokenStore:
             if isinstance(answer, NoNodeError):
                 found[token_id] = None
             elif isinstance(answer, Exception):
-                raise StoreUnavailable(f"ZooKeeper refused to read token {token_id}: {type(answer).__name__}.")
+                raise refused_read(answer, f"token {token_id}")
             else:
                 found[token_id] = self._decode(token_id, *answer)
         return found
@@ -56,11 +54,11 @@ class ZkTokenStore:
     def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
         transaction: all or none."""
-        transaction = self._zk.client.transaction()
+        transaction = ChangeTransaction(self._zk)
         for token_id, version, intent in deletions:
-            transaction.delete(TokenZNode.path(token_id), version=version)
+            transaction.delete(TokenZNode.path(token_id), version)
             self._notify(transaction, token_id, intent)
-        self._commit(transaction, ",".join(token_id for token_id, _, _ in deletions[:3]))
+        transaction.commit(_subject(",".join(token_id for token_id, _, _ in deletions[:3])))
 
     def list_ids(self) -> list[str]:
         self._zk.ensure_connected()
@@ -74,51 +72,31 @@ class ZkTokenStore:
         return [stored for stored in self._read(self.list_ids()).values() if stored is not None]
 
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
-        transaction = self._zk.client.transaction()
-        path = TokenZNode.path(token.token_id)
-        transaction.create(path, TokenZNode.encode(token, self._znode_version), acl=self._zk.acl_for(path))
+        transaction = ChangeTransaction(self._zk)
+        transaction.create(TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version))
         self._notify(transaction, token.token_id, intent)
-        self._commit(transaction, token.token_id)
+        transaction.commit(_subject(token.token_id))
         return StoredToken(token, 0)
 
     def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
-        transaction = self._zk.client.transaction()
-        transaction.set_data(
-            TokenZNode.path(token.token_id),
-            TokenZNode.encode(token, self._znode_version),
-            version=expected_version,
+        transaction = ChangeTransaction(self._zk)
+        transaction.write(
+            TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version), expected_version
         )
         self._notify(transaction, token.token_id, intent)
-        self._commit(transaction, token.token_id)
+        transaction.commit(_subject(token.token_id))
         return StoredToken(token, expected_version + 1)
 
     def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
-        transaction = self._zk.client.transaction()
-        transaction.delete(TokenZNode.path(token_id), version=expected_version)
+        transaction = ChangeTransaction(self._zk)
+        transaction.delete(TokenZNode.path(token_id), expected_version)
         self._notify(transaction, token_id, intent)
-        self._commit(transaction, token_id)
+        transaction.commit(_subject(token_id))
 
-    def _notify(self, transaction: object, token_id: str, intent: str | None) -> None:
-        transaction.create(  # type: ignore[attr-defined]
-            TokenChangeZNode.PREFIX,
-            TokenChangeZNode.encode(token_id),
-            acl=self._zk.acl_for(TokenChangeZNode.PREFIX),
-            sequence=True,
-        )
-        if intent is not None:
-            transaction.create(intent, b"", acl=self._zk.acl_for(intent))  # type: ignore[attr-defined]
-
-    def _commit(self, transaction: object, token_id: str) -> None:
-        failure = self._zk.commit(transaction)
-        if failure is None:
-            return
-        if isinstance(failure, BadVersionError):
-            raise ConcurrentModification("The token changed while this request was being handled.")
-        if isinstance(failure, NoNodeError):
-            raise TokenNotFound(f"Token {token_id} no longer exists.")
-        if isinstance(failure, NodeExistsError):
-            raise ConcurrentModification(f"Token {token_id} already exists.")
-        raise StoreUnavailable(f"ZooKeeper refused the token change: {type(failure).__name__}.")
+    @staticmethod
+    def _notify(transaction: ChangeTransaction, token_id: str, intent: str | None) -> None:
+        transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
+        transaction.mark_intent(intent)
 
     @staticmethod
     def _decode(token_id: str, data: bytes, stat: ZnodeStat) -> StoredToken | None:
@@ -132,3 +110,7 @@ class ZkTokenStore:
             log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
             return None
         return StoredToken(token, stat.version)
+
+
+def _subject(token_id: str) -> Subject:
+    return Subject(f"Token {token_id}", "token", gone=TokenNotFound)

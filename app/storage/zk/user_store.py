@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
-
 from app.domain.credentials import Mechanism, ScramCredential
-from app.domain.errors import ConcurrentModification, CredentialNotFound, StoreUnavailable
+from app.domain.errors import ConcurrentModification, CredentialNotFound
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.errors import Subject
+from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import ConfigChangeZNode, MalformedZNode, UserConfigZNode
 
 # Compare-and-set retries against other writers of the same user's config (brokers' quota changes).
@@ -23,11 +23,10 @@ class ZkUserStore:
     def _read(self, user_name: str) -> tuple[dict[str, str], int] | None:
         if user_name in (".", ".."):  # sanitized, still a relative path segment: no znode can hold this user
             return None
-        self._zk.ensure_connected()
-        try:
-            data, stat = self._zk.wait(self._zk.client.get_async(UserConfigZNode.path(user_name)))
-        except NoNodeError:
+        found = self._zk.get(UserConfigZNode.path(user_name))
+        if found is None:
             return None
+        data, stat = found
         try:
             return UserConfigZNode.decode(data), stat.version
         except MalformedZNode:
@@ -59,29 +58,19 @@ class ZkUserStore:
         create_missing: bool,
         intent: str | None,
     ) -> None:
-        path = UserConfigZNode.path(user_name)
+        subject = Subject(f"The configuration of user {user_name}", "credential")
         for _ in range(_MAX_ATTEMPTS):
             current = self._read(user_name)
             if current is None and not create_missing:
                 raise CredentialNotFound(f"User {user_name} has no SCRAM credentials.")
-            config, version = current if current is not None else ({}, -1)
-            data = UserConfigZNode.encode(edit(config))
-            transaction = self._zk.client.transaction()
-            if version < 0:
-                transaction.create(path, data, acl=self._zk.acl_for(path))
-            else:
-                transaction.set_data(path, data, version=version)
-            transaction.create(
-                ConfigChangeZNode.PREFIX,
-                ConfigChangeZNode.encode(user_name),
-                acl=self._zk.acl_for(ConfigChangeZNode.PREFIX),
-                sequence=True,
-            )
-            if intent is not None:
-                transaction.create(intent, b"", acl=self._zk.acl_for(intent))
-            failure = self._zk.commit(transaction)
-            if failure is None:
-                return
-            if not isinstance(failure, BadVersionError | NodeExistsError | NoNodeError):
-                raise StoreUnavailable(f"ZooKeeper refused the credential change: {type(failure).__name__}.")
+            config, version = current if current is not None else ({}, ABSENT)
+            transaction = ChangeTransaction(self._zk)
+            transaction.write(UserConfigZNode.path(user_name), UserConfigZNode.encode(edit(config)), version)
+            transaction.notify(ConfigChangeZNode.PREFIX, ConfigChangeZNode.encode(user_name))
+            transaction.mark_intent(intent)
+            try:
+                transaction.commit(subject)
+            except ConcurrentModification:
+                continue
+            return
         raise ConcurrentModification(f"The configuration of user {user_name} kept changing; retry.")
