@@ -86,11 +86,17 @@ class Sweeper:
             return 0
         event = _event(current)
         try:
-            self._auditor.mutation(event, _deleting(self._store, current), succeeded=_succeeded(event))
+            self._auditor.mutation(event, self._deleting(current), succeeded=_succeeded(event))
         except (ConcurrentModification, TokenNotFound):
             return 0  # renewed or expired by a request meanwhile: that request wins
         self._deleted(current.token.token_id)
         return 1
+
+    def _deleting(self, stored: StoredToken) -> Callable[[str], None]:
+        def delete(intent: str) -> None:
+            self._store.delete_many([(stored.token.token_id, stored.version, intent)])
+
+        return delete
 
     def _deleted(self, token_id: str) -> None:
         self.deleted_total += 1  # counted at once: a later failure must not hide what was done
@@ -107,13 +113,6 @@ def _event(stored: StoredToken) -> AuditEvent:
         token_id=token.token_id,
         details={"expiryTimestamp": token.expiry_timestamp, "maxTimestamp": token.max_timestamp},
     )
-
-
-def _deleting(store: TokenStore, stored: StoredToken) -> Callable[[str], None]:
-    def delete(intent: str) -> None:
-        store.delete(stored.token.token_id, stored.version, intent)
-
-    return delete
 
 
 def _succeeded(event: AuditEvent) -> Callable[[None], AuditEvent]:

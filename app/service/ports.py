@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,21 +20,39 @@ class StoredToken:
     version: int  # the compare-and-set version of the stored record
 
 
+@dataclass(frozen=True, slots=True)
+class TokenChange(Generic[R]):
+    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), and what the
+    caller wants back from the attempt that was written."""
+
+    token: TokenInformation | None
+    result: R
+
+
 class TokenStore(Protocol):
+    # ``intent``: a znode created in the same transaction as the change (see app/service/audit.py).
+
     def get(self, token_id: str) -> StoredToken | None: ...
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None: ...
+    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+        """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
+        transaction or none (ConcurrentModification, or TokenNotFound when one is gone)."""
+        ...
 
     def list(self) -> list[StoredToken]: ...
 
-    # ``intent``: a znode created in the same transaction as the change (see app/service/audit.py).
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken: ...
 
-    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken: ...
-
-    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None: ...
+    def change(
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+    ) -> tuple[StoredToken | None, R]:
+        """Compare-and-set: read the token, let ``decide`` answer its new state, write that guarded by the
+        version read; on a lost race read and decide again (``decide`` may run several times; what it raises
+        ends the change). Returns what was written (None: deleted) and ``decide``'s result. Raises
+        TokenNotFound when the token does not exist, ConcurrentModification when it kept changing."""
+        ...
 
 
 class TokenView(Protocol):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import random
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
@@ -12,7 +10,7 @@ from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, TokenNotFound
+from app.domain.errors import TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
@@ -20,11 +18,8 @@ from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenStore, TokenView
+from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
 
-# A renew and an expire of one token racing on two replicas: the loser re-reads and decides again.
-MAX_CAS_ATTEMPTS = 8
-CAS_BACKOFF_S = 0.005
 T = TypeVar("T")
 
 
@@ -242,17 +237,13 @@ class TokenService:
 
         self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
 
-        def perform(intent: str) -> ExpiryChange:
-            def attempt(stored: StoredToken) -> ExpiryChange:
-                expiry = plan(stored)
-                self._view.apply(self._store.update(stored.token.with_expiry(expiry), stored.version, intent))
-                return ExpiryChange(token_id, expiry)
-
-            return self._with_cas(token_id, attempt)
+        def decide(stored: StoredToken) -> TokenChange[ExpiryChange]:
+            expiry = plan(stored)
+            return TokenChange(stored.token.with_expiry(expiry), ExpiryChange(token_id, expiry))
 
         return self._auditor.mutation(
             event,
-            perform,
+            lambda intent: self._change(token_id, decide, intent),
             succeeded=lambda change: event.ended(Outcome.SUCCEEDED, expiryTimestamp=change.expiry_timestamp),
         )
 
@@ -270,39 +261,27 @@ class TokenService:
 
         self._auditor.decided(event, lambda: plan(current))
 
-        def perform(intent: str) -> tuple[ExpiryChange, bool]:
-            def attempt(stored: StoredToken) -> tuple[ExpiryChange, bool]:
-                decision = plan(stored)
-                if isinstance(decision, DeleteToken):
-                    self._store.delete(token_id, stored.version, intent)
-                    self._view.discard(token_id)
-                else:
-                    new = stored.token.with_expiry(decision.expiry_timestamp)
-                    self._view.apply(self._store.update(new, stored.version, intent))
-                return ExpiryChange(token_id, decision.expiry_timestamp), isinstance(decision, DeleteToken)
-
-            return self._with_cas(token_id, attempt)
+        def decide(stored: StoredToken) -> TokenChange[tuple[ExpiryChange, bool]]:
+            decision = plan(stored)
+            deleted = isinstance(decision, DeleteToken)
+            new = None if deleted else stored.token.with_expiry(decision.expiry_timestamp)
+            return TokenChange(new, (ExpiryChange(token_id, decision.expiry_timestamp), deleted))
 
         change, _deleted = self._auditor.mutation(
             event,
-            perform,
+            lambda intent: self._change(token_id, decide, intent),
             succeeded=lambda result: event.ended(
                 Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1]
             ),
         )
         return change
 
-    def _with_cas(self, token_id: str, attempt: Callable[[StoredToken], T]) -> T:
-        """Read, decide, write guarded by the version read; on a lost race read and decide again."""
-        for attempt_number in range(MAX_CAS_ATTEMPTS):
-            if attempt_number:
-                # Jittered backoff so racing replicas stop colliding in lockstep.
-                time.sleep(random.uniform(0, CAS_BACKOFF_S * attempt_number))  # noqa: S311 - not security
-            stored = self._store.get(token_id)
-            if stored is None:
-                raise TokenNotFound(f"Token {token_id} does not exist.")
-            try:
-                return attempt(stored)  # each attempt installs what it wrote in the cache
-            except ConcurrentModification:
-                continue
-        raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
+    def _change(self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str) -> T:
+        """Change the token with compare-and-set (a renew and an expire racing on two replicas: the loser
+        reads again and decides again), then install what was written: this replica reads its writes at once."""
+        written, result = self._store.change(token_id, decide, intent)
+        if written is None:
+            self._view.discard(token_id)
+        else:
+            self._view.apply(written)
+        return result

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from kazoo.exceptions import NoNodeError
 
 from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
-from app.domain.errors import ConcurrentModification
+from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
@@ -17,7 +17,6 @@ from app.storage.zk.znodes import AclChangeZNode, AclZNode, MalformedZNode
 log = logging.getLogger(__name__)
 
 Entries = frozenset[AccessControlEntry]
-_MAX_ATTEMPTS = 8
 
 
 class ZkAclStore:
@@ -74,7 +73,8 @@ class ZkAclStore:
         An empty result deletes the znode, as Kafka does. No change, no write and no notification.
         """
         subject = Subject(f"The ACLs of {pattern.resource_type}:{pattern.name}", "ACL")
-        for _ in range(_MAX_ATTEMPTS):
+
+        def attempt() -> tuple[Entries, Entries]:
             before, version = self.read(pattern)
             after = frozenset(edit(before))
             if after == before:
@@ -83,9 +83,7 @@ class ZkAclStore:
             transaction.write(AclZNode.path(pattern), AclZNode.encode(after) if after else None, version)
             transaction.notify(AclChangeZNode.prefix(pattern.pattern_type), AclChangeZNode.encode(pattern))
             transaction.mark_intent(intent)
-            try:
-                transaction.commit(subject)
-            except ConcurrentModification:
-                continue
+            transaction.commit(subject)
             return before, after
-        raise ConcurrentModification(f"The ACLs of {pattern.resource_type}:{pattern.name} kept changing; retry.")
+
+        return compare_and_set(attempt, subject)

@@ -8,19 +8,23 @@ that tells brokers to re-read it. Either both happen or neither does.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TypeVar
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
 from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
-from app.service.ports import StoredToken
+from app.service.ports import StoredToken, TokenChange
+from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
 from app.storage.zk.transaction import ChangeTransaction
 from app.storage.zk.znodes import MalformedZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 
 class ZkTokenStore:
@@ -60,16 +64,14 @@ class ZkTokenStore:
             self._notify(transaction, token_id, intent)
         transaction.commit(_subject(",".join(token_id for token_id, _, _ in deletions[:3])))
 
-    def list_ids(self) -> list[str]:
-        self._zk.ensure_connected()
-        try:
-            return list(self._zk.wait(self._zk.client.get_children_async(TokenZNode.ROOT)))
-        except NoNodeError:
-            return []
-
     def list(self) -> list[StoredToken]:
         """Every readable token (a token deleted between the listing and its read is left out)."""
-        return [stored for stored in self._read(self.list_ids()).values() if stored is not None]
+        self._zk.ensure_connected()
+        try:
+            token_ids = list(self._zk.wait(self._zk.client.get_children_async(TokenZNode.ROOT)))
+        except NoNodeError:
+            return []
+        return [stored for stored in self._read(token_ids).values() if stored is not None]
 
     def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
         transaction = ChangeTransaction(self._zk)
@@ -78,20 +80,27 @@ class ZkTokenStore:
         transaction.commit(_subject(token.token_id))
         return StoredToken(token, 0)
 
-    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
-        transaction = ChangeTransaction(self._zk)
-        transaction.write(
-            TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version), expected_version
-        )
-        self._notify(transaction, token.token_id, intent)
-        transaction.commit(_subject(token.token_id))
-        return StoredToken(token, expected_version + 1)
+    def change(
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+    ) -> tuple[StoredToken | None, R]:
+        """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer its new state (None
+        deletes it), write that guarded by the version read; on a lost race read and decide again. Returns
+        what was written (None: deleted) and ``decide``'s result. TokenNotFound when the token is absent."""
 
-    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
-        transaction = ChangeTransaction(self._zk)
-        transaction.delete(TokenZNode.path(token_id), expected_version)
-        self._notify(transaction, token_id, intent)
-        transaction.commit(_subject(token_id))
+        def attempt() -> tuple[StoredToken | None, R]:
+            stored = self.get(token_id)
+            if stored is None:
+                raise TokenNotFound(f"Token {token_id} does not exist.")
+            change = decide(stored)
+            new = None if change.token is None else TokenZNode.encode(change.token, self._znode_version)
+            transaction = ChangeTransaction(self._zk)
+            transaction.write(TokenZNode.path(token_id), new, stored.version)
+            self._notify(transaction, token_id, intent)
+            transaction.commit(_subject(token_id))
+            written = None if change.token is None else StoredToken(change.token, stored.version + 1)
+            return written, change.result
+
+        return compare_and_set(attempt, _subject(token_id))
 
     @staticmethod
     def _notify(transaction: ChangeTransaction, token_id: str, intent: str | None) -> None:

@@ -6,14 +6,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from app.domain.credentials import Mechanism, ScramCredential
-from app.domain.errors import ConcurrentModification, CredentialNotFound
+from app.domain.errors import CredentialNotFound
+from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import ConfigChangeZNode, MalformedZNode, UserConfigZNode
-
-# Compare-and-set retries against other writers of the same user's config (brokers' quota changes).
-_MAX_ATTEMPTS = 5
 
 
 class ZkUserStore:
@@ -59,7 +57,8 @@ class ZkUserStore:
         intent: str | None,
     ) -> None:
         subject = Subject(f"The configuration of user {user_name}", "credential")
-        for _ in range(_MAX_ATTEMPTS):
+
+        def attempt() -> None:
             current = self._read(user_name)
             if current is None and not create_missing:
                 raise CredentialNotFound(f"User {user_name} has no SCRAM credentials.")
@@ -68,9 +67,6 @@ class ZkUserStore:
             transaction.write(UserConfigZNode.path(user_name), UserConfigZNode.encode(edit(config)), version)
             transaction.notify(ConfigChangeZNode.PREFIX, ConfigChangeZNode.encode(user_name))
             transaction.mark_intent(intent)
-            try:
-                transaction.commit(subject)
-            except ConcurrentModification:
-                continue
-            return
-        raise ConcurrentModification(f"The configuration of user {user_name} kept changing; retry.")
+            transaction.commit(subject)
+
+        compare_and_set(attempt, subject)

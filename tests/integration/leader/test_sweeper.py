@@ -21,7 +21,7 @@ from app.domain.token_secret import TokenSecret
 from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
-from app.service.ports import StoredToken
+from app.service.ports import StoredToken, TokenChange
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
@@ -124,6 +124,10 @@ def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audi
     assert len(replica.audit_log.query(EventQuery(action="token.sweep"))) == 2
 
 
+def _renewed_for_an_hour(stored: StoredToken) -> TokenChange[None]:
+    return TokenChange(stored.token.with_expiry(_now() + HOUR), None)
+
+
 class _RenewedRightAfterRead(ZkTokenStore):
     """A token store after whose read of one token another replica renews it (a real compare-and-set race)."""
 
@@ -136,7 +140,7 @@ class _RenewedRightAfterRead(ZkTokenStore):
     def _race(self, stored: StoredToken | None) -> None:
         if stored is not None and not self._renewed:
             self._renewed = True
-            self._renewer.update(stored.token.with_expiry(_now() + HOUR), stored.version)
+            self._renewer.change(stored.token.token_id, _renewed_for_an_hour)
 
     def get(self, token_id: str) -> StoredToken | None:
         stored = super().get(token_id)
@@ -188,7 +192,7 @@ def test_a_token_renewed_after_the_cache_judged_it_is_skipped_without_an_audit_e
     other_writer.create(_token("RenewedEarlyAAAAAAAAAA", expiry_in_ms=-1_000))
     eventually(lambda: len(replica.cache) == 1)
     replica.cache.stop()  # the cache keeps showing the expired version
-    other_writer.update(_token("RenewedEarlyAAAAAAAAAA", expiry_in_ms=HOUR), 0)
+    other_writer.change("RenewedEarlyAAAAAAAAAA", _renewed_for_an_hour)
 
     assert replica.sweeper.sweep() == 0
 

@@ -17,7 +17,7 @@ from app.cli.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.service.ports import StoredToken
+from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
@@ -72,6 +72,11 @@ def _connection(connect: str) -> ZkConnection:
     connection = ZkConnection(connect, session_timeout_ms=6000)
     connection.start()
     return connection
+
+
+def _becomes(token: TokenInformation) -> Callable[[StoredToken], TokenChange[None]]:
+    """A change (by compare-and-set, as a request on another replica makes it) to exactly ``token``."""
+    return lambda stored: TokenChange(token, None)
 
 
 def _ids(cache: TokenCache) -> set[str]:
@@ -157,12 +162,12 @@ def test_a_token_created_updated_and_deleted_by_another_replica_appears_changes_
     eventually(lambda: cache.get(token.token_id) is not None)
     assert cache.find_by_hmac(SECRET_KEY.hmac(token.token_id)) == token.token_id
 
-    other_replica.update(token.with_expiry(NOW + 2 * DAY), 0)
+    other_replica.change(token.token_id, _becomes(token.with_expiry(NOW + 2 * DAY)))
     eventually(lambda: (stored := cache.get(token.token_id)) is not None and stored.version == 1)
     renewed = cache.get(token.token_id)
     assert renewed is not None and renewed.token.expiry_timestamp == NOW + 2 * DAY
 
-    other_replica.delete(token.token_id, 1)
+    other_replica.delete_many([(token.token_id, 1, None)])
     eventually(lambda: cache.get(token.token_id) is None)
     assert cache.find_by_hmac(SECRET_KEY.hmac(token.token_id)) is None
     assert cache.related_to([ALICE, BOB]) == []
@@ -286,7 +291,7 @@ def test_an_update_that_drops_a_renewer_removes_the_token_from_that_renewers_ind
     other_replica.create(token)
     eventually(lambda: len(cache.related_to([DAVE])) == 1)
 
-    other_replica.update(_token(token.token_id, renewers=(BOB,)), 0)
+    other_replica.change(token.token_id, _becomes(_token(token.token_id, renewers=(BOB,))))
 
     eventually(lambda: cache.related_to([DAVE]) == [])
     assert [stored.token.token_id for stored in cache.related_to([BOB])] == [token.token_id]
@@ -364,7 +369,7 @@ def test_a_zookeeper_restart_keeps_reads_served_meanwhile_and_changes_followed_a
         eventually(lambda: zk.connected and writer_zk.connected, timeout_s=15)
         writer.create(_token("AfterRestartAAAAAAAAAA"))
         eventually(lambda: cache.get("AfterRestartAAAAAAAAAA") is not None)
-        writer.delete(token.token_id, 0)
+        writer.delete_many([(token.token_id, 0, None)])
         eventually(lambda: cache.get(token.token_id) is None)
         assert _ids(cache) == {"AfterRestartAAAAAAAAAA"}
     finally:
@@ -379,7 +384,7 @@ def test_the_tokens_root_holds_exactly_what_the_cache_shows(
 ) -> None:
     for index in range(5):
         other_replica.create(_token(f"ManyTokens{index}AAAAAAAAAAA"))
-    other_replica.delete("ManyTokens2AAAAAAAAAAA", 0)
+    other_replica.delete_many([("ManyTokens2AAAAAAAAAAA", 0, None)])
     eventually(lambda: _ids(cache) == set(raw_zk.get_children(TokenZNode.ROOT)))
     assert len(cache) == 4
 
@@ -408,9 +413,8 @@ class _OwnWriteDuringReload(ZkTokenStore):
         return listed
 
     def _request(self) -> None:
-        current = self._writer.get(self._token_id)
-        assert current is not None and self.cache is not None
-        self._writer.update(current.token.with_expiry(NOW + 2 * DAY), current.version)
+        assert self.cache is not None
+        self._writer.change(self._token_id, lambda current: TokenChange(current.token.with_expiry(NOW + 2 * DAY), None))
         self.cache.refresh(self._token_id)
         self.request_done.set()
 

@@ -1,16 +1,19 @@
-"""ZkTokenStore on a real ZooKeeper: atomic token + notification writes, compare-and-set, chroot creation."""
+"""ZkTokenStore on a real ZooKeeper: atomic token + notification writes, compare-and-set changes that read and
+decide again on a lost race, chroot creation."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from kazoo.client import KazooClient
 
-from app.domain.errors import ConcurrentModification, TokenNotFound
+from app.domain.errors import ConcurrentModification, TokenExpired, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.service.ports import StoredToken, TokenChange
+from app.storage.zk.compare_and_set import MAX_ATTEMPTS
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
@@ -48,27 +51,117 @@ def test_create_get_list(store: ZkTokenStore) -> None:
     assert store.get("NoSuchTokenAAAAAAAAAAA") is None
 
 
+def _renewed(expiry: int) -> Callable[[StoredToken], TokenChange[int]]:
+    return lambda stored: TokenChange(stored.token.with_expiry(expiry), stored.version)
+
+
+def _deleted(stored: StoredToken) -> TokenChange[int]:
+    return TokenChange(None, stored.version)
+
+
 def test_each_write_has_exactly_one_notification(store: ZkTokenStore, raw_zk: KazooClient) -> None:
     token = _token()
     store.create(token)
-    store.update(token.with_expiry(3000), 0)
-    store.delete(token.token_id, 1)
+    store.change(token.token_id, _renewed(3000))
+    store.change(token.token_id, _deleted)
     changes = sorted(raw_zk.get_children(TokenChangeZNode.ROOT))
     assert changes == [f"token_change_{n:010d}" for n in range(3)]
     assert {raw_zk.get(f"{TokenChangeZNode.ROOT}/{name}")[0] for name in changes} == {token.token_id.encode()}
 
 
-def test_stale_version_is_refused_and_writes_nothing(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+def test_change_returns_what_it_wrote_and_what_decide_answered(store: ZkTokenStore) -> None:
     token = _token()
     store.create(token)
-    store.update(token.with_expiry(3000), 0)
-    with pytest.raises(ConcurrentModification):
-        store.update(token.with_expiry(4000), 0)
-    with pytest.raises(ConcurrentModification):
-        store.delete(token.token_id, 0)
+    written, judged_version = store.change(token.token_id, _renewed(3000))
+    assert written == StoredToken(token.with_expiry(3000), 1) and judged_version == 0
+    assert store.get(token.token_id) == written
+    assert store.change(token.token_id, _deleted) == (None, 1)
+    assert store.get(token.token_id) is None
+
+
+def test_a_change_that_loses_a_race_reads_and_decides_again(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+    token = _token()
+    store.create(token)
+    seen: list[int] = []
+
+    def decide(stored: StoredToken) -> TokenChange[None]:
+        seen.append(stored.token.expiry_timestamp)
+        if len(seen) == 1:  # another writer renews between this read and this write
+            raw_zk.set(TokenZNode.path(token.token_id), TokenZNode.encode(token.with_expiry(5000)))
+        return TokenChange(stored.token.with_expiry(stored.token.expiry_timestamp + 1), None)
+
+    written, _ = store.change(token.token_id, decide)
+
+    assert seen == [2000, 5000]
+    assert written == StoredToken(token.with_expiry(5001), 2)
+    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 2  # the create and the one accepted change
+
+
+def test_a_change_that_keeps_losing_gives_up_and_writes_nothing(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+    token = _token()
+    store.create(token)
+    attempts = []
+
+    def decide_while_another_writer_always_wins(stored: StoredToken) -> TokenChange[None]:
+        attempts.append(stored.version)
+        raw_zk.set(TokenZNode.path(token.token_id), TokenZNode.encode(token))
+        return TokenChange(stored.token.with_expiry(4000), None)
+
+    with pytest.raises(ConcurrentModification, match="kept changing"):
+        store.change(token.token_id, decide_while_another_writer_always_wins)
+
+    assert attempts == list(range(MAX_ATTEMPTS))
     stored = store.get(token.token_id)
-    assert stored is not None and stored.token.expiry_timestamp == 3000
-    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 2  # the refused writes left no notification
+    assert stored is not None and stored.token.expiry_timestamp == 2000
+    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 1  # the refused writes left no notification
+
+
+def test_what_decide_raises_ends_the_change(store: ZkTokenStore) -> None:
+    store.create(_token())
+
+    def refuse(stored: StoredToken) -> TokenChange[None]:
+        raise TokenExpired("no")
+
+    with pytest.raises(TokenExpired):
+        store.change(_token().token_id, refuse)
+
+
+def test_change_of_an_absent_token(store: ZkTokenStore) -> None:
+    with pytest.raises(TokenNotFound, match="does not exist"):
+        store.change("NoSuchTokenAAAAAAAAAAA", _renewed(3000))
+
+
+def test_a_token_deleted_between_the_read_and_the_write_is_not_found(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+    token = _token()
+    store.create(token)
+
+    def decide_while_another_writer_deletes(stored: StoredToken) -> TokenChange[None]:
+        raw_zk.delete(TokenZNode.path(token.token_id))
+        return TokenChange(stored.token.with_expiry(3000), None)
+
+    with pytest.raises(TokenNotFound, match="no longer exists"):
+        store.change(token.token_id, decide_while_another_writer_deletes)
+
+
+def test_stale_deletions_are_refused_as_a_whole_and_write_nothing(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+    first, second = _token("StoreTestTokenAAAAAAA1"), _token("StoreTestTokenAAAAAAA2")
+    store.create(first)
+    store.create(second)
+    store.change(second.token_id, _renewed(3000))
+    with pytest.raises(ConcurrentModification):
+        store.delete_many([(first.token_id, 0, None), (second.token_id, 0, None)])
+    assert store.get(first.token_id) is not None and store.get(second.token_id) is not None
+    assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 3  # the refused deletions left no notification
+    store.delete_many([(first.token_id, 0, None), (second.token_id, 1, None)])
+    assert store.list() == []
+
+
+def test_deleting_a_deleted_token(store: ZkTokenStore) -> None:
+    token = _token()
+    store.create(token)
+    store.delete_many([(token.token_id, 0, None)])
+    with pytest.raises(TokenNotFound):
+        store.delete_many([(token.token_id, 0, None)])
 
 
 def test_duplicate_create_is_refused_atomically(store: ZkTokenStore, raw_zk: KazooClient) -> None:
@@ -78,22 +171,14 @@ def test_duplicate_create_is_refused_atomically(store: ZkTokenStore, raw_zk: Kaz
     assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 1
 
 
-def test_update_of_a_deleted_token(store: ZkTokenStore) -> None:
-    token = _token()
-    store.create(token)
-    store.delete(token.token_id, 0)
-    with pytest.raises(TokenNotFound):
-        store.update(token, 0)
-
-
 def test_version_1_store_writes_version_1(zk: ZkConnection, raw_zk: KazooClient) -> None:
     ZkTokenStore(zk, znode_version=1).create(_token())
-    assert b'"version":1' in raw_zk.get(f"{TokenZNode.ROOT}/{_token().token_id}")[0]
-    assert b"tokenRequester" not in raw_zk.get(f"{TokenZNode.ROOT}/{_token().token_id}")[0]
+    assert b'"version":1' in raw_zk.get(TokenZNode.path(_token().token_id))[0]
+    assert b"tokenRequester" not in raw_zk.get(TokenZNode.path(_token().token_id))[0]
 
 
 def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:
-    """Many threads each read-modify-write with compare-and-set; every accepted write is counted once."""
+    """Many threads each change the token with compare-and-set; every accepted change is counted once."""
     store.create(_token())
     accepted = []
     lock = threading.Lock()
@@ -101,12 +186,13 @@ def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:
     def bump() -> None:
         for _ in range(20):
             while True:
-                stored = store.get(_token().token_id)
-                assert stored is not None
                 try:
-                    store.update(stored.token.with_expiry(stored.token.expiry_timestamp + 1), stored.version)
+                    store.change(
+                        _token().token_id,
+                        lambda s: TokenChange(s.token.with_expiry(s.token.expiry_timestamp + 1), None),
+                    )
                 except ConcurrentModification:
-                    continue
+                    continue  # lost more races than the store retries: try again
                 with lock:
                     accepted.append(1)
                 break
