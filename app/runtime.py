@@ -16,7 +16,6 @@ from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
-from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ZOOKEEPER_STATES, RuntimeReadings
 from app.service.acls import AclService
@@ -33,6 +32,7 @@ from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
@@ -123,17 +123,7 @@ def attempt_guard(settings: Settings, auditor: Auditor, clock: Clock, action: Ac
 def check_zookeeper(settings: Settings) -> None:
     """Connect once before serving, so an unreachable ZooKeeper or a rejected login is one line from the CLI
     (StoreUnavailable) rather than a start-up traceback in the log."""
-    zk = zk_connection(settings)
-    kazoo_log = logging.getLogger("kazoo")
-    level = kazoo_log.level
-    # Logging is configured later, by serve(): until then kazoo's retry warnings would reach stderr
-    # around the one line the CLI prints, which already says what went wrong.
-    kazoo_log.setLevel(logging.CRITICAL)
-    try:
-        zk.start()
-        zk.stop()
-    finally:
-        kazoo_log.setLevel(level)
+    zk_connection(settings).check()
 
 
 def build_runtime(

@@ -147,6 +147,19 @@ class ZkConnection:
                 ) from exc
             raise StoreUnavailable(f"cannot connect to ZooKeeper at {self._hosts}: {exc!r}") from exc
 
+    def check(self, timeout_s: float = 15.0) -> None:
+        """Connect once and disconnect: before serving, so that an unreachable ZooKeeper or a rejected login is
+        the one line of the StoreUnavailable raised. kazoo's own retry warnings are held back meanwhile
+        (logging is configured later, by serve(), and they would reach stderr around that line)."""
+        kazoo_log = logging.getLogger("kazoo")
+        level = kazoo_log.level
+        kazoo_log.setLevel(logging.CRITICAL)
+        try:
+            self.start(timeout_s)
+            self.stop()
+        finally:
+            kazoo_log.setLevel(level)
+
     def _ensure_paths(self, client: KazooClient, paths: tuple[str, ...] | list[str]) -> None:
         """Create each path and its missing parents, each with its own ACL (as Kafka's
         ``createRecursive`` does; kazoo's ``ensure_path`` would give the parents the child's ACL)."""

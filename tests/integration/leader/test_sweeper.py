@@ -18,7 +18,6 @@ from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.leader.leadership import Leadership
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken, TokenChange
@@ -26,6 +25,7 @@ from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore

@@ -13,8 +13,8 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.embedded_zookeeper import EmbeddedZooKeeper
-from app.leader.leadership import Leadership
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.election import Leadership
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
 

@@ -3,7 +3,12 @@
 kazoo's Election recipe picks one contender at a time under a znode path. While this replica leads,
 ``work(lost)`` runs; ``lost`` is set the moment the ZooKeeper session is SUSPENDED or LOST (another
 replica may be elected as soon as our session expires, so we must assume we lost it), and ``work`` must
-return promptly when it is. Then the replica contends again.
+return promptly when it is. Then the replica contends again. ``work`` knows nothing of ZooKeeper (the
+sweeper's loop in app/leader/sweeper.py).
+
+The contend loop is kept by hand rather than handed to tenacity: it is not a retry of a failing call but a
+loop that runs for the life of the process (a normal return, losing the lead, contends again at once), and
+its pause must end the moment ``stop()`` is called.
 """
 
 from __future__ import annotations
