@@ -13,7 +13,6 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
-    AuthFailedError,
     NoAuthError,
     NodeExistsError,
     NoNodeError,
@@ -29,6 +28,7 @@ from app.domain.errors import StoreUnavailable
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
+from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 from app.storage.zk.znodes import PERSISTENT_PATHS
 
 log = logging.getLogger(__name__)
@@ -49,25 +49,6 @@ def split_connect_string(connect: str) -> tuple[str, str]:
     """``host:port[,host:port]/chroot`` -> (hosts, chroot or "")."""
     hosts, slash, chroot = connect.partition("/")
     return hosts, (slash + chroot).rstrip("/")
-
-
-def _sasl_rejection_is_auth_failure(client: KazooClient) -> None:
-    """kazoo (2.11) handles a refused SASL login only when ZooKeeper answers AUTHFAILED. A server that
-    enforces authentication (``enforce.auth.enabled``) answers SESSIONCLOSEDREQUIRESASLAUTH instead, which
-    kills kazoo's connection thread and leaves every later request hanging. Turn that answer into the
-    AuthFailedError kazoo handles: the session becomes AUTH_FAILED and pending requests fail at once."""
-    connection = getattr(client, "_connection", None)
-    authenticate = getattr(connection, "_authenticate_with_sasl", None)
-    if authenticate is None:
-        return
-
-    def authenticate_or_fail(host: str, timeout: float) -> None:
-        try:
-            authenticate(host, timeout)
-        except SessionClosedRequireSaslError as exc:
-            raise AuthFailedError("ZooKeeper closed the session: SASL authentication failed") from exc
-
-    connection._authenticate_with_sasl = authenticate_or_fail  # type: ignore[union-attr]
 
 
 class ZkConnection:
@@ -98,7 +79,7 @@ class ZkConnection:
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
             **self.security.kazoo_options(),
         )
-        _sasl_rejection_is_auth_failure(client)
+        treat_sasl_rejection_as_auth_failure(client)
         return client
 
     def acl_for(self, path: str) -> list[ACL]:

@@ -8,6 +8,16 @@ buffer, decoded here in a tight loop. The wire format is ZooKeeper's ``MultiOper
 instead of failing the whole request.
 
 Servers older than 3.6 do not know the operation; callers fall back to pipelined ``get`` requests.
+
+An adapter over private parts of kazoo, fenced here: no other module uses them. Relied on (and checked by
+tests/unit/storage/zk/test_kazoo_private_api.py, which fails saying which one moved; pyproject.toml keeps
+kazoo below the next minor version):
+- ``KazooClient._call(request, async_object)``: queues any request object with ``type``, ``serialize()``
+  and ``deserialize(buffer, offset)``; the connection answers ``async_object`` with what ``deserialize``
+  returns, or with ``EXCEPTIONS[err]()`` when the whole request fails;
+- ``kazoo.protocol.serialization``: ``GetData`` (its ``type`` and ``serialize``), ``MultiHeader`` (fields
+  ``type``, ``done``, ``err``; ``serialize``, ``deserialize``), ``read_buffer``, ``int_struct``,
+  ``stat_struct``; and ``kazoo.exceptions.EXCEPTIONS`` (error code -> exception class).
 """
 
 from __future__ import annotations

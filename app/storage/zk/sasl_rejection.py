@@ -1,0 +1,42 @@
+"""An adapter over a private part of kazoo, fenced here: a refused SASL login must fail the session.
+
+kazoo (2.11) handles a refused SASL login only when ZooKeeper answers AUTHFAILED. A server that enforces
+authentication (``enforce.auth.enabled``) answers SESSIONCLOSEDREQUIRESASLAUTH instead, which kills kazoo's
+connection thread and leaves every later request hanging. kazoo has no public hook for the SASL exchange, so
+the connection handler's ``_authenticate_with_sasl`` is wrapped to turn that answer into the AuthFailedError
+kazoo handles: the session becomes AUTH_FAILED and pending requests fail at once.
+
+Private names relied on (tests/unit/storage/zk/test_kazoo_private_api.py fails, saying which, if kazoo
+changes them; pyproject.toml keeps kazoo below the next minor version):
+- ``KazooClient._connection``: the client's ``ConnectionHandler``, made in ``KazooClient.__init__``;
+- ``ConnectionHandler._authenticate_with_sasl(host, timeout)``, which ``ConnectionHandler._connect`` calls
+  through the instance (so an instance attribute replaces it).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import AuthFailedError, SessionClosedRequireSaslError
+
+log = logging.getLogger(__name__)
+
+
+def treat_sasl_rejection_as_auth_failure(client: KazooClient) -> None:
+    connection = getattr(client, "_connection", None)
+    authenticate = getattr(connection, "_authenticate_with_sasl", None)
+    if authenticate is None:  # a kazoo whose internals moved: serve anyway, as before this adapter
+        log.warning(
+            "this kazoo has no ConnectionHandler._authenticate_with_sasl: a ZooKeeper that closes the session "
+            "on a refused SASL login will leave requests waiting until they time out"
+        )
+        return
+
+    def authenticate_or_fail(host: str, timeout: float) -> None:
+        try:
+            authenticate(host, timeout)
+        except SessionClosedRequireSaslError as exc:
+            raise AuthFailedError("ZooKeeper closed the session: SASL authentication failed") from exc
+
+    connection._authenticate_with_sasl = authenticate_or_fail

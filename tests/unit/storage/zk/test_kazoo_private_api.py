@@ -1,0 +1,107 @@
+"""The private parts of kazoo that two adapters rely on are still there, with the shapes they use.
+
+kazoo is pinned below its next minor version in pyproject.toml; when raising that pin, these tests say which
+adapter needs work. Each failure names the kazoo version, the private name and the adapter."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from importlib.metadata import version
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import EXCEPTIONS, AuthFailedError, NoNodeError, SessionClosedRequireSaslError
+from kazoo.protocol import serialization
+from kazoo.protocol.connection import ConnectionHandler
+from kazoo.protocol.states import ZnodeStat
+
+from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
+
+MULTI_READ = "app/storage/zk/multi_read.py"
+SASL_REJECTION = "app/storage/zk/sasl_rejection.py"
+
+
+def _require(condition: bool, name: str, adapter: str) -> None:
+    assert condition, f"kazoo {version('kazoo')} changed {name}, which {adapter} relies on: update it"
+
+
+def _parameters(function: object) -> list[str]:
+    return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def client() -> Iterator[KazooClient]:
+    made = KazooClient(hosts="127.0.0.1:1")  # never started: no connection is attempted
+    yield made
+    made.close()
+
+
+# --- sasl_rejection.py --------------------------------------------------------------------------------------
+
+
+def test_the_client_keeps_its_connection_handler_in_connection(client: KazooClient) -> None:
+    _require(
+        isinstance(getattr(client, "_connection", None), ConnectionHandler), "KazooClient._connection", SASL_REJECTION
+    )
+
+
+def test_the_sasl_exchange_is_one_method_called_through_the_instance() -> None:
+    method = getattr(ConnectionHandler, "_authenticate_with_sasl", None)
+    _require(method is not None, "ConnectionHandler._authenticate_with_sasl", SASL_REJECTION)
+    _require(_parameters(method) == ["self", "host", "timeout"], "_authenticate_with_sasl's parameters", SASL_REJECTION)
+    _require(
+        "self._authenticate_with_sasl(" in inspect.getsource(ConnectionHandler._connect),
+        "how ConnectionHandler._connect calls _authenticate_with_sasl",
+        SASL_REJECTION,
+    )
+
+
+def test_the_adapter_turns_a_closed_session_into_the_auth_failure_kazoo_handles(client: KazooClient) -> None:
+    calls: list[tuple[str, float]] = []
+
+    def refused(host: str, timeout: float) -> None:
+        calls.append((host, timeout))
+        raise SessionClosedRequireSaslError()
+
+    client._connection._authenticate_with_sasl = refused
+    treat_sasl_rejection_as_auth_failure(client)
+    with pytest.raises(AuthFailedError):
+        client._connection._authenticate_with_sasl("zk1", 2.0)
+    assert calls == [("zk1", 2.0)]
+
+
+def test_the_adapter_leaves_an_accepted_login_alone(client: KazooClient) -> None:
+    calls: list[str] = []
+    client._connection._authenticate_with_sasl = lambda host, timeout: calls.append(host)
+    treat_sasl_rejection_as_auth_failure(client)
+    client._connection._authenticate_with_sasl("zk1", 2.0)
+    assert calls == ["zk1"]
+
+
+# --- multi_read.py ------------------------------------------------------------------------------------------
+
+
+def test_any_request_object_can_be_queued_with_call(client: KazooClient) -> None:
+    _require(_parameters(KazooClient._call) == ["self", "request", "async_object"], "KazooClient._call", MULTI_READ)
+    _require(callable(getattr(client.handler, "async_result", None)), "handler.async_result", MULTI_READ)
+    _require(isinstance(getattr(client, "chroot", None), str), "KazooClient.chroot", MULTI_READ)
+    submit = inspect.getsource(ConnectionHandler._submit)
+    _require("request.type" in submit and "request.serialize()" in submit, "ConnectionHandler._submit", MULTI_READ)
+    _require(
+        "request.deserialize(buffer, offset)" in inspect.getsource(ConnectionHandler._read_response),
+        "ConnectionHandler._read_response",
+        MULTI_READ,
+    )
+
+
+def test_the_serialization_helpers_keep_their_shapes() -> None:
+    _require(serialization.GetData.type == 4, "GetData.type", MULTI_READ)
+    _require(serialization.GetData._fields == ("path", "watcher"), "GetData's fields", MULTI_READ)
+    _require(serialization.MultiHeader._fields == ("type", "done", "err"), "MultiHeader's fields", MULTI_READ)
+    _require(callable(getattr(serialization.MultiHeader, "deserialize", None)), "MultiHeader.deserialize", MULTI_READ)
+    _require(_parameters(serialization.read_buffer) == ["bytes", "offset"], "read_buffer", MULTI_READ)
+    _require(serialization.int_struct.format == "!i", "int_struct", MULTI_READ)
+    _require(serialization.stat_struct.format == "!qqqqiiiqiiq", "stat_struct", MULTI_READ)
+    _require(len(ZnodeStat._fields) == 11, "ZnodeStat's fields", MULTI_READ)
+    _require(EXCEPTIONS[NoNodeError.code] is NoNodeError, "kazoo.exceptions.EXCEPTIONS", MULTI_READ)
