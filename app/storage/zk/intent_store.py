@@ -15,10 +15,6 @@ class ZkIntentStore:
     def path(self, event_id: int) -> str:
         return KtsZNodes.audit_intent(event_id)
 
-    def exists(self, event_id: int) -> bool:
-        self._zk.ensure_connected()
-        return self._zk.wait(self._zk.client.exists_async(KtsZNodes.audit_intent(event_id))) is not None
-
     def existing(self, event_ids: list[int]) -> set[int]:
         answers = self._zk.read_many([KtsZNodes.audit_intent(event_id) for event_id in event_ids])
         return {
@@ -49,4 +45,4 @@ class ZkIntentStore:
     def list(self) -> list[int]:
         self._zk.ensure_connected()
         names = self._zk.wait(self._zk.client.get_children_async(KtsZNodes.AUDIT_INTENTS))
-        return sorted(int(name) for name in names if name.isdigit())
+        return sorted(event_id for name in names if (event_id := KtsZNodes.audit_intent_event_id(name)) is not None)
