@@ -9,11 +9,14 @@ by HMAC) and by principal (owner, renewer, requester: describe with an owner fil
 from __future__ import annotations
 
 import logging
+import math
 import re
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+
+from cachetools import TTLCache
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
@@ -30,8 +33,8 @@ log = logging.getLogger(__name__)
 # (1 MB unless raised); kazoo reads it regardless, so kts keeps working but brokers would not.
 JAVA_CLIENT_MAX_RESPONSE = 0xFFFFF
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
+# A read races a delete for milliseconds, not minutes: a tombstone older than this is no longer needed.
 TOMBSTONE_SECONDS = 120.0
-TOMBSTONES_CHECKED_AT = 10_000
 
 
 def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
@@ -39,7 +42,9 @@ def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
 
 
 class TokenCache:
-    def __init__(self, zk: ZkConnection, store: ZkTokenStore, secret: TokenSecret) -> None:
+    def __init__(
+        self, zk: ZkConnection, store: ZkTokenStore, secret: TokenSecret, *, timer: Callable[[], float] = time.monotonic
+    ) -> None:
         self._zk = zk
         self._store = store
         self._secret = secret
@@ -51,8 +56,9 @@ class TokenCache:
         # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
         # Single-key reads need no lock (dict lookups are atomic).
         self._lock = threading.Lock()
-        self._tombstones: dict[str, float] = {}
-        self._prune_tombstones_at = TOMBSTONES_CHECKED_AT
+        # Expired tombstones are dropped in amortized constant time per deletion, so a mass sweep that
+        # forgets 100k tokens in a row stays linear; no size bound, lest one be dropped before its time.
+        self._tombstones: TTLCache[str, bool] = TTLCache(maxsize=math.inf, ttl=TOMBSTONE_SECONDS, timer=timer)
         self.loaded = False
         self._follower = ChangeFollower(
             zk,
@@ -140,13 +146,7 @@ class TokenCache:
 
     def _forget(self, token_id: str) -> None:
         self._drop(token_id)
-        now = time.monotonic()
-        self._tombstones[token_id] = now
-        if len(self._tombstones) > self._prune_tombstones_at:
-            # A read races a delete for milliseconds, not minutes: old tombstones are no longer needed. The
-            # next check waits until the set has doubled, so pruning stays linear during a mass sweep.
-            self._tombstones = {t: at for t, at in self._tombstones.items() if now - at < TOMBSTONE_SECONDS}
-            self._prune_tombstones_at = max(TOMBSTONES_CHECKED_AT, 2 * len(self._tombstones))
+        self._tombstones[token_id] = True
 
     def _reload(self) -> None:
         # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.
