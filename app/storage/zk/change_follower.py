@@ -59,6 +59,10 @@ class ChangeFollower:
         # The children each watch delivered last: the watch recipe lists them anyway, listing them again
         # would double the cost of every notification (the list holds up to 15 minutes of them).
         self._listed: dict[str, list[str]] = {}
+        # The greatest notification name seen in each queue. Names carry ZooKeeper's zero-padded sequence
+        # number, so they sort in creation order, and a delivered list whose greatest name is below this one
+        # was listed before a listing already handled: it is stale.
+        self._latest: dict[str, str] = {}
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._reload_needed = False
@@ -132,6 +136,7 @@ class ChangeFollower:
         self._zk.ensure_connected()
         for queue in self._queues:
             self._seen[queue.path] = set(self._list(queue.path))
+            self._note_latest(queue.path, self._seen[queue.path])
         self._reload()
         self._reload_needed = False
 
@@ -141,9 +146,13 @@ class ChangeFollower:
         purge = time.monotonic() - self._last_purge > PURGE_INTERVAL_S
         for queue in self._queues:
             delivered = self._listed.pop(queue.path, None)  # dropped when listing anew: it may be older
-            if not listed:
+            if not listed or (delivered is not None and self._stale(queue.path, delivered)):
+                # A watch's list can arrive after this worker listed the queue anew (when it caught up, or
+                # found nothing delivered for this queue): taking it would forget names seen since, and
+                # handle them again later.
                 delivered = None
             names = set(delivered if delivered is not None else self._list(queue.path))
+            self._note_latest(queue.path, names)
             fresh = sorted(names - self._seen[queue.path])
             batch = [
                 (name, data)
@@ -170,6 +179,15 @@ class ChangeFollower:
                 self._purge(queue.path, names, now_ms)
         if purge:
             self._last_purge = time.monotonic()
+
+    def _stale(self, path: str, delivered: list[str]) -> bool:
+        latest = self._latest.get(path)
+        return latest is not None and (not delivered or max(delivered) < latest)
+
+    def _note_latest(self, path: str, names: set[str]) -> None:
+        top = max(names, default="")
+        if top > self._latest.get(path, ""):
+            self._latest[path] = top
 
     def _list(self, path: str) -> list[str]:
         return list(self._zk.wait(self._zk.client.get_children_async(path)))

@@ -112,6 +112,25 @@ def test_each_queues_handler_gets_every_new_notifications_data_in_order(
     assert handler_b.received == expected_b
 
 
+def test_a_watch_list_older_than_what_was_handled_does_not_make_notifications_handled_twice(
+    raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder()
+    follower = start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    _notify(raw_zk, QUEUE_A, b"first")
+    eventually(lambda: handler.received == [b"first"])
+    before_first = sorted(raw_zk.get_children(QUEUE_A))[:-1]  # listed before "first" was created
+
+    # The race: the watch listed the queue, then the worker listed it anew and handled "first", then the
+    # watch's older list arrived.
+    follower._on_children(QUEUE_A, before_first)
+    eventually(lambda: follower._listed.get(QUEUE_A) is None)  # the worker took the stale list
+    _notify(raw_zk, QUEUE_A, b"second")
+
+    eventually(lambda: b"second" in handler.received)
+    assert handler.received == [b"first", b"second"]
+
+
 def test_notifications_written_in_one_burst_are_handled_in_sequence_order(
     raw_zk: KazooClient, start_follower: StartFollower
 ) -> None:
