@@ -218,7 +218,8 @@ def test_under_leadership_only_one_replica_sweeps_and_each_token_is_swept_once(
         other_writer.create(_token("LiveTokenAAAAAAAAAAAAA", expiry_in_ms=HOUR))
 
         eventually(lambda: raw_zk.get_children(TokenZNode.ROOT) == ["LiveTokenAAAAAAAAAAAAA"])
-        time.sleep(0.2)  # a few more sweep intervals
+        runs = sum(one.sweeper.runs_total for one in replicas)
+        eventually(lambda: sum(one.sweeper.runs_total for one in replicas) >= runs + 3)  # a few more sweeps
 
         events = replicas[0].audit_log.query(EventQuery(action="token.sweep"))
         assert sorted(event.token_id or "" for event in events) == [f"ExpiresSoon{n}AAAAAAAAAA" for n in range(6)]

@@ -166,13 +166,21 @@ def test_notifications_younger_than_the_retention_are_kept(
 ) -> None:
     monkeypatch.setattr(change_follower, "PURGE_INTERVAL_S", 0)
     monkeypatch.setattr(change_follower, "IDLE_WAKE_S", 0.05)
+    purges: list[set[str]] = []
+    purge = ChangeFollower._purge
+
+    def counted_purge(follower: ChangeFollower, path: str, names: set[str], now_ms: int) -> None:
+        purge(follower, path, names, now_ms)
+        purges.append(names)
+
+    monkeypatch.setattr(ChangeFollower, "_purge", counted_purge)
     handler = Recorder()
     start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
 
     for n in range(3):
         _notify(raw_zk, QUEUE_A, str(n).encode())
     eventually(lambda: len(handler.received) == 3)
-    time.sleep(0.3)  # several purge passes
+    eventually(lambda: sum(len(names) == 3 for names in purges) >= 3)  # several passes judged all three
 
     assert len(raw_zk.get_children(QUEUE_A)) == 3
     assert handler.received == [b"0", b"1", b"2"]  # and none was handled twice

@@ -101,6 +101,10 @@ def test_exactly_one_replica_works_at_a_time(work_log: WorkLog, replicas: dict[s
     assert [replica.identifier for replica in replicas.values() if replica.leadership.is_leader] == [leader.identifier]
     assert work_log.leaders == [leader.identifier]
     assert work_log.max_active == 1
+    # Positive control: the others were contending all along, and one works as soon as it may.
+    leader.leadership.stop()
+    eventually(lambda: work_log.current not in (None, leader.identifier))
+    assert work_log.max_active == 1
 
 
 def test_contenders_lists_every_replicas_identifier_leader_first(
@@ -117,17 +121,14 @@ def test_contenders_lists_every_replicas_identifier_leader_first(
     eventually(lambda: sorted(remaining[0].leadership.contenders()) == sorted(r.identifier for r in remaining))
 
 
-def test_stopping_the_leader_hands_leadership_to_another_within_seconds(
-    work_log: WorkLog, replicas: dict[str, Replica]
-) -> None:
+def test_stopping_the_leader_hands_leadership_to_another(work_log: WorkLog, replicas: dict[str, Replica]) -> None:
     first = _leader(work_log, replicas)
 
     first.leadership.stop()
 
     assert not first.leadership.is_leader
     assert work_log.ended[0] == (first.identifier, True)  # its work saw ``lost`` and returned
-    took = eventually(lambda: work_log.current not in (None, first.identifier), timeout_s=5)
-    assert took < 3
+    eventually(lambda: work_log.current not in (None, first.identifier), timeout_s=5)
     second = _leader(work_log, replicas)
 
     second.leadership.stop()
