@@ -17,7 +17,7 @@ from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.sweeper import Sweeper
-from app.observability.metrics import ZOOKEEPER_STATES, RuntimeReadings
+from app.observability.metrics import RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
@@ -68,13 +68,8 @@ class Runtime:
             sweep_runs=lambda: self.sweeper.runs_total,
             swept_tokens=lambda: self.sweeper.deleted_total,
             leads_sweeper=lambda: self.sweeper_leadership.is_leader,
-            zookeeper_state=self._zookeeper_state,
+            zookeeper_state=lambda: self.zk.state.lower(),
         )
-
-    def _zookeeper_state(self) -> str:
-        # kazoo's session states are the strings CONNECTED, SUSPENDED and LOST.
-        state = str(self.zk.client.state).lower()
-        return state if state in ZOOKEEPER_STATES else "lost"
 
     def start(self) -> None:
         if isinstance(self.audit_log, SqlAuditLog):
