@@ -8,8 +8,6 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
-
 APP = Path(__file__).resolve().parents[2] / "app"
 FRAMEWORKS = ("fastapi", "starlette", "uvicorn", "kazoo", "sqlalchemy", "alembic", "pyspark")
 
@@ -83,11 +81,6 @@ def test_domain_imports_nothing_of_the_project_outside_it_and_no_framework() -> 
     assert _violations(("app.domain",), (*outside, *FRAMEWORKS)) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pending the storage work of issue 14: kazoo's Election-based Leadership (app/leader/leadership.py) "
-    "moves under app/storage/zk",
-)
 def test_kazoo_is_imported_only_under_app_storage() -> None:
     everything_but_storage = tuple(f"app.{unit}" for unit in _units_except("storage"))
     assert _violations(everything_but_storage, ("kazoo",)) == []
