@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from app.cli.command_config import SCRAM_LOGIN_MODULE
+from app.domain.jaas import SCRAM_LOGIN_MODULE, LoginModule, render_login_module, render_section
 
 FILE_MODE = 0o600
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
@@ -49,11 +49,12 @@ class TokenCredentials:
             raise ValueError("the hmac is not standard base64")
 
 
-def jaas_login(credentials: TokenCredentials) -> str:
-    """The login module line a Kafka client uses with a delegation token."""
-    return (
-        f'{SCRAM_LOGIN_MODULE} required username="{credentials.token_id}" '
-        f'password="{credentials.hmac}" tokenauth="true";'
+def token_login(credentials: TokenCredentials) -> LoginModule:
+    """The login module a Kafka client uses with a delegation token."""
+    return LoginModule(
+        SCRAM_LOGIN_MODULE,
+        "required",
+        {"username": credentials.token_id, "password": credentials.hmac, "tokenauth": "true"},
     )
 
 
@@ -70,18 +71,11 @@ def render(
                 "# Kafka client settings for a delegation token, kept fresh by kts sidecar. Do not edit.\n"
                 f"security.protocol={security_protocol}\n"
                 f"sasl.mechanism={sasl_mechanism}\n"
-                f"sasl.jaas.config={jaas_login(credentials)}\n"
+                f"sasl.jaas.config={render_login_module(token_login(credentials))}\n"
             )
         case ClientFileFormat.JAAS:
-            return (
-                "// A delegation token for Kafka clients, kept fresh by kts sidecar. Do not edit.\n"
-                "KafkaClient {\n"
-                f"  {SCRAM_LOGIN_MODULE} required\n"
-                f'  username="{credentials.token_id}"\n'
-                f'  password="{credentials.hmac}"\n'
-                '  tokenauth="true";\n'
-                "};\n"
-            )
+            header = "// A delegation token for Kafka clients, kept fresh by kts sidecar. Do not edit.\n"
+            return header + render_section("KafkaClient", [token_login(credentials)])
         case ClientFileFormat.JSON:
             document = {
                 "tokenId": credentials.token_id,
