@@ -23,11 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.cli.client.arguments import DEFAULT_SERVER, SERVER_ENV
 from app.domain.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, JaasSyntaxError, parse_login_module
 from app.settings import ConfigError, read_properties
-
-DEFAULT_SERVER = "http://127.0.0.1:8080"
-SERVER_ENV = "KTS_SERVER"
 
 
 @dataclass(frozen=True, slots=True)

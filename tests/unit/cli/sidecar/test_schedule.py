@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.cli.token_schedule import (
+from app.cli.sidecar.schedule import (
     Action,
     Backoff,
     Step,

@@ -11,8 +11,8 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from app.cli.command_config import TokenCredential, parse_sasl_jaas_config
-from app.cli.kafka_client_settings import ClientFileFormat, TokenCredentials, render, write_atomically
+from app.cli.client.command_config import TokenCredential, parse_sasl_jaas_config
+from app.cli.sidecar.token_file import ClientFileFormat, TokenCredentials, render, write_atomically
 
 TOKEN_ID = "E8gTWaIxRUOaSRH7wY3N1w"
 HMAC = "4yNy7/Z+zNgC0bevraCN9fOXatvHfn4ZrHtPzPlrbPxMD2i6+BNIueia0juqmA75Nxpj18hRCE7nMYHojrij4Q=="

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.cli.command_config import (
-    DEFAULT_SERVER,
+from app.cli.client.arguments import DEFAULT_SERVER
+from app.cli.client.command_config import (
     CommandConfig,
     TokenCredential,
     UserPassword,

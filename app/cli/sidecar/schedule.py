@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 RENEW_FRACTION = 0.8
+DEFAULT_GRACE_MS = 60_000  # how long a replaced token stays valid, for readers of the old file
 
 
 class Action(StrEnum):

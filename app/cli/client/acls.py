@@ -14,11 +14,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.cli.client_options import add_connection_options, add_output_option, open_client, principal
-from app.cli.http_client import AclJson, KtsClient
-from app.cli.output import emit, plain_table, to_json
+from app.cli.client.arguments import add_connection_options, add_output_option, principal
+from app.cli.client.output import emit, plain_table, to_json
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Operation
+
+if TYPE_CHECKING:
+    from app.cli.client.http_client import AclJson, KtsClient
 
 COLUMNS = ("RESOURCE TYPE", "RESOURCE NAME", "PATTERN TYPE", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION")
 PATTERN_TYPES = ("literal", "prefixed", "any", "match")
@@ -143,15 +146,15 @@ def entries(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
 def bindings_to_add(args: argparse.Namespace) -> list[AclJson]:
     pattern_type = (args.resource_pattern_type or "literal").upper()
     return [
-        AclJson(
-            resourceType=resource.resource_type,
-            resourceName=resource.name,
-            patternType=pattern_type,
-            principal=who,
-            host=host,
-            operation=op,
-            permissionType=permission,
-        )
+        {
+            "resourceType": resource.resource_type,
+            "resourceName": resource.name,
+            "patternType": pattern_type,
+            "principal": who,
+            "host": host,
+            "operation": op,
+            "permissionType": permission,
+        }
         for resource in named_resources(args)
         for who, host, op, permission in entries(args)
     ]
@@ -168,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
     problem = validate(args)
     if problem is not None:
         args.usage.error(problem)
+    from app.cli.client.connection import open_client  # the HTTP client, only when a command runs
+
     with open_client(args) as client:
         if args.action == "add":
             added = [client.add_acl(binding) for binding in bindings_to_add(args)]

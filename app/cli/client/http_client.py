@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 import httpx
 
-from app.cli.command_config import CommandConfig
+from app.cli.client.command_config import CommandConfig
 
 USER_AGENT = "kts-cli"
 DESCRIBE_PAGE_SIZE = 1000

@@ -1,6 +1,6 @@
 """``kts serve``: run the service under uvicorn with settings from a properties file and ``KTS_*``.
 
-An https listener gets the TLS policy of ``app/cli/tls_protocol.py`` (TLS 1.2+, forward-secret AEAD
+An https listener gets the TLS policy of ``app/cli/server/tls.py`` (TLS 1.2+, forward-secret AEAD
 ciphers). A plain http listener on an address other than loopback starts with a loud warning: callers'
 passwords and token HMACs would cross the network in clear text, which Kafka itself never allows for
 token requests; it is legitimate only behind a TLS-terminating mesh or proxy.
@@ -18,8 +18,8 @@ from typing import Any
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.logging_config import LogFormat, configure_logging
-from app.cli.tls_protocol import TlsAwareH11Protocol, harden
+from app.cli.server.logging_config import LogFormat, configure_logging
+from app.cli.server.tls import TlsAwareH11Protocol, harden
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings
 from app.storage.audit import migrations
@@ -28,7 +28,8 @@ from app.storage.audit.database import describe_url, make_engine
 # "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
 # HTTP 401 that says why instead of an opaque TLS alert.
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
-log = logging.getLogger(__name__)
+# The name log collectors know from before this module moved into app/cli/server/.
+log = logging.getLogger("app.cli.serve")
 
 
 class HardenedConfig(uvicorn.Config):

@@ -13,17 +13,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
-from app.cli.client_options import (
-    add_connection_options,
-    add_output_option,
-    hmac_text,
-    milliseconds,
-    open_client,
-    principal,
-)
-from app.cli.http_client import ExpiryJson, TokenJson
-from app.cli.output import emit, kafka_date, plain_table, to_json
+from app.cli.client.arguments import add_connection_options, add_output_option, hmac_text, milliseconds, principal
+from app.cli.client.output import emit, kafka_date, plain_table, to_json
+
+if TYPE_CHECKING:
+    from app.cli.client.http_client import ExpiryJson, TokenJson
 
 COLUMNS = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
 HIDDEN_HMAC = "<hidden>"
@@ -92,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     problem = validate(args)
     if problem is not None:
         args.usage.error(problem)
+    from app.cli.client.connection import open_client  # the HTTP client, only when a command runs
+
     with open_client(args) as client:
         if args.action == "create":
             created = client.create_token(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.api.app import create_app
-from app.cli.serve import HardenedConfig, plaintext_warning, uvicorn_options
+from app.cli.server.serve import HardenedConfig, plaintext_warning, uvicorn_options
 from app.settings import Settings, load_settings
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority

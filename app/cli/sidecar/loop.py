@@ -15,31 +15,18 @@ reports on its first token (which it then replaces instead of renewing).
 
 from __future__ import annotations
 
-import argparse
 import logging
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import TypeVar
 
-from app.cli.client_options import add_connection_options, milliseconds, open_client, principal
-from app.cli.command_config import load_command_config
-from app.cli.http_client import KtsClient, RequestRefused, ServiceUnreachable, TokenJson
-from app.cli.kafka_client_settings import (
-    SASL_MECHANISMS,
-    SECURITY_PROTOCOLS,
-    ClientFileFormat,
-    TokenCredentials,
-    render,
-    write_atomically,
-)
-from app.cli.token_schedule import (
+from app.cli.client.http_client import KtsClient, RequestRefused, ServiceUnreachable, TokenJson
+from app.cli.sidecar.schedule import (
+    DEFAULT_GRACE_MS,
     Action,
     Backoff,
     TokenTimes,
@@ -47,12 +34,12 @@ from app.cli.token_schedule import (
     retirement_period_ms,
     server_clock_offset_ms,
 )
+from app.cli.sidecar.token_file import ClientFileFormat, TokenCredentials, render, write_atomically
 
 log = logging.getLogger("kts.sidecar")
 T = TypeVar("T")
 
 TOKEN_NOT_FOUND, TOKEN_OWNER_MISMATCH, TOKEN_EXPIRED = 62, 63, 66
-DEFAULT_GRACE_MS = 60_000
 EXIT_ATTEMPTS = 3
 # Long waits are cut into slices so that a clock jump or a suspended host is noticed within a minute.
 MAX_WAIT_SLICE_S = 60.0
@@ -334,78 +321,3 @@ def _when(timestamp_ms: int) -> str:
 
 def _unique(tokens: Iterable[HeldToken]) -> list[HeldToken]:
     return list({token.token_id: token for token in tokens}.values())
-
-
-# the command
-
-
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser(
-        "sidecar",
-        help="keep a Kafka client's delegation token file fresh (create, renew, replace)",
-        description="Create a delegation token, write it for a Kafka client, and keep it renewed and replaced.",
-    )
-    parser.add_argument("--output-file", type=Path, required=True, metavar="PATH", help="the file to keep (mode 0600)")
-    parser.add_argument(
-        "--format",
-        choices=[file_format.value for file_format in ClientFileFormat],
-        default=ClientFileFormat.PROPERTIES.value,
-        help="properties (Kafka client settings), jaas (a KafkaClient section) or json (default: properties)",
-    )
-    parser.add_argument(
-        "--owner-principal", type=principal, metavar="PRINCIPAL", help="tokens for this user (needs CreateTokens)"
-    )
-    parser.add_argument(
-        "--renewer-principal", action="append", type=principal, default=[], metavar="PRINCIPAL", help="repeatable"
-    )
-    parser.add_argument(
-        "--max-life-time-period", type=milliseconds, default=-1, metavar="MS", help="-1: the server's (default)"
-    )
-    parser.add_argument("--security-protocol", choices=SECURITY_PROTOCOLS, default="SASL_SSL", help="properties format")
-    parser.add_argument("--sasl-mechanism", choices=SASL_MECHANISMS, default="SCRAM-SHA-512", help="properties format")
-    parser.add_argument("--expire-on-exit", action="store_true", help="expire the token when stopped")
-    parser.add_argument(
-        "--replace-grace-period",
-        type=milliseconds,
-        default=DEFAULT_GRACE_MS,
-        metavar="MS",
-        help=f"how long a replaced token stays valid (default: {DEFAULT_GRACE_MS})",
-    )
-    add_connection_options(parser)
-    parser.set_defaults(handler=run, usage=parser)
-
-
-def run(args: argparse.Namespace) -> int:
-    if not args.output_file.parent.is_dir():
-        args.usage.error(f"--output-file: directory {args.output_file.parent} does not exist")
-    if args.replace_grace_period < 0:
-        args.usage.error("--replace-grace-period must not be negative")
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s kts sidecar: %(message)s", stream=sys.stderr
-    )
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per action, ours
-    logging.getLogger("httpcore").setLevel(logging.WARNING)
-    options = SidecarOptions(
-        output_file=args.output_file,
-        file_format=ClientFileFormat(args.format),
-        owner=args.owner_principal,
-        renewers=tuple(dict.fromkeys(args.renewer_principal)),
-        max_lifetime_ms=args.max_life_time_period,
-        security_protocol=args.security_protocol,
-        sasl_mechanism=args.sasl_mechanism,
-        expire_on_exit=args.expire_on_exit,
-        grace_ms=args.replace_grace_period,
-    )
-    stop = threading.Event()
-
-    def request_stop(signum: int, _: FrameType | None) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
-    try:
-        self_principal = load_command_config(args.command_config).user_principal
-        with open_client(args) as client:
-            return Sidecar(client, options, stop=stop, self_principal=self_principal).run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
