@@ -15,7 +15,9 @@ from types import FrameType
 
 from app.cli.client.arguments import add_connection_options, milliseconds, principal
 from app.cli.sidecar.schedule import DEFAULT_GRACE_MS
-from app.cli.sidecar.token_file import SASL_MECHANISMS, SECURITY_PROTOCOLS, ClientFileFormat
+from app.cli.sidecar.token_file import SASL_MECHANISMS, SECURITY_PROTOCOLS, ClientFileFormat, TokenFile
+
+log = logging.getLogger("kts.sidecar")
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,21 +63,23 @@ def run(args: argparse.Namespace) -> int:
         args.usage.error("--replace-grace-period must not be negative")
     from app.cli.client.command_config import load_command_config
     from app.cli.client.connection import open_client
-    from app.cli.sidecar.loop import Sidecar, SidecarOptions
+    from app.cli.sidecar.loop import LoopOptions, RenewalLoop
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s kts sidecar: %(message)s", stream=sys.stderr
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per action, ours
     logging.getLogger("httpcore").setLevel(logging.WARNING)
-    options = SidecarOptions(
-        output_file=args.output_file,
-        file_format=ClientFileFormat(args.format),
+    token_file = TokenFile(
+        args.output_file,
+        ClientFileFormat(args.format),
+        security_protocol=args.security_protocol,
+        sasl_mechanism=args.sasl_mechanism,
+    )
+    options = LoopOptions(
         owner=args.owner_principal,
         renewers=tuple(dict.fromkeys(args.renewer_principal)),
         max_lifetime_ms=args.max_life_time_period,
-        security_protocol=args.security_protocol,
-        sasl_mechanism=args.sasl_mechanism,
         expire_on_exit=args.expire_on_exit,
         grace_ms=args.replace_grace_period,
     )
@@ -88,7 +92,15 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_command_config(args.command_config)
         with open_client(args, config) as client:
-            return Sidecar(client, options, stop=stop, self_principal=config.user_principal).run()
+            log.info(
+                "starting: server %s, file %s (%s)%s",
+                client.server,
+                token_file.path,
+                token_file.file_format,
+                f", tokens for {options.owner}" if options.owner else "",
+            )
+            loop = RenewalLoop(client, token_file.publish, options, stop=stop, self_principal=config.user_principal)
+            return loop.run()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

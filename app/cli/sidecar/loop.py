@@ -1,30 +1,30 @@
-"""``kts sidecar``: keep a Kafka client's delegation token file fresh, next to the client that reads it.
+"""The renewal loop of ``kts sidecar``: keep one delegation token valid and published, until told to stop.
 
-It creates a token (for itself, or with ``--owner-principal`` for a user it may create tokens for), writes
-it in the chosen format atomically with mode 0600, renews it when 80% of the way to its expiry, replaces it
-with a new token when 80% of its maximum lifetime has passed (rewriting the file, then ending the old token
-after a grace period), and retries with capped exponential backoff and jitter while the service is
-unreachable or answers 5xx. SIGTERM or SIGINT stops it with exit code 0, after expiring its tokens when
-``--expire-on-exit`` is given. It logs one line per action and never an HMAC.
+It creates a token (for itself, or for ``owner`` when it may create tokens for that user) and publishes
+it, renews it when 80% of the way to its expiry, replaces it with a new token when 80% of its maximum
+lifetime has passed (publishing the new one, then ending the old one after a grace period), and retries
+with capped exponential backoff and jitter while the service is unreachable or answers 5xx. When stopped
+it expires its tokens if ``expire_on_exit`` is set. It logs one line per action and never an HMAC.
 
 Renewing needs the caller to be the token's owner or one of its renewers (a token's requester is neither
-by right), so a sidecar that creates tokens for another owner names itself a renewer: from the
-``username`` it logs in with, or, with a certificate login, from the ``tokenRequester`` the service
-reports on its first token (which it then replaces instead of renewing).
+by right), so a loop that creates tokens for another owner names itself a renewer: from the ``username``
+it logs in with, or, with a certificate login, from the ``tokenRequester`` the service reports on its
+first token (which it then replaces instead of renewing).
+
+Everything around it is injected: the service, where tokens are published, the wall clock, the stop
+signal it waits on and the sleep between attempts at exit, so that tests drive it with fakes.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
-from app.cli.client.http_client import KtsClient, RequestRefused, ServiceUnreachable, TokenJson
+from app.cli.client.http_client import ExpiryJson, RequestRefused, ServiceUnreachable, TokenJson
 from app.cli.sidecar.schedule import (
     DEFAULT_GRACE_MS,
     Action,
@@ -34,7 +34,7 @@ from app.cli.sidecar.schedule import (
     retirement_period_ms,
     server_clock_offset_ms,
 )
-from app.cli.sidecar.token_file import ClientFileFormat, TokenCredentials, render, write_atomically
+from app.cli.sidecar.token_file import PublishError, TokenCredentials
 
 log = logging.getLogger("kts.sidecar")
 T = TypeVar("T")
@@ -45,19 +45,37 @@ EXIT_ATTEMPTS = 3
 MAX_WAIT_SLICE_S = 60.0
 
 
+class TokenService(Protocol):
+    """The calls the loop makes (``KtsClient`` in production)."""
+
+    server: str
+
+    def create_token(
+        self, *, owner: str | None = None, renewers: Iterable[str] = (), max_lifetime_ms: int = -1
+    ) -> TokenJson: ...
+
+    def renew_token(self, hmac: str, renew_time_period_ms: int = -1) -> ExpiryJson: ...
+
+    def expire_token(self, hmac: str, expiry_time_period_ms: int = -1) -> ExpiryJson: ...
+
+
+class StopSignal(Protocol):
+    """A ``threading.Event`` set by the signal handlers: ``wait`` returns True once a stop is asked for."""
+
+    def is_set(self) -> bool: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+
 class Stopped(Exception):
     """A stop was requested while waiting or retrying."""
 
 
 @dataclass(frozen=True, slots=True)
-class SidecarOptions:
-    output_file: Path
-    file_format: ClientFileFormat = ClientFileFormat.PROPERTIES
+class LoopOptions:
     owner: str | None = None
     renewers: tuple[str, ...] = ()
     max_lifetime_ms: int = -1
-    security_protocol: str = "SASL_SSL"
-    sasl_mechanism: str = "SCRAM-SHA-512"
     expire_on_exit: bool = False
     grace_ms: int = DEFAULT_GRACE_MS
 
@@ -91,38 +109,39 @@ class HeldToken:
         return TokenCredentials(self.token_id, self.hmac, self.times.expiry_timestamp, self.times.max_timestamp)
 
 
-class Sidecar:
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class RenewalLoop:
     def __init__(
         self,
-        client: KtsClient,
-        options: SidecarOptions,
+        service: TokenService,
+        publish: Callable[[TokenCredentials], None],
+        options: LoopOptions,
         *,
-        stop: threading.Event,
+        stop: StopSignal,
         self_principal: str | None = None,
-        wall_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        wall_ms: Callable[[], int] = wall_clock_ms,
+        sleep: Callable[[float], None] = time.sleep,
         backoff: Backoff | None = None,
     ) -> None:
-        self._client = client
+        """``publish`` makes a token available to its readers (raises PublishError); ``sleep`` waits between
+        attempts to expire the tokens at exit, when ``stop`` is already set."""
+        self._service = service
+        self._publish = publish
         self._options = options
         self._stop = stop
         self._self_principal = self_principal
         self._wall_ms = wall_ms
+        self._sleep = sleep
         self._backoff = backoff or Backoff()
         self._offset_ms = 0
         self._token: HeldToken | None = None
         self._retired: list[HeldToken] = []
-        self._written: str | None = None
 
     def run(self) -> int:
-        """Create, write and keep the token until stopped. RequestRefused on the first create propagates."""
-        options = self._options
-        log.info(
-            "starting: server %s, file %s (%s)%s",
-            self._client.server,
-            options.output_file,
-            options.file_format,
-            f", tokens for {options.owner}" if options.owner else "",
-        )
+        """Create, publish and keep the token until stopped. RequestRefused on the first create propagates."""
         try:
             self._install(self._create(startup=True))
             while not self._stop.is_set():
@@ -135,8 +154,8 @@ class Sidecar:
                     self._replace(self._token)
         except Stopped:
             pass
-        except OSError as exc:
-            log.error("cannot write %s: %s", options.output_file, exc.strerror or exc)
+        except PublishError as exc:
+            log.error("%s", exc)
             self._shutdown()
             return 1
         return self._shutdown()
@@ -152,7 +171,7 @@ class Sidecar:
 
         def create() -> TokenJson:
             sent = self._wall_ms()
-            created = self._client.create_token(
+            created = self._service.create_token(
                 owner=options.owner, renewers=renewers, max_lifetime_ms=options.max_lifetime_ms
             )
             self._offset_ms = server_clock_offset_ms(created["issueTimestamp"], sent, self._wall_ms())
@@ -179,7 +198,7 @@ class Sidecar:
         try:
             renewed = self._call(
                 f"renew token {token.token_id}",
-                lambda: self._client.renew_token(token.hmac),
+                lambda: self._service.renew_token(token.hmac),
                 give_up=lambda refused: refused.code in (TOKEN_NOT_FOUND, TOKEN_OWNER_MISMATCH, TOKEN_EXPIRED),
             )
         except RequestRefused as exc:
@@ -189,7 +208,7 @@ class Sidecar:
         times = replace(token.times, expiry_timestamp=renewed["expiryTimestamp"])
         self._token = replace(token, times=times)
         log.info("renewed token %s: expires %s", token.token_id, _when(times.expiry_timestamp))
-        self._write()
+        self._publish(self._token.credentials())
 
     def _replace(self, old: HeldToken) -> None:
         self._install(self._create())
@@ -199,25 +218,10 @@ class Sidecar:
 
     def _install(self, token: HeldToken) -> None:
         self._token = token
-        self._write()
-
-    def _write(self) -> None:
-        assert self._token is not None
-        options = self._options
-        text = render(
-            options.file_format,
-            self._token.credentials(),
-            security_protocol=options.security_protocol,
-            sasl_mechanism=options.sasl_mechanism,
-        )
-        if text == self._written and options.output_file.exists():
-            return
-        write_atomically(options.output_file, text)
-        self._written = text
-        log.info("wrote %s (token %s)", options.output_file, self._token.token_id)
+        self._publish(token.credentials())
 
     def _retire(self, old: HeldToken) -> None:
-        """End a replaced token after the grace period, leaving its readers time to pick up the new file."""
+        """End a replaced token after the grace period, leaving its readers time to pick up the new one."""
         if not old.manageable:
             log.info(
                 "token %s lapses at %s (this client may not expire it)", old.token_id, _when(old.times.expiry_timestamp)
@@ -231,7 +235,7 @@ class Sidecar:
             log.info("token %s %s at %s", old.token_id, verb, _when(old.times.expiry_timestamp))
             return
         try:
-            ended = self._client.expire_token(old.hmac, period)
+            ended = self._service.expire_token(old.hmac, period)
         except (RequestRefused, ServiceUnreachable) as exc:
             log.warning("could not shorten replaced token %s (%s); it lapses at its expiry", old.token_id, exc)
             return
@@ -257,7 +261,7 @@ class Sidecar:
     def _expire_now(self, token: HeldToken) -> bool:
         for attempt in range(1, EXIT_ATTEMPTS + 1):
             try:
-                self._client.expire_token(token.hmac, -1)
+                self._service.expire_token(token.hmac, -1)
             except RequestRefused as exc:
                 if exc.code == TOKEN_NOT_FOUND:
                     log.info("token %s was already gone", token.token_id)
@@ -274,7 +278,7 @@ class Sidecar:
             if attempt < EXIT_ATTEMPTS:
                 delay = Backoff(cap_s=2.0, attempts=attempt - 1).next_delay()
                 log.warning("expiring token %s failed (%s); retrying in %.1f s", token.token_id, reason, delay)
-                time.sleep(delay)
+                self._sleep(delay)
         log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
         return False
 
