@@ -24,11 +24,13 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
 from app.cli.client.http_client import ExpiryJson, RequestRefused, ServiceUnreachable, TokenJson
+from app.cli.sidecar.retry import AtLeastRetryAfter, equal_jitter
 from app.cli.sidecar.schedule import (
     DEFAULT_GRACE_MS,
     Action,
-    Backoff,
     TokenTimes,
     next_step,
     retirement_period_ms,
@@ -41,6 +43,7 @@ T = TypeVar("T")
 
 TOKEN_NOT_FOUND, TOKEN_OWNER_MISMATCH, TOKEN_EXPIRED = 62, 63, 66
 EXIT_ATTEMPTS = 3
+EXIT_BACKOFF_CAP_S = 2.0  # stopping should not take long: three quick tries
 # Long waits are cut into slices so that a clock jump or a suspended host is noticed within a minute.
 MAX_WAIT_SLICE_S = 60.0
 
@@ -124,7 +127,6 @@ class RenewalLoop:
         self_principal: str | None = None,
         wall_ms: Callable[[], int] = wall_clock_ms,
         sleep: Callable[[float], None] = time.sleep,
-        backoff: Backoff | None = None,
     ) -> None:
         """``publish`` makes a token available to its readers (raises PublishError); ``sleep`` waits between
         attempts to expire the tokens at exit, when ``stop`` is already set."""
@@ -135,7 +137,6 @@ class RenewalLoop:
         self._self_principal = self_principal
         self._wall_ms = wall_ms
         self._sleep = sleep
-        self._backoff = backoff or Backoff()
         self._offset_ms = 0
         self._token: HeldToken | None = None
         self._retired: list[HeldToken] = []
@@ -259,52 +260,56 @@ class RenewalLoop:
         return 0
 
     def _expire_now(self, token: HeldToken) -> bool:
-        for attempt in range(1, EXIT_ATTEMPTS + 1):
-            try:
-                self._service.expire_token(token.hmac, -1)
-            except RequestRefused as exc:
-                if exc.code == TOKEN_NOT_FOUND:
-                    log.info("token %s was already gone", token.token_id)
-                    return True
-                if not exc.transient:
-                    log.error("cannot expire token %s: %s", token.token_id, exc.message)
-                    return False
-                reason = exc.message
-            except ServiceUnreachable as exc:
-                reason = str(exc)
-            else:
-                log.info("expired token %s", token.token_id)
+        retrying = Retrying(
+            stop=stop_after_attempt(EXIT_ATTEMPTS),
+            wait=equal_jitter(cap_s=EXIT_BACKOFF_CAP_S),
+            retry=retry_if_exception(_worth_retrying_an_expiry),
+            sleep=self._sleep,  # the stop signal is set by now: it cannot pace these attempts
+            before_sleep=_log_retry(f"expiring token {token.token_id}"),
+            reraise=True,
+        )
+        try:
+            retrying(self._service.expire_token, token.hmac, -1)
+        except RequestRefused as exc:
+            if exc.code == TOKEN_NOT_FOUND:
+                log.info("token %s was already gone", token.token_id)
                 return True
-            if attempt < EXIT_ATTEMPTS:
-                delay = Backoff(cap_s=2.0, attempts=attempt - 1).next_delay()
-                log.warning("expiring token %s failed (%s); retrying in %.1f s", token.token_id, reason, delay)
-                self._sleep(delay)
-        log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
-        return False
+            if not exc.transient:
+                log.error("cannot expire token %s: %s", token.token_id, exc.message)
+                return False
+            log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
+            return False
+        except ServiceUnreachable:
+            log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
+            return False
+        log.info("expired token %s", token.token_id)
+        return True
 
     # waiting and retrying
 
     def _call(self, what: str, request: Callable[[], T], *, give_up: Callable[[RequestRefused], bool]) -> T:
         """``request()`` until it succeeds; RequestRefused propagates when it is not transient and
         ``give_up`` says so. Everything else is retried with backoff until it works or a stop comes."""
-        while True:
-            self._check_stop()
-            hint = 0.0
-            try:
-                result = request()
-            except ServiceUnreachable as exc:
-                reason = str(exc)
-            except RequestRefused as exc:
-                if not exc.transient and give_up(exc):
-                    raise
-                reason, hint = exc.message, exc.retry_after_s or 0.0
-            else:
-                self._backoff.reset()
-                return result
-            delay = self._backoff.next_delay(hint)
-            log.warning("%s failed (%s); retrying in %.1f s", what, reason, delay)
-            if self._stop.wait(delay):
-                raise Stopped
+
+        def worth_retrying(exc: BaseException) -> bool:
+            if isinstance(exc, RequestRefused):
+                return exc.transient or not give_up(exc)
+            return isinstance(exc, ServiceUnreachable)
+
+        self._check_stop()
+        retrying = Retrying(
+            retry=retry_if_exception(worth_retrying),
+            wait=AtLeastRetryAfter(equal_jitter()),
+            sleep=self._pause,
+            before_sleep=_log_retry(what),
+            reraise=True,
+        )
+        result: T = retrying(request)
+        return result
+
+    def _pause(self, seconds: float) -> None:
+        if self._stop.wait(seconds):
+            raise Stopped
 
     def _wait_until(self, at_ms: int) -> None:
         while (remaining_ms := at_ms - self._server_now()) > 0:
@@ -317,6 +322,22 @@ class RenewalLoop:
 
     def _server_now(self) -> int:
         return self._wall_ms() + self._offset_ms
+
+
+def _worth_retrying_an_expiry(exc: BaseException) -> bool:
+    if isinstance(exc, RequestRefused):
+        return exc.transient and exc.code != TOKEN_NOT_FOUND
+    return isinstance(exc, ServiceUnreachable)
+
+
+def _log_retry(what: str) -> Callable[[RetryCallState], None]:
+    def log_retry(retry_state: RetryCallState) -> None:
+        outcome, action = retry_state.outcome, retry_state.next_action
+        reason = outcome.exception() if outcome is not None else None
+        delay = action.sleep if action is not None else 0.0
+        log.warning("%s failed (%s); retrying in %.1f s", what, reason, delay)
+
+    return log_retry
 
 
 def _when(timestamp_ms: int) -> str:
