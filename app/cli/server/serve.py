@@ -19,7 +19,8 @@ import uvicorn
 
 from app.api.app import create_app
 from app.cli.server.logging_config import LogFormat, configure_logging
-from app.cli.server.tls import TlsAwareH11Protocol, harden
+from app.cli.server.tls import hardened_context
+from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings
 from app.storage.audit import migrations
@@ -30,15 +31,6 @@ from app.storage.audit.database import describe_url, make_engine
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
 # The name log collectors know from before this module moved into app/cli/server/.
 log = logging.getLogger("app.cli.serve")
-
-
-class HardenedConfig(uvicorn.Config):
-    """uvicorn's configuration with the TLS policy applied to the context it builds."""
-
-    def load(self) -> None:
-        super().load()
-        if self.ssl is not None:
-            harden(self.ssl)
 
 
 def is_loopback(host: str) -> bool:
@@ -76,6 +68,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             "ssl_certfile": str(settings.ssl_certfile),
             "ssl_keyfile": str(settings.ssl_keyfile),
             "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
+            "ssl_context_factory": hardened_context,
             "http": TlsAwareH11Protocol,
         }
         if settings.ssl_cafile is not None:
@@ -104,7 +97,7 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         log.warning(warning)
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
+    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
