@@ -39,12 +39,6 @@ class ExpiryJson(TypedDict):
     expiryTimestamp: int
 
 
-class VerifiedJson(TypedDict):
-    principal: str
-    tokenRequester: str
-    expiryTimestamp: int
-
-
 class AclJson(TypedDict):
     resourceType: str
     resourceName: str
@@ -151,14 +145,6 @@ class KtsClient:
             cursor = page.get("nextCursor")
             if not cursor:
                 return tokens
-
-    def get_token(self, token_id: str) -> TokenJson:
-        result: TokenJson = self._request("GET", f"/v1/tokens/{token_id}")
-        return result
-
-    def verify_token(self, token_id: str, hmac: str) -> VerifiedJson:
-        result: VerifiedJson = self._request("POST", "/v1/tokens/verify", json={"tokenId": token_id, "hmac": hmac})
-        return result
 
     # ACLs
 

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from collections.abc import Sequence
 from datetime import datetime, tzinfo
-from typing import Any, TextIO
+from typing import Any
 
 KAFKA_DATE_FORMAT = "%Y-%m-%dT%H:%M"  # Kafka's tools print dates as yyyy-MM-dd'T'HH:mm, local time
 _UNLIMITED_WIDTH = 100_000
@@ -44,5 +43,5 @@ def to_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=False)
 
 
-def emit(text: str, out: TextIO | None = None) -> None:
-    print(text, file=out or sys.stdout)
+def emit(text: str) -> None:
+    print(text)

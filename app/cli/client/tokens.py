@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 COLUMNS = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
 HIDDEN_HMAC = "<hidden>"
-ACTIONS = ("create", "renew", "expire", "describe")
 # Options each action refuses, as kafka-delegation-tokens.sh checks them (plus --renewer-principal on describe).
 _INVALID = {
     "create": ("hmac", "renew_time_period", "expiry_time_period"),
