@@ -1,4 +1,5 @@
-"""Options every client command shares (``--server``, ``--command-config``, ``--output``) and argument types.
+"""Options every client command shares (``--server``, ``--command-config``, ``--output``, one ``--<action>``)
+and argument types.
 
 Cheap to import (argparse and the domain's principal rules only): every command registers these when the
 ``kts`` parser is built, including for ``kts --help``.
@@ -19,6 +20,13 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 SERVER_ENV = "KTS_SERVER"
 OUTPUTS = ("table", "json")
 _HMAC = re.compile(r"[A-Za-z0-9+/]{86}==")
+
+
+def add_actions(parser: argparse.ArgumentParser, actions: dict[str, str]) -> None:
+    """Exactly one ``--<action>`` flag of ``actions`` (name: help), as Kafka's tools take it; ``args.action``."""
+    group = parser.add_mutually_exclusive_group(required=True)
+    for action, help_text in actions.items():
+        group.add_argument(f"--{action}", dest="action", action="store_const", const=action, help=help_text)
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:

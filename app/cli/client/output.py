@@ -41,7 +41,3 @@ def kafka_date(timestamp_ms: int, tz: tzinfo | None = None) -> str:
 
 def to_json(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=False)
-
-
-def emit(text: str) -> None:
-    print(text)
