@@ -277,13 +277,13 @@ class RenewalLoop:
             if not exc.transient:
                 log.error("cannot expire token %s: %s", token.token_id, exc.message)
                 return False
-            log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
-            return False
         except ServiceUnreachable:
-            log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
-            return False
-        log.info("expired token %s", token.token_id)
-        return True
+            pass
+        else:
+            log.info("expired token %s", token.token_id)
+            return True
+        log.error("cannot expire token %s: the service stayed unreachable", token.token_id)
+        return False
 
     # waiting and retrying
 

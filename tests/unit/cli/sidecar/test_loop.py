@@ -274,6 +274,20 @@ def test_expiring_at_exit_retries_then_reports_failure() -> None:
     assert service.live() == ["token-1"]
 
 
+def test_at_exit_a_token_already_gone_is_fine_and_a_refusal_is_not(caplog: pytest.LogCaptureFixture) -> None:
+    time = FakeTime(stop_at_ms=5 * SECOND)
+    service, published = FakeKts(time), Published()
+    service.failures["expire"] = [RequestRefused(404, 62, "The token was not found.")]
+    with caplog.at_level(logging.INFO, logger="kts.sidecar"):
+        assert loop(time, service, published, expire_on_exit=True).run() == 0
+    assert "token token-1 was already gone" in caplog.text
+    refusing = FakeTime(stop_at_ms=5 * SECOND)
+    service = FakeKts(refusing)
+    service.failures["expire"] = [RequestRefused(403, 63, "Not the owner.")]
+    assert loop(refusing, service, Published(), expire_on_exit=True).run() == 1
+    assert len(calls(service, "expire")) == 1  # a refusal is not retried
+
+
 def test_tokens_for_another_owner_name_this_client_a_renewer_so_it_may_renew() -> None:
     time = FakeTime(stop_at_ms=9 * SECOND)
     service, published = FakeKts(time, me="User:nimbus"), Published()
