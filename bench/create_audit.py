@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper, free_port
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, free_port
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.storage.zk.znodes import UserConfigZNode

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from app.domain.credentials import Mechanism
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive

@@ -11,7 +11,7 @@ import argparse
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.serve import prepare_audit_database, uvicorn_options
+from app.cli.server.serve import prepare_audit_database, uvicorn_options
 from app.settings import load_settings
 from app.storage.audit.sink import NullAuditLog
 

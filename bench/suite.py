@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.storage.zk.znodes import TokenZNode
 from bench.harness import (
     ADMIN,

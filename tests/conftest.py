@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from tests.postgres_server import PostgresServer
 
 SECRET = "test12345"

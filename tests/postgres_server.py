@@ -9,7 +9,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 
 BIN = Path("/usr/lib/postgresql/15/bin")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper, four_letter_word, free_port
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, four_letter_word, free_port
 
 
 class ZooKeeperEnsemble:

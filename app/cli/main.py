@@ -1,29 +1,36 @@
-"""The ``kts`` command. Exit codes: 0 success, 1 refused or failed, 2 bad usage or configuration."""
+"""The ``kts`` command: one parser with every audience's commands, and one table from failures to exit codes.
+
+Exit codes: 0 success, 1 refused or failed, 2 bad usage or configuration. Registering a command imports
+only its options; its handler imports what it needs when it runs, so ``kts --help`` and the client
+commands never load the server, Spark or the audit database.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from collections.abc import Callable
 
-from rich.console import Console
+from app.cli import audit_export, audit_report
+from app.cli.client import acls, tokens
+from app.cli.server import commands as server
+from app.cli.sidecar import command as sidecar
 
-from app.cli import acls, audit_export, audit_report, sidecar, tokens
-from app.cli.http_client import KtsClientError
-from app.domain.errors import StoreUnavailable
-from app.settings import ConfigError, load_settings
-from app.storage.audit.migrations import SchemaBehind
+# (module, exception class, exit code, the line printed after "kts: "), first match wins. Named, not
+# imported: an exception whose module was never imported cannot have been raised, and importing the audit
+# database's SchemaBehind here would load SQLAlchemy for every client command.
+FAILURES: tuple[tuple[str, str, int, Callable[[BaseException], str]], ...] = (
+    ("app.cli.client.http_client", "KtsClientError", 1, str),
+    ("app.settings", "ConfigError", 2, lambda exc: f"configuration error: {exc}"),
+    ("app.domain.errors", "StoreUnavailable", 1, lambda exc: str(getattr(exc, "message", exc))),
+    ("app.storage.audit.migrations", "SchemaBehind", 2, str),
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kts", description="A token authority for Apache Kafka.")
     commands = parser.add_subparsers(dest="command", required=True)
-    serve = commands.add_parser("serve", help="run the service")
-    serve.add_argument("--config", type=Path, help="properties file (Kafka key names plus kts keys)")
-    dev = commands.add_parser("dev", help="run the local stack: embedded ZooKeeper, admin user, service")
-    dev.add_argument("--port", type=int, default=8080)
-    dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
-    dev.add_argument("--config", type=Path, help="optional properties file")
+    server.add_parsers(commands)
     for command in (tokens, acls, sidecar, audit_export, audit_report):
         command.add_parser(commands)
     return parser
@@ -31,37 +38,25 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    console = Console(stderr=True)
     try:
-        if args.command == "serve":
-            from app.cli.serve import prepare_audit_database, serve
-            from app.runtime import check_zookeeper
-
-            settings = load_settings(args.config)
-            prepare_audit_database(settings)
-            check_zookeeper(settings)
-            return serve(settings)
-        if args.command == "dev":
-            from app.cli.dev import dev
-
-            return dev(args.port, args.data_dir, args.config, console)
-        if hasattr(args, "handler"):  # tokens, acls, sidecar and the audit analytics commands
-            return int(args.handler(args))
-    except KtsClientError as exc:
-        print(f"kts: {exc}", file=sys.stderr)
-        return 1
-    except ConfigError as exc:
-        print(f"kts: configuration error: {exc}", file=sys.stderr)
-        return 2
-    except StoreUnavailable as exc:
-        print(f"kts: {exc.message}", file=sys.stderr)
-        return 1
-    except SchemaBehind as exc:
-        print(f"kts: {exc}", file=sys.stderr)
-        return 2
+        return int(args.handler(args))
     except KeyboardInterrupt:
         return 130
-    return 2
+    except Exception as exc:
+        failure = _failure(exc)
+        if failure is None:
+            raise
+        code, message = failure
+        print(f"kts: {message}", file=sys.stderr)
+        return code
+
+
+def _failure(exc: Exception) -> tuple[int, str] | None:
+    for module_name, class_name, code, message in FAILURES:
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(exc, getattr(module, class_name)):
+            return code, message(exc)
+    return None
 
 
 if __name__ == "__main__":

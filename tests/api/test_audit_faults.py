@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.audit import EventQuery
 from app.settings import load_settings
 from app.storage.zk.znodes import KtsZNodes, TokenZNode

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.cli.logging_config import JsonFormatter
+from app.cli.server.logging_config import JsonFormatter
 from tests.api.conftest import ADMIN, ALICE, basic, bearer, put_user
 from tests.conftest import SECRET
 

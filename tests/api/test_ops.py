@@ -8,7 +8,7 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.settings import load_settings
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET

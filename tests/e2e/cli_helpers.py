@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import put_user
 from tests.conftest import SECRET, write_properties
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts

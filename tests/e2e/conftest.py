@@ -58,7 +58,7 @@ def start_kts(
 ) -> str:
     """Start one ``kts serve`` replica with KTS_* settings; returns its URL once it is ready. ``port``: a
     given one (a restart takes the same port again), else a free one. The log is appended to."""
-    from app.cli.embedded_zookeeper import free_port
+    from app.cli.server.embedded_zookeeper import free_port
 
     port = port or free_port()
     env = kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_SERVICE_ID=name, **settings)

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, basic, put_user
 from tests.api.helpers import eventually, kafka_acls_sh_writes
 from tests.conftest import SECRET

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, ALICE
 from tests.e2e.cli_helpers import jaas_config, one_error_line, password_config, plain_service, run_kts
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, ALICE, BOB
 from tests.conftest import SECRET, write_properties
 from tests.e2e.cli_helpers import (

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET

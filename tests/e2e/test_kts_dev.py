@@ -10,7 +10,7 @@ from pathlib import Path
 
 import httpx
 
-from app.cli.embedded_zookeeper import four_letter_word, free_port
+from app.cli.server.embedded_zookeeper import four_letter_word, free_port
 from tests.api.conftest import basic
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
 

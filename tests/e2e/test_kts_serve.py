@@ -9,7 +9,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET, write_properties
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
@@ -129,7 +129,7 @@ def test_refuses_a_behind_schema_without_auto_migration(tmp_path: Path) -> None:
 
 
 def test_unreachable_audit_database_is_one_line(tmp_path: Path) -> None:
-    from app.cli.embedded_zookeeper import free_port
+    from app.cli.server.embedded_zookeeper import free_port
 
     result = subprocess.run(
         [*KTS, "serve"],

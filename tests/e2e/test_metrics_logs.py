@@ -12,7 +12,7 @@ import httpx
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready

@@ -7,7 +7,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.conftest import SECRET
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts, wait_ready
 

@@ -18,8 +18,8 @@ import javaproperties
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.command_config import TokenCredential, parse_sasl_jaas_config
-from app.cli.embedded_zookeeper import free_port
+from app.cli.client.command_config import TokenCredential, parse_sasl_jaas_config
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, ALICE, put_user
 from tests.api.helpers import eventually
 from tests.conftest import SECRET, write_properties

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import KTS, ROOT, kts_env

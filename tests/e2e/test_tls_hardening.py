@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper, free_port
-from app.cli.tls_protocol import TLS12_CIPHERS
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, free_port
+from app.cli.server.tls import TLS12_CIPHERS
 from tests.conftest import SECRET
 from tests.e2e.conftest import KTS, ROOT, kts_env
 from tests.tls_material import CertificateAuthority, Pair

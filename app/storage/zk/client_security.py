@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.storage.zk.jaas import DEFAULT_SECTION, JaasError, read_digest_login
+from app.domain.jaas import DIGEST_LOGIN_MODULE, JaasSyntaxError, parse_config
 from app.storage.zk.znodes.znode_acls import ZnodeAcls
+
+# ZooKeeper's default for its ``zookeeper.sasl.clientconfig`` system property: the JAAS section it logs in with.
+DEFAULT_JAAS_SECTION = "Client"
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,7 @@ def client_security(
     sasl_username: str | None = None,
     sasl_password: str | None = None,
     jaas_file: Path | None = None,
-    jaas_section: str = DEFAULT_SECTION,
+    jaas_section: str = DEFAULT_JAAS_SECTION,
     ssl_client_enable: bool = False,
     ssl_cafile: Path | None = None,
     ssl_certfile: Path | None = None,
@@ -123,10 +126,7 @@ def _login(username: str | None, password: str | None, jaas_file: Path | None, s
     if jaas_file is not None:
         if username is not None or password is not None:
             raise ValueError("zookeeper.jaas.file: give either the JAAS file or zookeeper.sasl.username/password")
-        try:
-            return DigestLogin(*read_digest_login(jaas_file, section))
-        except JaasError as exc:
-            raise ValueError(f"zookeeper.jaas.file: {exc}") from None
+        return _digest_login(jaas_file, section)
     if (username is None) != (password is None):
         missing = "zookeeper.sasl.password" if password is None else "zookeeper.sasl.username"
         raise ValueError(f"{missing}: missing (SASL to ZooKeeper needs both username and password)")
@@ -135,3 +135,32 @@ def _login(username: str | None, password: str | None, jaas_file: Path | None, s
     if not username.strip():
         raise ValueError("zookeeper.sasl.username: must not be empty")
     return DigestLogin(username, password)
+
+
+def _digest_login(path: Path, section: str) -> DigestLogin:
+    """The DigestLoginModule of ``section`` in a broker's JAAS file (``zookeeper.jaas.file``), which brokers
+    and ``zookeeper-shell`` read too, so that their ZooKeeper identity is configured in one place. Kerberos
+    is refused with a clear error. Messages name lines and sections, never values: the file holds a password."""
+    try:
+        sections = parse_config(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"zookeeper.jaas.file: cannot read {path}: {type(exc).__name__}") from None
+    except JaasSyntaxError as exc:
+        raise ValueError(f"zookeeper.jaas.file: {exc}") from None
+    modules = sections.get(section)
+    if not modules:
+        raise ValueError(f"zookeeper.jaas.file: {path} has no '{section}' section")
+    digest = [module for module in modules if module.class_name == DIGEST_LOGIN_MODULE]
+    if not digest:
+        names = ", ".join(sorted({module.class_name.rsplit(".", 1)[-1] for module in modules}))
+        raise ValueError(
+            f"zookeeper.jaas.file: the '{section}' section of {path} uses {names}; kts authenticates to ZooKeeper "
+            f"with {DIGEST_LOGIN_MODULE} (SASL DIGEST-MD5) only"
+        )
+    options = digest[0].options
+    if not options.get("username") or "password" not in options:
+        raise ValueError(
+            f"zookeeper.jaas.file: the {DIGEST_LOGIN_MODULE} of section '{section}' in {path} needs username "
+            "and password"
+        )
+    return DigestLogin(options["username"], options["password"])

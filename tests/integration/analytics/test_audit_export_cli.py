@@ -9,7 +9,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from app.cli import audit_export
-from app.cli.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import free_port
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.clock import SystemClock
 from app.storage.audit import migrations

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.acl import AccessControlEntry, AclAuthorizer, PatternType, ResourcePattern
 from app.domain.authorization import Caller, Operation, ResourceType
 from app.domain.principal import KafkaPrincipal

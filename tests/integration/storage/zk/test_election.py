@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.znodes import KtsZNodes

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret

@@ -12,7 +12,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 from kazoo.security import ACL, CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, make_acl
 
-from app.cli.embedded_zookeeper import NETTY_JARS, EmbeddedZooKeeper, free_port
+from app.cli.server.embedded_zookeeper import NETTY_JARS, EmbeddedZooKeeper, free_port
 from app.domain.acl import AccessControlEntry, Operation, PatternType, Permission, ResourcePattern
 from app.domain.credentials import Mechanism
 from app.domain.errors import StoreUnavailable

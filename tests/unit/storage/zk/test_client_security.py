@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
+from app.domain.jaas import DIGEST_LOGIN_MODULE
 from app.settings import ConfigError, load_settings
 from app.storage.zk.client_security import client_security
 from app.storage.zk.znodes.znode_acls import ZnodeAcls, is_sensitive
@@ -82,15 +83,60 @@ def test_tls_becomes_kazoos_ssl_options(tmp_path: Path) -> None:
     assert unchecked.kazoo_options()["check_hostname"] is False
 
 
-def test_jaas_file_gives_the_login(tmp_path: Path) -> None:
-    jaas = tmp_path / "jaas.conf"
-    jaas.write_text(
-        'Client { org.apache.zookeeper.server.auth.DigestLoginModule required username="kafka" '
-        f'password="{PASSWORD}"; }};'
-    )
-    security = client_security(set_acl=True, jaas_file=jaas)
-    assert security.login is not None and security.login.username == "kafka"
-    assert security.login.password == PASSWORD
+BROKER_JAAS = f"""
+KafkaServer {{
+    org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-secret";
+}};
+Client {{
+    {DIGEST_LOGIN_MODULE} required
+    username="kafka"
+    password="zk \\"quoted\\" {PASSWORD}";
+}};
+"""
+
+
+def _jaas_file(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "kafka_server_jaas.conf"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_jaas_file_gives_the_login_of_its_client_section(tmp_path: Path) -> None:
+    security = client_security(set_acl=True, jaas_file=_jaas_file(tmp_path, BROKER_JAAS))
+    assert security.login is not None
+    assert (security.login.username, security.login.password) == ("kafka", f'zk "quoted" {PASSWORD}')
+    assert security.identity == "SASL user 'kafka'"
+
+
+def test_jaas_file_gives_another_section_when_asked(tmp_path: Path) -> None:
+    jaas = _jaas_file(tmp_path, BROKER_JAAS.replace("Client {", "ZkClient {"))
+    login = client_security(jaas_file=jaas, jaas_section="ZkClient").login
+    assert login is not None and login.username == "kafka"
+    with pytest.raises(ValueError, match="has no 'Client' section"):
+        client_security(jaas_file=jaas)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            'Client {\n  com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true principal="k@R";\n};\n',
+            r"uses Krb5LoginModule; kts authenticates to ZooKeeper with .*DIGEST-MD5",
+        ),
+        (f'Client {{ {DIGEST_LOGIN_MODULE} required username="kafka"; }};', "needs username and password"),
+        (f'Client {{\n {DIGEST_LOGIN_MODULE} required password "{PASSWORD}"; }};', "line 2: expected '='"),
+    ],
+)
+def test_unusable_jaas_files_are_one_line_without_the_password(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        client_security(jaas_file=_jaas_file(tmp_path, text))
+    assert str(error.value).startswith("zookeeper.jaas.file: ")
+    assert PASSWORD not in str(error.value) and "\n" not in str(error.value)
+
+
+def test_an_unreadable_jaas_file_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"zookeeper\.jaas\.file: cannot read .*absent\.conf"):
+        client_security(jaas_file=tmp_path / "absent.conf")
 
 
 @pytest.mark.parametrize(

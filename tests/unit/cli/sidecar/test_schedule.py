@@ -1,12 +1,11 @@
-"""The sidecar's schedule: renew at 80% of the way to expiry, replace at 80% of the lifetime, capped backoff."""
+"""The sidecar's schedule: renew at 80% of the way to expiry, replace at 80% of the lifetime."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.cli.token_schedule import (
+from app.cli.sidecar.schedule import (
     Action,
-    Backoff,
     Step,
     TokenTimes,
     next_step,
@@ -84,29 +83,3 @@ def test_server_clock_offset_from_the_middle_of_the_request() -> None:
     assert server_clock_offset_ms(10_500, 1_000, 2_000) == 9_000
     assert server_clock_offset_ms(1_500, 1_000, 2_000) == 0
     assert server_clock_offset_ms(500, 1_000, 2_000) == -1_000
-
-
-def test_backoff_doubles_with_jitter_and_is_capped() -> None:
-    draws = iter([0.0, 1.0, 0.5] + [1.0] * 20)
-    backoff = Backoff(initial_s=0.5, factor=2.0, cap_s=30.0, uniform=lambda: next(draws))
-    assert backoff.next_delay() == 0.25  # half of 0.5
-    assert backoff.next_delay() == 1.0  # all of 1.0
-    assert backoff.next_delay() == 1.5  # 3/4 of 2.0
-    delays = [backoff.next_delay() for _ in range(20)]
-    assert delays[-1] == 30.0
-    assert max(delays) == 30.0
-
-
-def test_backoff_honours_a_retry_after_hint_within_the_cap_and_resets() -> None:
-    backoff = Backoff(initial_s=0.5, cap_s=10.0, uniform=lambda: 0.0)
-    assert backoff.next_delay(at_least_s=2.0) == 2.0
-    assert backoff.next_delay(at_least_s=60.0) == 10.0
-    backoff.reset()
-    assert backoff.next_delay() == 0.25
-
-
-def test_backoff_survives_any_number_of_attempts() -> None:
-    backoff = Backoff(uniform=lambda: 1.0)
-    for _ in range(5_000):
-        delay = backoff.next_delay()
-    assert delay == backoff.cap_s

@@ -10,7 +10,7 @@ import pytest
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.serve import HardenedConfig, plaintext_warning, serve, uvicorn_options
+from app.cli.server.serve import plaintext_warning, serve, uvicorn_options
 from app.settings import Settings, allow_everyone_warning, load_settings
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority
@@ -49,7 +49,7 @@ def test_https_never_warns(tmp_path: Path) -> None:
 def test_uvicorn_context_is_hardened(tmp_path: Path) -> None:
     server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
     settings = _settings("https://127.0.0.1:8443", ssl_certfile=server.cert, ssl_keyfile=server.key)
-    config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
+    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
     config.load()
     assert config.ssl is not None
     assert config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2

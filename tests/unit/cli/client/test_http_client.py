@@ -6,9 +6,9 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from app.cli.command_config import CommandConfig, UserPassword
-from app.cli.embedded_zookeeper import free_port
-from app.cli.http_client import KtsClient, RequestRefused, ServiceUnreachable, refusal
+from app.cli.client.command_config import CommandConfig, UserPassword
+from app.cli.client.http_client import KtsClient, RequestRefused, ServiceUnreachable, refusal
+from app.cli.server.embedded_zookeeper import free_port
 
 
 def response(

@@ -13,21 +13,24 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from datetime import tzinfo
+from typing import TYPE_CHECKING
 
-from app.cli.client_options import (
+from app.cli.client.arguments import (
+    add_actions,
     add_connection_options,
     add_output_option,
     hmac_text,
     milliseconds,
-    open_client,
     principal,
 )
-from app.cli.http_client import ExpiryJson, TokenJson
-from app.cli.output import emit, kafka_date, plain_table, to_json
+from app.cli.client.output import kafka_date, plain_table, to_json
+from app.cli.client.runner import run_client_command
+
+if TYPE_CHECKING:
+    from app.cli.client.http_client import ExpiryJson, KtsClient, TokenJson
 
 COLUMNS = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
 HIDDEN_HMAC = "<hidden>"
-ACTIONS = ("create", "renew", "expire", "describe")
 # Options each action refuses, as kafka-delegation-tokens.sh checks them (plus --renewer-principal on describe).
 _INVALID = {
     "create": ("hmac", "renew_time_period", "expiry_time_period"),
@@ -43,12 +46,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="create, renew, expire or describe delegation tokens (as kafka-delegation-tokens.sh)",
         description="Create, renew, expire or describe Kafka delegation tokens, as kafka-delegation-tokens.sh.",
     )
-    actions = parser.add_mutually_exclusive_group(required=True)
-    actions.add_argument("--create", dest="action", action="store_const", const="create", help="create a token")
-    actions.add_argument("--renew", dest="action", action="store_const", const="renew", help="renew a token")
-    actions.add_argument("--expire", dest="action", action="store_const", const="expire", help="expire a token")
-    actions.add_argument(
-        "--describe", dest="action", action="store_const", const="describe", help="describe visible tokens"
+    add_actions(
+        parser,
+        {
+            "create": "create a token",
+            "renew": "renew a token",
+            "expire": "expire a token",
+            "describe": "describe visible tokens",
+        },
     )
     parser.add_argument(
         "--owner-principal",
@@ -89,27 +94,26 @@ def validate(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = validate(args)
-    if problem is not None:
-        args.usage.error(problem)
-    with open_client(args) as client:
-        if args.action == "create":
-            created = client.create_token(
-                owner=args.owner_principal[0] if args.owner_principal else None,
-                renewers=args.renewer_principal or (),
-                max_lifetime_ms=_period(args.max_life_time_period),
-            )
-            emit(to_json(created) if args.output == "json" else created_text(created))
-        elif args.action == "renew":
-            renewed = client.renew_token(args.hmac, _period(args.renew_time_period))
-            emit(to_json(renewed) if args.output == "json" else expiry_text("renew", renewed))
-        elif args.action == "expire":
-            expired = client.expire_token(args.hmac, _period(args.expiry_time_period))
-            emit(to_json(expired) if args.output == "json" else expiry_text("expire", expired))
-        else:
-            tokens = client.describe_tokens(args.owner_principal)
-            emit(to_json({"tokens": tokens}) if args.output == "json" else described_text(tokens))
-    return 0
+    return run_client_command(args, validate, act)
+
+
+def act(client: KtsClient, args: argparse.Namespace) -> str:
+    json = args.output == "json"
+    if args.action == "create":
+        created = client.create_token(
+            owner=args.owner_principal[0] if args.owner_principal else None,
+            renewers=args.renewer_principal or (),
+            max_lifetime_ms=_period(args.max_life_time_period),
+        )
+        return to_json(created) if json else created_text(created)
+    if args.action == "renew":
+        renewed = client.renew_token(args.hmac, _period(args.renew_time_period))
+        return to_json(renewed) if json else expiry_text("renew", renewed)
+    if args.action == "expire":
+        expired = client.expire_token(args.hmac, _period(args.expiry_time_period))
+        return to_json(expired) if json else expiry_text("expire", expired)
+    tokens = client.describe_tokens(args.owner_principal)
+    return to_json({"tokens": tokens}) if json else described_text(tokens)
 
 
 def token_table(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:

@@ -17,26 +17,15 @@ never echo a password or HMAC.
 from __future__ import annotations
 
 import base64
-import re
 import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.cli.client.arguments import DEFAULT_SERVER, SERVER_ENV
+from app.domain.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, JaasSyntaxError, parse_login_module
 from app.settings import ConfigError, read_properties
-
-DEFAULT_SERVER = "http://127.0.0.1:8080"
-SERVER_ENV = "KTS_SERVER"
-
-SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-# PLAIN carries a user's password too, which kts checks against the same SCRAM credential.
-PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_CONTROL_FLAGS = frozenset({"required", "requisite", "sufficient", "optional"})
-# Kafka's JaasConfig reads Java StreamTokenizer tokens: words, double-quoted strings (with backslash
-# escapes), and the ordinary characters '=' and ';'.
-_JAAS_TOKEN = re.compile(r'\s*(?:(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<word>[^\s=;"]+)|(?P<punct>[=;]))', re.DOTALL)
-_JAVA_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,27 +121,19 @@ def parse_command_config(values: Mapping[str, str]) -> CommandConfig:
 
 def parse_sasl_jaas_config(text: str) -> Credential:
     """The credential in a Kafka client's ``sasl.jaas.config`` (one SCRAM or PLAIN login module)."""
-    tokens = _jaas_tokens(text)
-    if len(tokens) < 3 or tokens[-1] != (";", False):
-        raise ConfigError('sasl.jaas.config: expected "<LoginModule> required key="value" ...;"')
-    (module, _), (flag, _), *rest = tokens[:-1]
-    if module not in (SCRAM_LOGIN_MODULE, PLAIN_LOGIN_MODULE):
-        raise ConfigError(f"sasl.jaas.config: kts understands {SCRAM_LOGIN_MODULE} (or PLAIN) only, not {module}")
-    if flag.lower() not in _CONTROL_FLAGS:
-        raise ConfigError(f"sasl.jaas.config: {flag!r} is not a control flag such as required")
-    options: dict[str, str] = {}
-    while rest:
-        if len(rest) < 3 or rest[1] != ("=", False) or rest[0][1] or rest[0][0] in ("=", ";"):
-            if (";", False) in rest:
-                raise ConfigError("sasl.jaas.config: one login module only (a Kafka client uses exactly one)")
-            raise ConfigError('sasl.jaas.config: expected key="value" options after the control flag')
-        (key, _), _, (value, _) = rest[:3]
-        options[key] = value
-        rest = rest[3:]
-    username, password = options.get("username"), options.get("password")
+    try:
+        module = parse_login_module(text)
+    except JaasSyntaxError as exc:
+        raise ConfigError(f"sasl.jaas.config: {exc.reason}") from None
+    # PLAIN carries a user's password too, which kts checks against the same SCRAM credential.
+    if module.class_name not in (SCRAM_LOGIN_MODULE, PLAIN_LOGIN_MODULE):
+        raise ConfigError(
+            f"sasl.jaas.config: kts understands {SCRAM_LOGIN_MODULE} (or PLAIN) only, not {module.class_name}"
+        )
+    username, password = module.options.get("username"), module.options.get("password")
     if not username or not password:
         raise ConfigError("sasl.jaas.config: needs both username and password options")
-    if options.get("tokenauth", "false").lower() == "true":
+    if module.options.get("tokenauth", "false").lower() == "true":
         return TokenCredential(username, password)
     return UserPassword(username, password)
 
@@ -169,26 +150,6 @@ def server_url(explicit: str | None, environ: Mapping[str, str]) -> str:
         source = "--server" if explicit else SERVER_ENV
         raise ConfigError(f"{source}: {url!r} is not a URL such as http://127.0.0.1:8080")
     return url
-
-
-def _jaas_tokens(text: str) -> list[tuple[str, bool]]:
-    """``(text, was_quoted)`` pairs; quoting matters so that a quoted ";" is a value, not the end."""
-    tokens: list[tuple[str, bool]] = []
-    position, end = 0, len(text.rstrip())
-    while position < end:
-        match = _JAAS_TOKEN.match(text, position)
-        if match is None:
-            raise ConfigError("sasl.jaas.config: unterminated quoted value")
-        position = match.end()
-        if match["quoted"] is not None:
-            tokens.append((_unquote(match["quoted"][1:-1]), True))
-        else:
-            tokens.append((match["word"] or match["punct"], False))
-    return tokens
-
-
-def _unquote(body: str) -> str:
-    return re.sub(r"\\(.)", lambda m: _JAVA_ESCAPES.get(m[1], m[1]), body, flags=re.DOTALL)
 
 
 def _pair(values: Mapping[str, str], first: str, second: str) -> tuple[str, str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.cli.embedded_zookeeper import EmbeddedZooKeeper
-from app.cli.serve import serve
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive
 from app.runtime import zk_connection

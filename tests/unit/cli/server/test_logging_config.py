@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.cli.logging_config import JsonFormatter, configure_logging
+from app.cli.server.logging_config import JsonFormatter, configure_logging
 from app.domain.audit import RequestContext
 from app.service.audit import request_context
 

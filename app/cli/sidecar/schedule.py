@@ -1,21 +1,18 @@
-"""When ``kts sidecar`` acts on its token, and how long it waits between failed attempts. Pure: no clock.
+"""When ``kts sidecar`` acts on its token. Pure: the caller gives the time.
 
 - Renew when 80% of the time from now to the token's expiry has passed, so a renewal that fails has the
   remaining fifth of the period to be retried.
 - Replace (create a new token) once 80% of the token's maximum lifetime has passed, because renewals
   cannot go past ``maxTimestamp``; or at the renewal point, when this client may not renew the token.
-- Retry failed calls with exponential backoff and jitter, capped, so many sidecars restarting together
-  do not hit the service in step.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 RENEW_FRACTION = 0.8
+DEFAULT_GRACE_MS = 60_000  # how long a replaced token stays valid, for readers of the old file
 
 
 class Action(StrEnum):
@@ -61,24 +58,3 @@ def retirement_period_ms(now_ms: int, expiry_timestamp: int, grace_ms: int) -> i
 def server_clock_offset_ms(server_timestamp: int, sent_ms: int, received_ms: int) -> int:
     """How far the service's clock is ahead of ours, from a timestamp it set while answering a request."""
     return server_timestamp - (sent_ms + received_ms) // 2
-
-
-@dataclass(slots=True)
-class Backoff:
-    """Exponential backoff with "equal jitter": each delay is between half and all of the current ceiling."""
-
-    initial_s: float = 0.5
-    factor: float = 2.0
-    cap_s: float = 30.0
-    uniform: Callable[[], float] = field(default=random.random)
-    attempts: int = 0
-
-    def next_delay(self, at_least_s: float = 0.0) -> float:
-        ceiling = min(self.cap_s, self.initial_s * self.factor**self.attempts)
-        if ceiling < self.cap_s:  # past the cap the exponent stops growing (and cannot overflow)
-            self.attempts += 1
-        delay = ceiling / 2 + ceiling / 2 * self.uniform()
-        return min(self.cap_s, max(delay, at_least_s))
-
-    def reset(self) -> None:
-        self.attempts = 0

@@ -1,24 +1,25 @@
-"""The HTTPS listener under uvicorn: a hardened TLS policy, and an HTTP protocol that hands the TLS client
-certificate to the app (the ASGI TLS extension).
+"""The HTTPS listener: a hardened TLS policy, and the ASGI TLS extension that hands the app the client
+certificate.
 
 Policy: TLS 1.2 or later; for TLS 1.2 only forward-secret AEAD suites (ECDHE with AES-GCM or
 ChaCha20-Poly1305), for TLS 1.3 OpenSSL's defaults (all AEAD); no renegotiation, no compression. This is
 Mozilla's "intermediate" profile without DHE, which every supported Java and librdkafka client speaks.
+uvicorn builds the context and hands it to ``harden`` (its public ``ssl_context_factory`` option).
 
 uvicorn verifies client certificates but does not put them in the ASGI scope, so the app could not
-know who connected. These subclasses read the verified peer certificate once per connection and add
-``scope["extensions"]["tls"]`` (``client_cert_chain``: PEM strings, leaf first; ``client_cert_error``)
-to every request on it, as the ASGI TLS extension specifies. Pass one as uvicorn's ``http=`` class.
+know who connected. ``WithTlsExtension`` adds ``scope["extensions"]["tls"]`` (``client_cert_chain``: PEM
+strings, leaf first; ``client_cert_error``) to every request of one connection, as the ASGI TLS extension
+specifies; ``uvicorn_h11.py`` wraps each connection's app in it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
-from uvicorn.protocols.http.h11_impl import H11Protocol
 
 MINIMUM_TLS_VERSION = ssl.TLSVersion.TLSv1_2
 # OpenSSL cipher string for TLS 1.2 (TLS 1.3 suites are configured apart and keep their secure defaults).
@@ -33,7 +34,12 @@ def harden(context: ssl.SSLContext) -> ssl.SSLContext:
     return context
 
 
-class _WithTlsExtension:
+def hardened_context(_config: object, default_context: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
+    """uvicorn's ``ssl_context_factory``: the context uvicorn would build, with the policy applied."""
+    return harden(default_context())
+
+
+class WithTlsExtension:
     """Wraps the app for one connection, adding that connection's TLS facts to each scope."""
 
     def __init__(self, app: ASGIApp, tls: dict[str, Any]) -> None:
@@ -48,6 +54,7 @@ class _WithTlsExtension:
 
 
 def tls_facts(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
+    """The ASGI TLS extension's fields for a connection, or None when it is not TLS."""
     ssl_object = transport.get_extra_info("ssl_object")
     if ssl_object is None:
         return None
@@ -61,11 +68,3 @@ def tls_facts(transport: asyncio.BaseTransport) -> dict[str, Any] | None:
         "tls_version": None,
         "cipher_suite": None,
     }
-
-
-class TlsAwareH11Protocol(H11Protocol):
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        facts = tls_facts(transport)
-        if facts is not None:
-            self.app = _WithTlsExtension(self.app, facts)

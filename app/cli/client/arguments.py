@@ -1,21 +1,32 @@
-"""Options every client command shares (``--server``, ``--command-config``, ``--output``) and argument types."""
+"""Options every client command shares (``--server``, ``--command-config``, ``--output``, one ``--<action>``)
+and argument types.
+
+Cheap to import (argparse and the domain's principal rules only): every command registers these when the
+``kts`` parser is built, including for ``kts --help``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import base64
 import binascii
-import os
 import re
 from pathlib import Path
 
-from app.cli.command_config import DEFAULT_SERVER, SERVER_ENV, load_command_config, server_url
-from app.cli.http_client import KtsClient
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
 
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+SERVER_ENV = "KTS_SERVER"
 OUTPUTS = ("table", "json")
 _HMAC = re.compile(r"[A-Za-z0-9+/]{86}==")
+
+
+def add_actions(parser: argparse.ArgumentParser, actions: dict[str, str]) -> None:
+    """Exactly one ``--<action>`` flag of ``actions`` (name: help), as Kafka's tools take it; ``args.action``."""
+    group = parser.add_mutually_exclusive_group(required=True)
+    for action, help_text in actions.items():
+        group.add_argument(f"--{action}", dest="action", action="store_const", const=action, help=help_text)
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -36,11 +47,6 @@ def add_output_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--output", choices=OUTPUTS, default="table", help="table (as Kafka's tools print) or json (default: table)"
     )
-
-
-def open_client(args: argparse.Namespace) -> KtsClient:
-    """A client for ``--server`` with the ``--command-config`` credentials (ConfigError if they are bad)."""
-    return KtsClient(server_url(args.server, os.environ), load_command_config(args.command_config))
 
 
 def principal(text: str) -> str:

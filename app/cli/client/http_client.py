@@ -17,7 +17,7 @@ from typing import Any, NotRequired, TypedDict
 
 import httpx
 
-from app.cli.command_config import CommandConfig
+from app.cli.client.command_config import CommandConfig
 
 USER_AGENT = "kts-cli"
 DESCRIBE_PAGE_SIZE = 1000
@@ -36,12 +36,6 @@ class TokenJson(TypedDict):
 
 class ExpiryJson(TypedDict):
     tokenId: str
-    expiryTimestamp: int
-
-
-class VerifiedJson(TypedDict):
-    principal: str
-    tokenRequester: str
     expiryTimestamp: int
 
 
@@ -151,14 +145,6 @@ class KtsClient:
             cursor = page.get("nextCursor")
             if not cursor:
                 return tokens
-
-    def get_token(self, token_id: str) -> TokenJson:
-        result: TokenJson = self._request("GET", f"/v1/tokens/{token_id}")
-        return result
-
-    def verify_token(self, token_id: str, hmac: str) -> VerifiedJson:
-        result: VerifiedJson = self._request("POST", "/v1/tokens/verify", json={"tokenId": token_id, "hmac": hmac})
-        return result
 
     # ACLs
 

@@ -14,11 +14,20 @@ from __future__ import annotations
 import argparse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.cli.client_options import add_connection_options, add_output_option, open_client, principal
-from app.cli.http_client import AclJson, KtsClient
-from app.cli.output import emit, plain_table, to_json
+from app.cli.client.arguments import (
+    add_actions,
+    add_connection_options,
+    add_output_option,
+    principal,
+)
+from app.cli.client.output import plain_table, to_json
+from app.cli.client.runner import run_client_command
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Operation
+
+if TYPE_CHECKING:
+    from app.cli.client.http_client import AclJson, KtsClient
 
 COLUMNS = ("RESOURCE TYPE", "RESOURCE NAME", "PATTERN TYPE", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION")
 PATTERN_TYPES = ("literal", "prefixed", "any", "match")
@@ -39,9 +48,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="add, remove or list token ACLs (as kafka-acls.sh)",
         description="Add, remove or list the ACLs kts enforces (User, DelegationToken and Cluster resources).",
     )
-    actions = parser.add_mutually_exclusive_group(required=True)
-    for action in ("add", "remove", "list"):
-        actions.add_argument(f"--{action}", dest="action", action="store_const", const=action, help=f"{action} ACLs")
+    add_actions(parser, {action: f"{action} ACLs" for action in ("add", "remove", "list")})
     acl = parser.add_argument_group("ACL entries")
     acl.add_argument("--allow-principal", action="append", type=principal, metavar="PRINCIPAL", default=[])
     acl.add_argument("--deny-principal", action="append", type=principal, metavar="PRINCIPAL", default=[])
@@ -143,15 +150,15 @@ def entries(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
 def bindings_to_add(args: argparse.Namespace) -> list[AclJson]:
     pattern_type = (args.resource_pattern_type or "literal").upper()
     return [
-        AclJson(
-            resourceType=resource.resource_type,
-            resourceName=resource.name,
-            patternType=pattern_type,
-            principal=who,
-            host=host,
-            operation=op,
-            permissionType=permission,
-        )
+        {
+            "resourceType": resource.resource_type,
+            "resourceName": resource.name,
+            "patternType": pattern_type,
+            "principal": who,
+            "host": host,
+            "operation": op,
+            "permissionType": permission,
+        }
         for resource in named_resources(args)
         for who, host, op, permission in entries(args)
     ]
@@ -165,20 +172,19 @@ def applies_to(acl: AclJson, name: str) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    problem = validate(args)
-    if problem is not None:
-        args.usage.error(problem)
-    with open_client(args) as client:
-        if args.action == "add":
-            added = [client.add_acl(binding) for binding in bindings_to_add(args)]
-            emit(to_json({"acls": added}) if args.output == "json" else acl_text("Added", added))
-        elif args.action == "remove":
-            deleted = remove(client, args)
-            emit(to_json({"deleted": deleted}) if args.output == "json" else acl_text("Removed", deleted))
-        else:
-            found = list_acls(client, args)
-            emit(to_json({"acls": found}) if args.output == "json" else acl_text("Found", found))
-    return 0
+    return run_client_command(args, validate, act)
+
+
+def act(client: KtsClient, args: argparse.Namespace) -> str:
+    json = args.output == "json"
+    if args.action == "add":
+        added = [client.add_acl(binding) for binding in bindings_to_add(args)]
+        return to_json({"acls": added}) if json else acl_text("Added", added)
+    if args.action == "remove":
+        deleted = remove(client, args)
+        return to_json({"deleted": deleted}) if json else acl_text("Removed", deleted)
+    found = list_acls(client, args)
+    return to_json({"acls": found}) if json else acl_text("Found", found)
 
 
 def list_acls(client: KtsClient, args: argparse.Namespace) -> list[AclJson]:

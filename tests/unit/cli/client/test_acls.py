@@ -6,8 +6,8 @@ import argparse
 
 import pytest
 
-from app.cli import acls
-from app.cli.http_client import AclJson
+from app.cli.client import acls
+from app.cli.client.http_client import AclJson
 from app.cli.main import _parser
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
-from app.cli.command_config import SCRAM_LOGIN_MODULE
+from app.domain.jaas import SCRAM_LOGIN_MODULE, LoginModule, render_login_module, render_section
 
+log = logging.getLogger("kts.sidecar")
 FILE_MODE = 0o600
 SASL_MECHANISMS = ("SCRAM-SHA-512", "SCRAM-SHA-256")
 SECURITY_PROTOCOLS = ("SASL_SSL", "SASL_PLAINTEXT")
@@ -49,11 +51,12 @@ class TokenCredentials:
             raise ValueError("the hmac is not standard base64")
 
 
-def jaas_login(credentials: TokenCredentials) -> str:
-    """The login module line a Kafka client uses with a delegation token."""
-    return (
-        f'{SCRAM_LOGIN_MODULE} required username="{credentials.token_id}" '
-        f'password="{credentials.hmac}" tokenauth="true";'
+def token_login(credentials: TokenCredentials) -> LoginModule:
+    """The login module a Kafka client uses with a delegation token."""
+    return LoginModule(
+        SCRAM_LOGIN_MODULE,
+        "required",
+        {"username": credentials.token_id, "password": credentials.hmac, "tokenauth": "true"},
     )
 
 
@@ -70,18 +73,11 @@ def render(
                 "# Kafka client settings for a delegation token, kept fresh by kts sidecar. Do not edit.\n"
                 f"security.protocol={security_protocol}\n"
                 f"sasl.mechanism={sasl_mechanism}\n"
-                f"sasl.jaas.config={jaas_login(credentials)}\n"
+                f"sasl.jaas.config={render_login_module(token_login(credentials))}\n"
             )
         case ClientFileFormat.JAAS:
-            return (
-                "// A delegation token for Kafka clients, kept fresh by kts sidecar. Do not edit.\n"
-                "KafkaClient {\n"
-                f"  {SCRAM_LOGIN_MODULE} required\n"
-                f'  username="{credentials.token_id}"\n'
-                f'  password="{credentials.hmac}"\n'
-                '  tokenauth="true";\n'
-                "};\n"
-            )
+            header = "// A delegation token for Kafka clients, kept fresh by kts sidecar. Do not edit.\n"
+            return header + render_section("KafkaClient", [token_login(credentials)])
         case ClientFileFormat.JSON:
             document = {
                 "tokenId": credentials.token_id,
@@ -91,6 +87,45 @@ def render(
             }
             return json.dumps(document, indent=2) + "\n"
     raise ValueError(f"unknown format {file_format}")
+
+
+class TokenFile:
+    """The file a Kafka client reads its token from; the renewal loop publishes each token version here."""
+
+    def __init__(
+        self,
+        path: Path,
+        file_format: ClientFileFormat = ClientFileFormat.PROPERTIES,
+        *,
+        security_protocol: str = "SASL_SSL",
+        sasl_mechanism: str = "SCRAM-SHA-512",
+    ) -> None:
+        self.path = path
+        self.file_format = file_format
+        self._security_protocol = security_protocol
+        self._sasl_mechanism = sasl_mechanism
+        self._written: str | None = None
+
+    def publish(self, credentials: TokenCredentials) -> None:
+        """Rewrite the file when its text changes (or it was removed); PublishError when it cannot be written."""
+        text = render(
+            self.file_format,
+            credentials,
+            security_protocol=self._security_protocol,
+            sasl_mechanism=self._sasl_mechanism,
+        )
+        if text == self._written and self.path.exists():
+            return
+        try:
+            write_atomically(self.path, text)
+        except OSError as exc:
+            raise PublishError(f"cannot write {self.path}: {exc.strerror or exc}") from exc
+        self._written = text
+        log.info("wrote %s (token %s)", self.path, credentials.token_id)
+
+
+class PublishError(Exception):
+    """The token could not be published; the message is one line for the log."""
 
 
 def write_atomically(path: Path, text: str, mode: int = FILE_MODE) -> None:

@@ -11,8 +11,15 @@ from pathlib import Path
 import javaproperties
 import pytest
 
-from app.cli.command_config import TokenCredential, parse_sasl_jaas_config
-from app.cli.kafka_client_settings import ClientFileFormat, TokenCredentials, render, write_atomically
+from app.cli.client.command_config import TokenCredential, parse_sasl_jaas_config
+from app.cli.sidecar.token_file import (
+    ClientFileFormat,
+    PublishError,
+    TokenCredentials,
+    TokenFile,
+    render,
+    write_atomically,
+)
 
 TOKEN_ID = "E8gTWaIxRUOaSRH7wY3N1w"
 HMAC = "4yNy7/Z+zNgC0bevraCN9fOXatvHfn4ZrHtPzPlrbPxMD2i6+BNIueia0juqmA75Nxpj18hRCE7nMYHojrij4Q=="
@@ -108,3 +115,25 @@ def test_write_to_a_missing_directory_fails(tmp_path: Path) -> None:
 
 def test_the_vector_hmac_is_standard_base64() -> None:
     assert len(base64.b64decode(HMAC)) == 64
+
+
+def test_a_token_file_is_rewritten_only_when_its_text_changes_or_it_vanished(tmp_path: Path) -> None:
+    token_file = TokenFile(tmp_path / "client.properties")
+    token_file.publish(CREDENTIALS)
+    first = token_file.path.stat().st_ino
+    renewed = TokenCredentials(TOKEN_ID, HMAC, expiry_timestamp=1_700_090_000_000, max_timestamp=1_700_604_800_000)
+    token_file.publish(renewed)  # a renewal changes nothing a Kafka client reads from a properties file
+    assert token_file.path.stat().st_ino == first
+    token_file.path.unlink()
+    token_file.publish(renewed)
+    assert javaproperties.loads(token_file.path.read_text())["sasl.mechanism"] == "SCRAM-SHA-512"
+    json_file = TokenFile(tmp_path / "token.json", ClientFileFormat.JSON)
+    json_file.publish(CREDENTIALS)
+    json_file.publish(renewed)
+    assert json.loads(json_file.path.read_text())["expiryTimestamp"] == 1_700_090_000_000
+
+
+def test_a_token_file_that_cannot_be_written_is_one_line_without_the_hmac(tmp_path: Path) -> None:
+    with pytest.raises(PublishError) as error:
+        TokenFile(tmp_path / "absent" / "client.properties").publish(CREDENTIALS)
+    assert str(error.value) == f"cannot write {tmp_path / 'absent' / 'client.properties'}: No such file or directory"

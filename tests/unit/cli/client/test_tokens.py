@@ -8,8 +8,8 @@ from datetime import UTC
 
 import pytest
 
-from app.cli import tokens
-from app.cli.http_client import TokenJson
+from app.cli.client import tokens
+from app.cli.client.http_client import TokenJson
 from app.cli.main import _parser
 
 HMAC = base64.b64encode(bytes(range(64))).decode()

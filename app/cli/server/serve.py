@@ -1,6 +1,6 @@
 """``kts serve``: run the service under uvicorn with settings from a properties file and ``KTS_*``.
 
-An https listener gets the TLS policy of ``app/cli/tls_protocol.py`` (TLS 1.2+, forward-secret AEAD
+An https listener gets the TLS policy of ``app/cli/server/tls.py`` (TLS 1.2+, forward-secret AEAD
 ciphers). A plain http listener on an address other than loopback starts with a loud warning: callers'
 passwords and token HMACs would cross the network in clear text, which Kafka itself never allows for
 token requests; it is legitimate only behind a TLS-terminating mesh or proxy.
@@ -18,8 +18,9 @@ from typing import Any
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.logging_config import LogFormat, configure_logging
-from app.cli.tls_protocol import TlsAwareH11Protocol, harden
+from app.cli.server.logging_config import LogFormat, configure_logging
+from app.cli.server.tls import hardened_context
+from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings, allow_everyone_warning
 from app.storage.audit import migrations
@@ -28,16 +29,8 @@ from app.storage.audit.database import describe_url, make_engine
 # "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
 # HTTP 401 that says why instead of an opaque TLS alert.
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
-log = logging.getLogger(__name__)
-
-
-class HardenedConfig(uvicorn.Config):
-    """uvicorn's configuration with the TLS policy applied to the context it builds."""
-
-    def load(self) -> None:
-        super().load()
-        if self.ssl is not None:
-            harden(self.ssl)
+# The name log collectors know from before this module moved into app/cli/server/.
+log = logging.getLogger("app.cli.serve")
 
 
 def is_loopback(host: str) -> bool:
@@ -75,6 +68,7 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             "ssl_certfile": str(settings.ssl_certfile),
             "ssl_keyfile": str(settings.ssl_keyfile),
             "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
+            "ssl_context_factory": hardened_context,
             "http": TlsAwareH11Protocol,
         }
         if settings.ssl_cafile is not None:
@@ -105,7 +99,7 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     if (lenient := allow_everyone_warning(settings)) is not None:
         log.warning(lenient)
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    config = HardenedConfig(create_app(settings), **uvicorn_options(settings), log_config=None)
+    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup

@@ -1,0 +1,1 @@
+"""``kts sidecar``: the command (options, signals), its renewal loop, its schedule and the token files it writes."""

@@ -1,0 +1,106 @@
+"""``kts sidecar``: its options, and the process around the renewal loop (logging, signals, the client).
+
+Cheap to import: the loop, the HTTP client and the file writer are imported when the command runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+
+from app.cli.client.arguments import add_connection_options, milliseconds, principal
+from app.cli.sidecar.schedule import DEFAULT_GRACE_MS
+from app.cli.sidecar.token_file import SASL_MECHANISMS, SECURITY_PROTOCOLS, ClientFileFormat, TokenFile
+
+log = logging.getLogger("kts.sidecar")
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser(
+        "sidecar",
+        help="keep a Kafka client's delegation token file fresh (create, renew, replace)",
+        description="Create a delegation token, write it for a Kafka client, and keep it renewed and replaced.",
+    )
+    parser.add_argument("--output-file", type=Path, required=True, metavar="PATH", help="the file to keep (mode 0600)")
+    parser.add_argument(
+        "--format",
+        choices=[file_format.value for file_format in ClientFileFormat],
+        default=ClientFileFormat.PROPERTIES.value,
+        help="properties (Kafka client settings), jaas (a KafkaClient section) or json (default: properties)",
+    )
+    parser.add_argument(
+        "--owner-principal", type=principal, metavar="PRINCIPAL", help="tokens for this user (needs CreateTokens)"
+    )
+    parser.add_argument(
+        "--renewer-principal", action="append", type=principal, default=[], metavar="PRINCIPAL", help="repeatable"
+    )
+    parser.add_argument(
+        "--max-life-time-period", type=milliseconds, default=-1, metavar="MS", help="-1: the server's (default)"
+    )
+    parser.add_argument("--security-protocol", choices=SECURITY_PROTOCOLS, default="SASL_SSL", help="properties format")
+    parser.add_argument("--sasl-mechanism", choices=SASL_MECHANISMS, default="SCRAM-SHA-512", help="properties format")
+    parser.add_argument("--expire-on-exit", action="store_true", help="expire the token when stopped")
+    parser.add_argument(
+        "--replace-grace-period",
+        type=milliseconds,
+        default=DEFAULT_GRACE_MS,
+        metavar="MS",
+        help=f"how long a replaced token stays valid (default: {DEFAULT_GRACE_MS})",
+    )
+    add_connection_options(parser)
+    parser.set_defaults(handler=run, usage=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.output_file.parent.is_dir():
+        args.usage.error(f"--output-file: directory {args.output_file.parent} does not exist")
+    if args.replace_grace_period < 0:
+        args.usage.error("--replace-grace-period must not be negative")
+    from app.cli.client.command_config import load_command_config
+    from app.cli.client.connection import open_client
+    from app.cli.sidecar.loop import LoopOptions, RenewalLoop
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s kts sidecar: %(message)s", stream=sys.stderr
+    )
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # one line per action, ours
+    logging.getLogger("httpcore").setLevel(logging.WARNING)
+    token_file = TokenFile(
+        args.output_file,
+        ClientFileFormat(args.format),
+        security_protocol=args.security_protocol,
+        sasl_mechanism=args.sasl_mechanism,
+    )
+    options = LoopOptions(
+        owner=args.owner_principal,
+        renewers=tuple(dict.fromkeys(args.renewer_principal)),
+        max_lifetime_ms=args.max_life_time_period,
+        expire_on_exit=args.expire_on_exit,
+        grace_ms=args.replace_grace_period,
+    )
+    stop = threading.Event()
+
+    def request_stop(signum: int, _: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        config = load_command_config(args.command_config)
+        with open_client(args, config) as client:
+            log.info(
+                "starting: server %s, file %s (%s)%s",
+                client.server,
+                token_file.path,
+                token_file.file_format,
+                f", tokens for {options.owner}" if options.owner else "",
+            )
+            loop = RenewalLoop(client, token_file.publish, options, stop=stop, self_principal=config.user_principal)
+            return loop.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
