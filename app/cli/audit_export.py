@@ -7,15 +7,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sqlalchemy import inspect
-from sqlalchemy.engine import make_url
-
 from app.cli.analytics_extra import missing_extra
 from app.domain.clock import SystemClock
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, load_settings
-from app.storage.audit.database import describe_url, make_engine, translated_db_errors
-from app.storage.audit.tables import audit_events
 
 if TYPE_CHECKING:
     from app.analytics.export import ExportResult
@@ -84,7 +79,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export(url: str, out_dir: Path, *, settle_ms: int) -> ExportResult:
+    # Imported here, not at registration: ``kts --help`` must not load SQLAlchemy.
+    from sqlalchemy import inspect
+    from sqlalchemy.engine import make_url
+
     from app.analytics.export import ExportError, export_events
+    from app.storage.audit.database import describe_url, make_engine, translated_db_errors
+    from app.storage.audit.tables import audit_events
 
     where = describe_url(url)  # never the password
     parsed = make_url(url)

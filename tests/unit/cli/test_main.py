@@ -42,11 +42,6 @@ def test_registering_the_client_sidecar_and_server_commands_loads_nothing_heavy(
     assert not loaded & {*HEAVY, "httpx", "kazoo", "pydantic", "rich"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="app/cli/audit_export.py still imports SQLAlchemy (and the audit tables) when it is registered; "
-    "making it import lazily belongs to the analytics part of issue 14, which owns that module",
-)
 def test_kts_help_loads_nothing_heavy() -> None:
     loaded = imported_by("-m", "app.cli.main", "--help")
     assert {"app", "argparse"} <= loaded  # the positive control
