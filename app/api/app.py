@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from app.api.deps import SERVICES_STATE
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
+from app.api.json_bodies import JsonBodiesOnly
 from app.api.limits import BodySizeLimit
 from app.api.metrics import MetricsMiddleware
 from app.api.metrics import router as metrics_router
@@ -61,6 +62,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit)
+    app.add_middleware(JsonBodiesOnly)  # CSRF: refused before any body is read
     app.add_middleware(RequestContextMiddleware)
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(SecurityHeaders)  # outermost: also on responses other middleware make (413)

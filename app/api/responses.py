@@ -15,6 +15,7 @@ _DESCRIPTIONS = {
     409: "Changed concurrently; retry",
     410: "Token expired (Kafka code 66)",
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
+    415: "The request body is not sent as Content-Type: application/json",
     422: "The request does not validate",
     429: "Too many failed logins or token verifies from this address or for this principal; retry after "
     "Retry-After seconds",
@@ -26,9 +27,12 @@ _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying ag
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """Wherever credentials are checked (401) the brute-force defence may answer 429 too."""
+    """Wherever credentials are checked (401) the brute-force defence may answer 429 too; wherever a body is
+    read (413) it must be JSON (415)."""
     if 401 in statuses:
         statuses = tuple(sorted({*statuses, 429}))
+    if 413 in statuses:
+        statuses = tuple(sorted({*statuses, 415}))
     responses: dict[int | str, dict[str, Any]] = {}
     for status in statuses:
         responses[status] = {"model": ErrorBody, "description": _DESCRIPTIONS[status]}

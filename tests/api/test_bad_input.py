@@ -9,6 +9,7 @@ from kazoo.client import KazooClient
 from tests.api.conftest import ALICE, basic
 from tests.api.helpers import token_state
 
+JSON = "application/json"
 GOOD_HMAC = "A" * 86 + "=="
 
 CREATE_BODIES = [
@@ -101,7 +102,9 @@ def test_malformed_token_ids_in_paths(client: TestClient, token_id: str) -> None
 
 def test_unknown_token_id_is_not_found(client: TestClient) -> None:
     for method, path in (("GET", ""), ("POST", "/renew"), ("POST", "/expire")):
-        response = client.request(method, f"/v1/tokens/E8gTWaIxRUOaSRH7wY3N1w{path}", headers=basic(ALICE))
+        response = client.request(
+            method, f"/v1/tokens/E8gTWaIxRUOaSRH7wY3N1w{path}", headers=basic(ALICE) | {"content-type": JSON}
+        )
         assert response.status_code == 404
         assert response.json()["code"] == 62
 

@@ -14,6 +14,9 @@ from app.api.limits import MAX_BODY_BYTES
 from app.api.security_headers import API_POLICY
 from tests.api.conftest import ALICE, basic
 
+JSON = "application/json"
+FORM = "application/x-www-form-urlencoded"
+
 
 def _assert_common(headers: httpx.Headers) -> None:
     assert headers["x-content-type-options"] == "nosniff"
@@ -28,14 +31,18 @@ def _assert_common(headers: httpx.Headers) -> None:
         ("GET", "/metrics", {}, 200),
         ("GET", "/v1/tokens", {}, 401),
         ("GET", "/v1/nowhere", {}, 404),
-        ("POST", "/v1/tokens", {"content": b" " * (MAX_BODY_BYTES + 1)}, 413),
+        ("POST", "/v1/tokens", {"content": b" " * (MAX_BODY_BYTES + 1), "headers": {"content-type": JSON}}, 413),
+        ("POST", "/v1/tokens", {"content": b"a=1", "headers": {"content-type": FORM}}, 415),
         ("POST", "/v1/tokens/verify", {"json": {"tokenId": "x"}}, 422),
     ],
 )
 def test_api_responses_are_not_cached_sniffed_or_framed(
     client: TestClient, method: str, path: str, kwargs: dict[str, object], status: int
 ) -> None:
-    headers = basic(ALICE) if status == 422 else {}
+    kwargs = dict(kwargs)
+    content_type = kwargs.pop("headers", {})
+    assert isinstance(content_type, dict)
+    headers = (basic(ALICE) if status == 422 else {}) | content_type
     response = client.request(method, path, headers=headers, **kwargs)
     assert response.status_code == status
     _assert_common(response.headers)

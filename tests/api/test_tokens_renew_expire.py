@@ -155,9 +155,10 @@ def test_renew_and_expire_by_token_id(client: TestClient, raw_zk: KazooClient) -
     token = _create(client, renewers=["User:bob"])
     renewed = client.post(f"/v1/tokens/{token['tokenId']}/renew", json={"renewTimePeriodMs": 1000}, headers=basic(BOB))
     assert renewed.status_code == 200
-    no_body = client.post(f"/v1/tokens/{token['tokenId']}/renew", headers=basic(ALICE))
+    json_type = {"content-type": "application/json"}
+    no_body = client.post(f"/v1/tokens/{token['tokenId']}/renew", headers=basic(ALICE) | json_type)
     assert no_body.status_code == 200
-    expired = client.post(f"/v1/tokens/{token['tokenId']}/expire", headers=basic(ALICE))
+    expired = client.post(f"/v1/tokens/{token['tokenId']}/expire", headers=basic(ALICE) | json_type)
     assert expired.status_code == 200
     assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
 

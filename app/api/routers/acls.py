@@ -49,6 +49,6 @@ def list_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> AclList:
     return AclList(acls=[StoredAcl.of(binding) for binding in acls.describe(caller, selector)])
 
 
-@router.delete("", response_model=DeletedAcls, responses=error_responses(401, 403, 409, 422, 503))
+@router.delete("", response_model=DeletedAcls, responses=error_responses(401, 403, 409, 415, 422, 503))
 def delete_acls(caller: CurrentCaller, acls: Acls, selector: Filter) -> DeletedAcls:
     return DeletedAcls(deleted=[StoredAcl.of(binding) for binding in acls.delete(caller, selector)])

@@ -59,7 +59,8 @@ def _decode_cursor(cursor: str | None) -> str | None:
     response_model=CreatedToken,
     responses=error_responses(400, 401, 403, 413, 422, 503),
 )
-def create_token(body: CreateTokenRequest, caller: CurrentCaller, tokens: Tokens) -> CreatedToken:
+def create_token(caller: CurrentCaller, tokens: Tokens, body: CreateTokenRequest | None = None) -> CreatedToken:
+    body = body or CreateTokenRequest()  # an empty JSON body means all defaults
     request = CreateRequest(
         owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,
         renewers=tuple(KafkaPrincipal.parse(renewer) for renewer in body.renewers),

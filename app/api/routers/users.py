@@ -30,7 +30,7 @@ def set_credential(
 @router.delete(
     "/{name}/credentials",
     response_model=CredentialResponse,
-    responses=error_responses(401, 403, 404, 409, 422, 503),
+    responses=error_responses(401, 403, 404, 409, 415, 422, 503),
 )
 def delete_credential(
     name: UserNamePath, mechanism: Annotated[Mechanism, Query()], caller: CurrentCaller, users: Users
