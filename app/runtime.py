@@ -22,6 +22,7 @@ from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
+from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -51,6 +52,7 @@ class Runtime:
     users: UserCredentialService
     acls: AclService
     audit_trail: AuditTrail
+    metrics_access: MetricsAccess
     acl_cache: AclCache
     token_cache: TokenCache
     sweeper: Sweeper
@@ -185,6 +187,7 @@ def build_runtime(
             tokens_for_super_users=settings.token_create_for_super_users,
         ),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
+        metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
         acl_cache=acl_cache,
         token_cache=token_cache,
         sweeper=sweeper,

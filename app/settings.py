@@ -104,6 +104,7 @@ class Settings(BaseSettings):
     token_create_for_super_users: bool = False  # a token authenticates as its owner: a super user's power
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
+    metrics_auth_required: bool = False  # true: /metrics needs Describe on the cluster
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
     auth_failures_max: int = Field(10, ge=0)  # per claimed principal and per (principal, client address)
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims

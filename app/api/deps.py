@@ -19,6 +19,7 @@ from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
+from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -55,6 +56,9 @@ class Services(Protocol):
     def audit_trail(self) -> AuditTrail: ...
 
     @property
+    def metrics_access(self) -> MetricsAccess: ...
+
+    @property
     def authenticator(self) -> Authenticator: ...
 
     @property
@@ -69,38 +73,43 @@ async def get_services(request: Request) -> Services:
     return services
 
 
-_ServicesDep = Annotated[Services, Depends(get_services)]
+ServicesDep = Annotated[Services, Depends(get_services)]
 
 
 def get_caller(
     request: Request,
-    services: _ServicesDep,
+    services: ServicesDep,
     _basic: Annotated[None, Depends(_basic_scheme)],
     _bearer: Annotated[None, Depends(_bearer_scheme)],
 ) -> Caller:
+    return authenticate_request(request, services)
+
+
+def authenticate_request(request: Request, services: Services) -> Caller:
+    """The caller, for endpoints that authenticate only sometimes and so cannot declare ``CurrentCaller``."""
     host = request.client.host if request.client else "*"
     tls = request.scope.get("extensions", {}).get("tls") or {}
     chain = tls.get("client_cert_chain") or []
     return services.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
-async def get_token_service(services: _ServicesDep) -> TokenService:
+async def get_token_service(services: ServicesDep) -> TokenService:
     return services.tokens
 
 
-async def get_user_service(services: _ServicesDep) -> UserCredentialService:
+async def get_user_service(services: ServicesDep) -> UserCredentialService:
     return services.users
 
 
-async def get_acl_service(services: _ServicesDep) -> AclService:
+async def get_acl_service(services: ServicesDep) -> AclService:
     return services.acls
 
 
-async def get_audit_trail(services: _ServicesDep) -> AuditTrail:
+async def get_audit_trail(services: ServicesDep) -> AuditTrail:
     return services.audit_trail
 
 
-async def get_readiness(services: _ServicesDep) -> Readiness:
+async def get_readiness(services: ServicesDep) -> Readiness:
     return services.readiness
 
 

@@ -8,6 +8,7 @@ import time
 from fastapi import APIRouter, Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.deps import ServicesDep, authenticate_request
 from app.observability.metrics import EXPOSITION_CONTENT_TYPE, UNMATCHED_ROUTE, KtsMetrics
 
 router = APIRouter()
@@ -16,9 +17,13 @@ _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 
 
 @router.get("/metrics", include_in_schema=False)
-def metrics(request: Request) -> Response:
-    """Prometheus scrape endpoint. No authentication, as usual for metrics: it shows counts and states,
-    never a token id, principal, HMAC or secret."""
+def metrics(request: Request, services: ServicesDep) -> Response:
+    """Prometheus scrape endpoint. By default no authentication, as usual for metrics: it shows counts and
+    states, never a token id, principal, HMAC or secret. ``metrics.auth.required`` asks for a caller with
+    ``Describe`` on the cluster (401 or 403 otherwise)."""
+    access = services.metrics_access
+    if access.auth_required:
+        access.ensure_may_scrape(authenticate_request(request, services))
     registry: KtsMetrics = request.app.state.metrics
     return Response(registry.exposition(), media_type=EXPOSITION_CONTENT_TYPE)
 

@@ -140,3 +140,34 @@ def test_each_app_counts_only_its_own_requests(make_client: Callable[..., TestCl
     assert actions(first, "token.create", "succeeded") == 1
     assert actions(second, "token.create", "succeeded") == 0
     eventually(lambda: value(second, "kts_tokens") == 1)  # the other replica's token reaches this cache
+
+
+def test_metrics_behind_authentication_need_describe_on_the_cluster(
+    make_client: Callable[..., TestClient], raw_zk: KazooClient
+) -> None:
+    for name, password in (ADMIN, ALICE, BOB):
+        put_user(raw_zk, name, password)
+    client = make_client(metrics_auth_required=True)
+
+    anonymous = client.get("/metrics")
+    assert anonymous.status_code == 401
+    assert anonymous.json()["error"] == "AUTHENTICATION_FAILED"
+    assert "www-authenticate" in anonymous.headers
+    refused = client.get("/metrics", headers=basic(ALICE))
+    assert refused.status_code == 403
+    assert refused.json()["code"] == 31
+    assert "Describe on Cluster:kafka-cluster" in refused.json()["message"]
+
+    assert client.get("/metrics", headers=basic(ADMIN)).status_code == 200  # a super user
+    grant = {
+        "resourceType": "Cluster",
+        "resourceName": "kafka-cluster",
+        "patternType": "LITERAL",
+        "principal": "User:bob",
+        "host": "*",
+        "operation": "Describe",
+        "permissionType": "Allow",
+    }
+    assert client.post("/v1/acls", json=grant, headers=basic(ADMIN)).status_code == 201
+    eventually(lambda: client.get("/metrics", headers=basic(BOB)).status_code == 200)
+    assert "kts_http_requests_total" in client.get("/metrics", headers=basic(BOB)).text
