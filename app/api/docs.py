@@ -27,8 +27,9 @@ ASSET_MEDIA_TYPES = {
 }
 
 SWAGGER_UI_PARAMETERS: dict[str, Any] = {
-    # Keep what was entered in the Authorize dialog across page reloads (browser local storage).
-    "persistAuthorization": True,
+    # Never keep what was entered in the Authorize dialog: Swagger UI would write the password or bearer
+    # token to the browser's local storage, readable by any script of this origin and left on shared machines.
+    "persistAuthorization": False,
     # No badge fetched from the public Swagger validator: deployments may have no way out.
     "validatorUrl": None,
 }

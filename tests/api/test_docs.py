@@ -52,9 +52,9 @@ def test_docs_page_loads_only_local_assets(docs_client: TestClient) -> None:
     assert "url: '/openapi.json'" in response.text
 
 
-def test_docs_page_keeps_authorization_and_has_no_oauth2_redirect(docs_client: TestClient) -> None:
+def test_docs_page_does_not_persist_authorization_and_has_no_oauth2_redirect(docs_client: TestClient) -> None:
     html = docs_client.get("/docs").text
-    assert '"persistAuthorization": true' in html
+    assert '"persistAuthorization": false' in html
     assert "oauth2RedirectUrl" not in html
     assert docs_client.get("/docs/oauth2-redirect").status_code == 404
     assert docs_client.get("/redoc").status_code == 404

@@ -6,6 +6,7 @@ is never needed. A missing browser fails the test: a skipped browser test would 
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -92,6 +93,21 @@ def _create_token(page: Page) -> tuple[dict[str, object], Locator]:
     return json.loads(body.inner_text()), live
 
 
+def _browser_storage(page: Page) -> str:
+    """Everything the page keeps in localStorage and sessionStorage, as one JSON text."""
+    dumped: str = page.evaluate(
+        "() => JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage)])"
+    )
+    return dumped
+
+
+def _assert_no_credentials(stored: str, user: str, password: str) -> None:
+    basic_header = base64.b64encode(f"{user}:{password}".encode()).decode()
+    assert password not in stored, "the password was written to browser storage"
+    assert basic_header not in stored, "the Basic credentials were written to browser storage"
+    assert "authorized" not in stored, "Swagger UI persisted the authorization"
+
+
 def test_create_a_token_from_swagger_ui_with_basic_auth(kts_url: str, tmp_path: Path) -> None:
     requested: list[str] = []
 
@@ -107,8 +123,10 @@ def test_create_a_token_from_swagger_ui_with_basic_auth(kts_url: str, tmp_path: 
         expect(page.locator(".swagger-ui .info .title")).to_contain_text("kts")
         _log_in_with_basic(page, *ALICE)
         token, live_response = _create_token(page)
+        stored = _browser_storage(page)
         assert token["owner"] == f"User:{ALICE[0]}"
         assert token["tokenId"]
+        _assert_no_credentials(stored, *ALICE)
         live_response.scroll_into_view_if_needed()
         page.screenshot(path=str(screenshot))
         context.close()
