@@ -8,6 +8,7 @@ ACL ``acl_for(path)`` chooses (``znodes/znode_acls.py``), as brokers make them.
 from __future__ import annotations
 
 import logging
+import time
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +50,21 @@ def split_connect_string(connect: str) -> tuple[str, str]:
     """``host:port[,host:port]/chroot`` -> (hosts, chroot or "")."""
     hosts, slash, chroot = connect.partition("/")
     return hosts, (slash + chroot).rstrip("/")
+
+
+# How long start() still waits, after its own time-out, for a SASL login to be refused rather than
+# reporting ZooKeeper as unreachable (only when a login was configured).
+AUTH_FAILED_GRACE_S = 5.0
+
+
+def _settles_as_auth_failed(client: KazooClient, grace_s: float) -> bool:
+    """Whether the session is, or within ``grace_s`` becomes, AUTH_FAILED."""
+    deadline = time.monotonic() + grace_s
+    while client.client_state != KeeperState.AUTH_FAILED:
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 class ZkConnection:
@@ -107,9 +123,10 @@ class ZkConnection:
             client.start(timeout=timeout_s)
             self._ensure_paths(client, PERSISTENT_PATHS)
         except (*UNREACHABLE, ZookeeperError) as exc:
-            # A refused SASL login can also surface as a time-out of start(): the session turned
-            # AUTH_FAILED right after kazoo announced it connected, so ask the session, not the exception.
-            login_rejected = client.client_state == KeeperState.AUTH_FAILED
+            # A refused SASL login can also surface as a time-out of start(): the session turns AUTH_FAILED
+            # right after kazoo announced it connected, or, on a loaded machine, only after start() gave up
+            # waiting. So ask the session, not the exception, and give a slow rejection a moment to land.
+            login_rejected = _settles_as_auth_failed(client, AUTH_FAILED_GRACE_S if self.security.login else 0.0)
             self.stop()
             if isinstance(exc, SessionClosedRequireSaslError) and self.security.login is None:
                 raise StoreUnavailable(
