@@ -68,7 +68,7 @@ def host_key(host: str) -> HostKey:
     except ValueError:
         return host
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped  # InetAddress.getByName("::ffff:10.0.0.1") is an Inet4Address
+        return address.ipv4_mapped  # InetAddress.getByName("::ffff:198.51.100.1") is an Inet4Address
     return address
 
 

@@ -96,7 +96,7 @@ ODD = "a\x00b\nc\x1b[31md\x7f\x85e\ud800f\udcff\u2028\\g"
 """NUL, a newline, an ANSI escape, DEL, a C1 control, a lone surrogate, a surrogate-escaped byte (invalid
 UTF-8 as Python decodes it), a line separator, and a backslash kept as it is."""
 ODD_STORED = "a\\x00b\\x0ac\\x1b[31md\\x7f\\x85e\\ud800f\\udcff\\u2028\\g"
-ODD_CONTEXT = RequestContext("req\x00" + "r" * 100, "10.0.0.1\r\nforged: line")
+ODD_CONTEXT = RequestContext("req\x00" + "r" * 100, "203.0.113.1\r\nforged: line")
 
 
 def test_odd_values_in_every_field_are_stored_escaped(any_audit_db: str) -> None:
@@ -120,7 +120,7 @@ def test_odd_values_in_every_field_are_stored_escaped(any_audit_db: str) -> None
         assert row.token_id == "T" + ODD_STORED
         assert row.service_id == "svc\\x00a"
         assert row.request_id == ("req\\x00" + "r" * 100)[:63] + "\u2026"
-        assert row.client_address == "10.0.0.1\\x0d\\x0aforged: line"
+        assert row.client_address == "203.0.113.1\\x0d\\x0aforged: line"
     settled = next(row for row in rows if row.id == single)
     assert settled.outcome == "denied"
     assert settled.details == {
