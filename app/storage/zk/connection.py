@@ -8,7 +8,7 @@ ACL ``acl_for(path)`` chooses (``znodes/znode_acls.py``), as brokers make them.
 from __future__ import annotations
 
 import logging
-import time
+import threading
 from enum import StrEnum
 from typing import Any
 
@@ -21,7 +21,7 @@ from kazoo.exceptions import (
     SessionClosedRequireSaslError,
     ZookeeperError,
 )
-from kazoo.protocol.states import KazooState, KeeperState, ZnodeStat
+from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
@@ -53,18 +53,8 @@ def split_connect_string(connect: str) -> tuple[str, str]:
 
 
 # How long start() still waits, after its own time-out, for a SASL login to be refused rather than
-# reporting ZooKeeper as unreachable (only when a login was configured).
+# reporting ZooKeeper as unreachable (only when a login was configured and none was refused yet).
 AUTH_FAILED_GRACE_S = 5.0
-
-
-def _settles_as_auth_failed(client: KazooClient, grace_s: float) -> bool:
-    """Whether the session is, or within ``grace_s`` becomes, AUTH_FAILED."""
-    deadline = time.monotonic() + grace_s
-    while client.client_state != KeeperState.AUTH_FAILED:
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 class ZkConnection:
@@ -81,12 +71,13 @@ class ZkConnection:
         self.request_timeout_s = request_timeout_s
         self.security = security or ZkClientSecurity()
         self._acls = self.security.acls
-        self.client = self._new_client(self._hosts + self._chroot)
+        self.client, self._login_refused = self._new_client(self._hosts + self._chroot)
         self._state = KazooState.LOST
         self.client.add_listener(self._on_state)
         self._multi_read = True
 
-    def _new_client(self, hosts: str) -> KazooClient:
+    def _new_client(self, hosts: str) -> tuple[KazooClient, threading.Event]:
+        """A client, and the event set when ZooKeeper refuses its SASL login."""
         client = KazooClient(
             hosts=hosts,
             timeout=self._session_timeout_s,
@@ -95,8 +86,7 @@ class ZkConnection:
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
             **self.security.kazoo_options(),
         )
-        treat_sasl_rejection_as_auth_failure(client)
-        return client
+        return client, treat_sasl_rejection_as_auth_failure(client)
 
     def acl_for(self, path: str) -> list[ACL]:
         """The ACL a znode created at ``path`` (relative to the chroot) gets."""
@@ -109,24 +99,24 @@ class ZkConnection:
 
     def start(self, timeout_s: float = 15.0) -> None:
         """Connect, create the chroot if missing (as brokers do), then the persistent parents."""
-        client = self.client
+        client, refused = self.client, self._login_refused
         try:
             if self._chroot:
-                client = self._new_client(self._hosts)
+                client, refused = self._new_client(self._hosts)
                 client.start(timeout=timeout_s)
                 try:
                     self._ensure_paths(client, [self._chroot])
                 finally:
                     client.stop()
                     client.close()
-                client = self.client
+                client, refused = self.client, self._login_refused
             client.start(timeout=timeout_s)
             self._ensure_paths(client, PERSISTENT_PATHS)
         except (*UNREACHABLE, ZookeeperError) as exc:
-            # A refused SASL login can also surface as a time-out of start(): the session turns AUTH_FAILED
-            # right after kazoo announced it connected, or, on a loaded machine, only after start() gave up
-            # waiting. So ask the session, not the exception, and give a slow rejection a moment to land.
-            login_rejected = _settles_as_auth_failed(client, AUTH_FAILED_GRACE_S if self.security.login else 0.0)
+            # A refused SASL login can also surface as a time-out of start(): the refusal lands right after
+            # kazoo announced it connected, or, on a loaded machine, only after start() gave up waiting. So ask
+            # the SASL exchange, not the exception, and give a slow refusal a moment to land.
+            login_rejected = refused.wait(AUTH_FAILED_GRACE_S if self.security.login else 0.0)
             self.stop()
             if isinstance(exc, SessionClosedRequireSaslError) and self.security.login is None:
                 raise StoreUnavailable(

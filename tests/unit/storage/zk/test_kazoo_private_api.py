@@ -65,18 +65,31 @@ def test_the_adapter_turns_a_closed_session_into_the_auth_failure_kazoo_handles(
         raise SessionClosedRequireSaslError()
 
     client._connection._authenticate_with_sasl = refused
-    treat_sasl_rejection_as_auth_failure(client)
+    login_refused = treat_sasl_rejection_as_auth_failure(client)
     with pytest.raises(AuthFailedError):
         client._connection._authenticate_with_sasl("zk1", 2.0)
     assert calls == [("zk1", 2.0)]
+    assert login_refused.is_set()
+
+
+def test_the_adapter_records_kazoos_own_auth_failure(client: KazooClient) -> None:
+    def refused(host: str, timeout: float) -> None:
+        raise AuthFailedError("Connection dropped in SASL")
+
+    client._connection._authenticate_with_sasl = refused
+    login_refused = treat_sasl_rejection_as_auth_failure(client)
+    with pytest.raises(AuthFailedError):
+        client._connection._authenticate_with_sasl("zk1", 2.0)
+    assert login_refused.is_set()
 
 
 def test_the_adapter_leaves_an_accepted_login_alone(client: KazooClient) -> None:
     calls: list[str] = []
     client._connection._authenticate_with_sasl = lambda host, timeout: calls.append(host)
-    treat_sasl_rejection_as_auth_failure(client)
+    login_refused = treat_sasl_rejection_as_auth_failure(client)
     client._connection._authenticate_with_sasl("zk1", 2.0)
     assert calls == ["zk1"]
+    assert not login_refused.is_set()
 
 
 # --- multi_read.py ------------------------------------------------------------------------------------------
