@@ -24,6 +24,7 @@ from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
+from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -49,6 +50,7 @@ class Runtime:
     zk: ZkConnection
     audit_log: AuditLog
     tokens: TokenService
+    revocation: TokenRevocation
     users: UserCredentialService
     acls: AclService
     audit_trail: AuditTrail
@@ -165,6 +167,7 @@ def build_runtime(
         auditor=auditor,
         verify_guard=verify_guard,
     )
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
     sweeper = Sweeper(
         token_store,
         token_cache,
@@ -177,7 +180,13 @@ def build_runtime(
         zk=zk,
         audit_log=audit_log,
         tokens=tokens,
-        users=UserCredentialService(user_store, authorizer=authorizer, auditor=auditor),
+        revocation=revocation,
+        users=UserCredentialService(
+            user_store,
+            authorizer=authorizer,
+            auditor=auditor,
+            revocation=revocation if settings.token_revoke_on_credential_delete else None,
+        ),
         acls=AclService(
             acl_store,
             acl_cache,
@@ -185,6 +194,7 @@ def build_runtime(
             auditor=auditor,
             super_users=settings.super_user_principals,
             tokens_for_super_users=settings.token_create_for_super_users,
+            revocation=revocation if settings.token_revoke_on_acl_delete else None,
         ),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),

@@ -104,6 +104,9 @@ class Settings(BaseSettings):
     token_create_for_super_users: bool = False  # a token authenticates as its owner: a super user's power
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
+    # Bulk revocation when kts removes what let a token be made (as in Kafka, off by default):
+    token_revoke_on_credential_delete: bool = False  # a user left without SCRAM credentials loses its tokens
+    token_revoke_on_acl_delete: bool = False  # a requester loses the tokens a removed CreateTokens grant allowed
     metrics_auth_required: bool = False  # true: /metrics needs Describe on the cluster
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
     auth_failures_max: int = Field(10, ge=0)  # per claimed principal and per (principal, client address)

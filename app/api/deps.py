@@ -21,6 +21,7 @@ from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
+from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 
@@ -45,6 +46,9 @@ _bearer_scheme = _DocumentedScheme("bearer", "`tokenId:hmac` of a delegation tok
 class Services(Protocol):
     @property
     def tokens(self) -> TokenService: ...
+
+    @property
+    def revocation(self) -> TokenRevocation: ...
 
     @property
     def users(self) -> UserCredentialService: ...
@@ -97,6 +101,10 @@ async def get_token_service(services: ServicesDep) -> TokenService:
     return services.tokens
 
 
+async def get_revocation(services: ServicesDep) -> TokenRevocation:
+    return services.revocation
+
+
 async def get_user_service(services: ServicesDep) -> UserCredentialService:
     return services.users
 
@@ -115,6 +123,7 @@ async def get_readiness(services: ServicesDep) -> Readiness:
 
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
 Tokens = Annotated[TokenService, Depends(get_token_service)]
+Revocations = Annotated[TokenRevocation, Depends(get_revocation)]
 Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
 Audit = Annotated[AuditTrail, Depends(get_audit_trail)]

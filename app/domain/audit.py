@@ -16,6 +16,7 @@ class Action(StrEnum):
     TOKEN_CREATE = "token.create"
     TOKEN_RENEW = "token.renew"
     TOKEN_EXPIRE = "token.expire"
+    TOKEN_REVOKE = "token.revoke"  # a bulk revocation's summary; each token's own event is a token.expire
     TOKEN_DELETE_BY_SWEEP = "token.sweep"
     TOKEN_DESCRIBE = "token.describe"
     TOKEN_VERIFY = "token.verify"

@@ -19,6 +19,7 @@ from app.domain.errors import InvalidInput
 from app.domain.principal import KafkaPrincipal
 from app.service.audit import Auditor
 from app.service.ports import AclStore, AclView
+from app.service.revocation import TokenRevocation
 
 Entries = frozenset[AccessControlEntry]
 
@@ -41,13 +42,17 @@ class AclService:
         auditor: Auditor,
         super_users: Iterable[KafkaPrincipal] = (),
         tokens_for_super_users: bool = False,
+        revocation: TokenRevocation | None = None,
     ) -> None:
+        """With ``revocation`` (token.revoke.on.acl.delete=true), removing a CreateTokens grant revokes the
+        tokens it let a requester make that the remaining ACLs no longer allow (app/domain/revocation.py)."""
         self._store = store
         self._view = view
         self._authorizer = authorizer
         self._auditor = auditor
         self._super_users = frozenset(super_users)
         self._tokens_for_super_users = tokens_for_super_users
+        self._revocation = revocation
 
     def _may_manage(self, caller: Caller, operation: Operation) -> None:
         # Changes need a login (login_required): a leaked token must not be able to widen its own powers.
@@ -81,7 +86,10 @@ class AclService:
         if selector.is_empty:
             raise InvalidInput("Refusing to delete every ACL: give at least one filter field.")
         patterns = sorted({b.pattern for b in self._view.snapshot().bindings() if selector.matches(b)})
-        return [binding for pattern in patterns for binding in self._remove(caller, pattern, selector)]
+        removed = [binding for pattern in patterns for binding in self._remove(caller, pattern, selector)]
+        if self._revocation is not None and removed:
+            self._revocation.revoke_lost_grants(removed, principal=str(caller.principal))
+        return removed
 
     def _remove(self, caller: Caller, pattern: ResourcePattern, selector: AclFilter) -> list[AclBinding]:
         matching = [b.entry for b in self._view.snapshot().bindings() if b.pattern == pattern and selector.matches(b)]

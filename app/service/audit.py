@@ -130,9 +130,16 @@ class Auditor:
         self._settle(event_id, succeeded(result))
         return result
 
-    def mutations(self, batch: list[AuditEvent], perform: Callable[[list[str]], None]) -> None:
-        """The same protocol for several changes made in one ZooKeeper transaction (the sweeper's batches):
-        one commit for the pending events, one transaction, one commit settling them all."""
+    def mutations(
+        self,
+        batch: list[AuditEvent],
+        perform: Callable[[list[str]], None],
+        *,
+        succeeded: Callable[[AuditEvent], AuditEvent] | None = None,
+    ) -> None:
+        """The same protocol for several changes made in one ZooKeeper transaction (the sweeper's and bulk
+        revocation's batches): one commit for the pending events, one transaction, one commit settling them
+        all (``succeeded`` completes each event; by default it is just marked succeeded)."""
         context = request_context.get()
         try:
             event_ids = self._log.append_many([event.ended(Outcome.PENDING) for event in batch], context)
@@ -149,7 +156,8 @@ class Auditor:
         except KtsError as exc:
             self._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
             raise
-        self._settle_many(event_ids, [event.ended(Outcome.SUCCEEDED) for event in batch])
+        complete = succeeded or (lambda event: event.ended(Outcome.SUCCEEDED))
+        self._settle_many(event_ids, [complete(event) for event in batch])
 
     def _observe(self, event: AuditEvent) -> None:
         if self._observer is not None:

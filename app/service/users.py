@@ -5,16 +5,29 @@ from __future__ import annotations
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
 from app.domain.credentials import Mechanism
+from app.domain.principal import KafkaPrincipal
+from app.domain.revocation import RevocationReason, RevokeSelector
 from app.domain.scram import derive
 from app.service.audit import Auditor
 from app.service.ports import UserStore
+from app.service.revocation import TokenRevocation
 
 
 class UserCredentialService:
-    def __init__(self, store: UserStore, *, authorizer: Authorizer, auditor: Auditor) -> None:
+    def __init__(
+        self,
+        store: UserStore,
+        *,
+        authorizer: Authorizer,
+        auditor: Auditor,
+        revocation: TokenRevocation | None = None,
+    ) -> None:
+        """With ``revocation`` (token.revoke.on.credential.delete=true), a user whose last credential is
+        deleted loses its tokens: a token authenticates as its owner, who should no longer get in."""
         self._store = store
         self._authorizer = authorizer
         self._auditor = auditor
+        self._revocation = revocation
 
     def _authorize(self, caller: Caller, event: AuditEvent) -> None:
         self._auditor.decided(
@@ -44,6 +57,13 @@ class UserCredentialService:
             lambda intent: self._store.delete_credential(user_name, mechanism, intent),
             succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
         )
+        # Only when no credential is left: deleting one mechanism of two leaves the user able to log in.
+        if self._revocation is not None and not self._store.credentials(user_name):
+            self._revocation.revoke_matching(
+                RevokeSelector(owner=KafkaPrincipal.user(user_name)),
+                reason=RevocationReason.CREDENTIAL_DELETE,
+                principal=str(caller.principal),
+            )
 
 
 def _event(action: Action, caller: Caller, user_name: str, mechanism: Mechanism, **details: object) -> AuditEvent:

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, status
 
-from app.api.deps import CurrentCaller, Tokens
+from app.api.deps import CurrentCaller, Revocations, Tokens
 from app.api.responses import error_responses
 from app.api.schemas.common import MAX_OWNER_FILTERS, PrincipalText
 from app.api.schemas.tokens import (
@@ -20,6 +20,8 @@ from app.api.schemas.tokens import (
     ExpiryResponse,
     RenewByHmacRequest,
     RenewRequest,
+    RevokedTokens,
+    RevokeRequest,
     Token,
     TokenList,
     VerifyRequest,
@@ -27,6 +29,7 @@ from app.api.schemas.tokens import (
 )
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
+from app.domain.revocation import RevokeSelector
 from app.domain.token_rules import CreateRequest
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 
@@ -93,6 +96,17 @@ def renew_by_hmac(body: RenewByHmacRequest, caller: CurrentCaller, tokens: Token
 def expire_by_hmac(body: ExpireByHmacRequest, caller: CurrentCaller, tokens: Tokens) -> ExpiryResponse:
     change = tokens.expire_by_hmac(caller, decode_hmac(body.hmac), body.expiryTimePeriodMs)
     return ExpiryResponse(tokenId=change.token_id, expiryTimestamp=change.expiry_timestamp)
+
+
+@router.post("/revoke", response_model=RevokedTokens, responses=error_responses(401, 403, 409, 413, 422, 503))
+def revoke_tokens(caller: CurrentCaller, revocation: Revocations, body: RevokeRequest | None = None) -> RevokedTokens:
+    """Expire every token of an owner and/or a requester at once (super users, or Alter on the cluster)."""
+    body = body or RevokeRequest()  # an empty JSON body names no tokens: refused below, with the others
+    selector = RevokeSelector(
+        owner=None if body.owner is None else KafkaPrincipal.parse(body.owner),
+        token_requester=None if body.tokenRequester is None else KafkaPrincipal.parse(body.tokenRequester),
+    )
+    return RevokedTokens(revoked=revocation.revoke(caller, selector))
 
 
 @router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 413, 422, 503))

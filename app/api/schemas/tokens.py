@@ -40,6 +40,15 @@ class ExpireRequest(RequestModel):
     expiryTimePeriodMs: Int64 = -1
 
 
+class RevokeRequest(RequestModel):
+    owner: PrincipalText | None = Field(None, description="Revoke the tokens this principal owns.")
+    tokenRequester: PrincipalText | None = Field(None, description="Revoke the tokens this principal requested.")
+
+
+class RevokedTokens(BaseModel):
+    revoked: list[str] = Field(description="The ids of the tokens revoked, in no particular order.")
+
+
 class VerifyRequest(RequestModel):
     tokenId: TokenIdText
     hmac: HmacText
