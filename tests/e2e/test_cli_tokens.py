@@ -202,3 +202,44 @@ def test_a_client_certificate_from_the_command_config(
     untrusted = tokens(url, password_config(tmp_path, ALICE), "--describe")  # no ssl.cafile: the CA is unknown
     assert untrusted.returncode == 1
     assert f"cannot reach {url}" in one_error_line(untrusted)
+
+
+def test_revoke_by_owner_and_by_requester_prints_the_revoked_ids(url: str, tmp_path: Path) -> None:
+    admin = password_config(tmp_path, ADMIN)
+    alice = password_config(tmp_path, ALICE)
+
+    def create(config: Path, *argv: str) -> str:
+        made = tokens(url, config, "--create", *argv, "--output", "json")
+        assert made.returncode == 0, made.stderr
+        token_id: str = json.loads(made.stdout)["tokenId"]
+        return token_id
+
+    alices = {create(alice), create(admin, "--owner-principal", "User:alice")}
+    bobs_by_admin = create(admin, "--owner-principal", "User:bob")
+
+    refused = tokens(url, alice, "--revoke", "--owner-principal", "User:bob")
+    assert refused.returncode == 1
+    assert "may not revoke tokens in bulk" in one_error_line(refused)
+
+    by_owner = tokens(url, admin, "--revoke", "--owner-principal", "User:alice")
+    assert by_owner.returncode == 0, by_owner.stderr
+    lines = by_owner.stdout.splitlines()
+    assert lines[0] == "Revoked 2 delegation tokens."
+    assert set(lines[1:]) == alices
+
+    both = ("--requester-principal", "User:admin", "--owner-principal", "User:bob")
+    by_requester = tokens(url, admin, "--revoke", *both, "--output", "json")
+    assert by_requester.returncode == 0, by_requester.stderr
+    assert json.loads(by_requester.stdout) == {"revoked": [bobs_by_admin]}
+    left = json.loads(tokens(url, admin, "--describe", "--output", "json").stdout)["tokens"]
+    assert left == []
+
+    for argv in (
+        ["--revoke"],
+        ["--revoke", "--owner-principal", "User:a", "--owner-principal", "User:b"],
+        ["--revoke", "--owner-principal", "User:a", "--hmac", "A" * 86 + "=="],
+        ["--describe", "--requester-principal", "User:a"],
+    ):
+        result = tokens(url, admin, *argv)
+        assert result.returncode == 2, argv
+        assert "usage: kts tokens" in result.stderr

@@ -37,7 +37,9 @@ _INVALID = {
     "renew": ("renewer_principal", "max_life_time_period", "expiry_time_period", "owner_principal"),
     "expire": ("renewer_principal", "max_life_time_period", "renew_time_period", "owner_principal"),
     "describe": ("renewer_principal", "max_life_time_period", "renew_time_period", "expiry_time_period", "hmac"),
+    "revoke": ("renewer_principal", "max_life_time_period", "renew_time_period", "expiry_time_period", "hmac"),
 }
+_REQUESTER_ACTIONS = ("revoke",)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,6 +55,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "renew": "renew a token",
             "expire": "expire a token",
             "describe": "describe visible tokens",
+            "revoke": "expire every token of --owner-principal and/or --requester-principal at once "
+            "(super users or Alter on the cluster)",
         },
     )
     parser.add_argument(
@@ -61,7 +65,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         type=principal,
         metavar="PRINCIPAL",
         help="create: the owner, if not yourself (needs CreateTokens on User:<owner>); "
-        "describe: only tokens this principal owns, renews or requested (repeatable)",
+        "describe: only tokens this principal owns, renews or requested (repeatable); "
+        "revoke: the tokens this principal owns",
+    )
+    parser.add_argument(
+        "--requester-principal",
+        type=principal,
+        metavar="PRINCIPAL",
+        help="revoke: the tokens this principal requested (with --owner-principal: tokens matching both)",
     )
     parser.add_argument(
         "--renewer-principal", action="append", type=principal, metavar="PRINCIPAL", help="a renewer (repeatable)"
@@ -88,8 +99,12 @@ def validate(args: argparse.Namespace) -> str | None:
             return f"--{option.replace('_', '-')} cannot be used with --{args.action}"
     if args.action in ("renew", "expire") and args.hmac is None:
         return f"--{args.action} needs --hmac"
-    if args.action == "create" and args.owner_principal and len(args.owner_principal) > 1:
-        return "--create takes at most one --owner-principal"
+    if args.requester_principal is not None and args.action not in _REQUESTER_ACTIONS:
+        return f"--requester-principal cannot be used with --{args.action}"
+    if args.action in ("create", "revoke") and args.owner_principal and len(args.owner_principal) > 1:
+        return f"--{args.action} takes at most one --owner-principal"
+    if args.action == "revoke" and not args.owner_principal and args.requester_principal is None:
+        return "--revoke needs --owner-principal, --requester-principal or both"
     return None
 
 
@@ -112,6 +127,11 @@ def act(client: KtsClient, args: argparse.Namespace) -> str:
     if args.action == "expire":
         expired = client.expire_token(args.hmac, _period(args.expiry_time_period))
         return to_json(expired) if json else expiry_text("expire", expired)
+    if args.action == "revoke":
+        revoked = client.revoke_tokens(
+            owner=args.owner_principal[0] if args.owner_principal else None, requester=args.requester_principal
+        )
+        return to_json({"revoked": revoked}) if json else revoked_text(revoked)
     tokens = client.describe_tokens(args.owner_principal)
     return to_json({"tokens": tokens}) if json else described_text(tokens)
 
@@ -147,6 +167,10 @@ def expiry_text(action: str, result: ExpiryJson, tz: tzinfo | None = None) -> st
         f"Completed {action} operation for token {result['tokenId']}. "
         f"New expiry date : {kafka_date(result['expiryTimestamp'], tz)}"
     )
+
+
+def revoked_text(token_ids: Sequence[str]) -> str:
+    return "\n".join([f"Revoked {len(token_ids)} delegation tokens.", *token_ids])
 
 
 def _period(value: int | None) -> int:
