@@ -49,6 +49,9 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
         ["--expire", "--hmac", HMAC, "--expiry-time-period", "-1"],
         ["--describe"],
         ["--describe", "--owner-principal", "User:a", "--owner-principal", "User:b", "--output", "json"],
+        ["--revoke", "--owner-principal", "User:a"],
+        ["--revoke", "--requester-principal", "User:nimbus"],
+        ["--revoke", "--owner-principal", "User:a", "--requester-principal", "User:nimbus", "--output", "json"],
     ],
 )
 def test_valid_invocations(argv: list[str]) -> None:
@@ -71,7 +74,12 @@ def test_options_are_parsed_as_kafka_names_them() -> None:
 @pytest.mark.parametrize(
     ("argv", "complaint"),
     [
-        ([], "one of the arguments --create --renew --expire --describe is required"),
+        ([], "one of the arguments --create --renew --expire --describe --revoke is required"),
+        (["--revoke"], "--revoke needs --owner-principal, --requester-principal or both"),
+        (["--revoke", "--owner-principal", "User:a", "--owner-principal", "User:b"], "--revoke takes at most one"),
+        (["--revoke", "--owner-principal", "User:a", "--hmac", HMAC], "--hmac cannot be used with --revoke"),
+        (["--describe", "--requester-principal", "User:a"], "--requester-principal cannot be used with --describe"),
+        (["--revoke", "--requester-principal", "nimbus"], "must have a type"),
         (["--create", "--describe"], "not allowed with argument"),
         (["--create", "--hmac", HMAC], "--hmac cannot be used with --create"),
         (["--create", "--renew-time-period", "1"], "--renew-time-period cannot be used with --create"),
@@ -90,6 +98,11 @@ def test_options_are_parsed_as_kafka_names_them() -> None:
 )
 def test_bad_usage_exits_2_with_a_reason(capsys: pytest.CaptureFixture[str], argv: list[str], complaint: str) -> None:
     assert complaint in usage_error(capsys, *argv)
+
+
+def test_revoked_ids_are_printed_one_per_line() -> None:
+    assert tokens.revoked_text(["a", "b"]) == "Revoked 2 delegation tokens.\na\nb"
+    assert tokens.revoked_text([]) == "Revoked 0 delegation tokens."
 
 
 def test_a_malformed_hmac_is_refused_without_echoing_it(capsys: pytest.CaptureFixture[str]) -> None:
