@@ -234,6 +234,8 @@ INVALID_VALUES = [
     pytest.param("ssl.client.auth", "maybe", id="ssl-client-auth"),
     pytest.param("zookeeper.session.timeout.ms", "10", id="session-timeout-too-short"),
     pytest.param("allow.everyone.if.no.acl.found", "perhaps", id="non-boolean"),
+    pytest.param("token.revoke.on.credential.delete", "sometimes", id="revoke-on-credential-delete"),
+    pytest.param("token.revoke.on.acl.delete", "2", id="revoke-on-acl-delete"),
 ]
 
 
@@ -317,6 +319,7 @@ def test_defaults_match_the_contract(properties: Path) -> None:
     assert settings.zookeeper_session_timeout_ms == 18_000
     assert settings.service_id == socket.gethostname()
     assert settings.delegation_token_master_key is None
+    assert (settings.token_revoke_on_credential_delete, settings.token_revoke_on_acl_delete) == (False, False)
 
 
 # -------------------- super users
