@@ -67,9 +67,9 @@ class KtsMetrics:
         )
         self._actions = Counter(
             "kts_actions",
-            "Actions by audit action (token.create, token.renew, token.expire, token.describe, token.verify, "
-            "token.sweep, authentication, acl.*, credential.*), outcome (succeeded, denied, failed, pending when "
-            "the outcome is unknown) and Kafka error code (empty when none).",
+            "Actions by audit action (token.create, token.renew, token.expire, token.revoke, token.describe, "
+            "token.verify, token.sweep, authentication, acl.*, credential.*), outcome (succeeded, denied, failed, "
+            "pending when the outcome is unknown) and Kafka error code (empty when none).",
             ["action", "outcome", "error_code"],
             registry=self.registry,
         )
