@@ -3,7 +3,10 @@ the delete, and the audit events around each (app/service/revocation.py)."""
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 import pytest
+from kazoo.protocol.serialization import Transaction as KazooTransaction
 
 from app.domain.audit import Action, Outcome
 from app.domain.authorization import Caller, SuperUsersOnly
@@ -15,8 +18,12 @@ from app.service import revocation as revocation_module
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
 from app.service.revocation import TokenRevocation
+from app.storage.zk.client_security import DigestLogin, ZkClientSecurity
+from app.storage.zk.connection import ZkConnection
+from app.storage.zk.token_store import ZkTokenStore
 from tests.unit.fakes import NOW, FakeAuditLog, FakeIntentStore, FakeTokenStore, FakeTokenView
 
+JUTE_MAXBUFFER = 0xFFFFF  # ZooKeeper's default limit on one request, in bytes
 ADMIN = Caller(KafkaPrincipal.user("admin"))
 ALICE = KafkaPrincipal.user("alice")
 BOB = KafkaPrincipal.user("bob")
@@ -101,3 +108,28 @@ def test_refusals_are_recorded_and_change_nothing() -> None:
         harness.revocation.revoke(Caller(ADMIN.principal, token_id="x"), RevokeSelector(owner=ALICE))
     assert list(harness.store.tokens) == ["kept"]
     assert harness.recorded(Action.TOKEN_REVOKE) == [Outcome.DENIED, Outcome.DENIED]
+
+
+class _MeasuredConnection(ZkConnection):
+    """A ZooKeeper connection that never connects: it measures the multi-op request a commit would send."""
+
+    sizes: ClassVar[list[int]] = []
+
+    def commit(self, transaction: Any) -> Exception | None:
+        self.sizes.append(len(KazooTransaction(transaction.operations).serialize()))
+        return None
+
+
+def test_a_full_batch_stays_well_under_zookeepers_request_limit() -> None:
+    """The worst case: the longest token ids, a 200-character chroot and creator-only znode ACLs."""
+    zk = _MeasuredConnection(
+        "127.0.0.1:2181/" + "k" * 199,
+        session_timeout_ms=18_000,
+        security=ZkClientSecurity(set_acl=True, login=DigestLogin("kts", "pw")),
+    )
+    batch = [
+        (f"{n:064d}", 2**31 - 1, f"/kts/audit-intents/{2**63 - 1 - n}") for n in range(revocation_module.BATCH)
+    ]
+    ZkTokenStore(zk).delete_many(batch)
+    (size,) = _MeasuredConnection.sizes
+    assert size < JUTE_MAXBUFFER // 2, size
