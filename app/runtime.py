@@ -11,17 +11,21 @@ from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
+from app.domain.capacity import CapacityPolicy, Purpose
 from app.domain.clock import Clock, SystemClock
+from app.domain.errors import KtsError
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.leader.duties import side_by_side
 from app.leader.sweeper import Sweeper
-from app.observability.metrics import RuntimeReadings
+from app.observability.metrics import ChildListFigures, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
+from app.service.capacity import CapacityGuard
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
@@ -33,13 +37,15 @@ from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
+from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
-from app.storage.zk.znodes import KtsZNodes
+from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +64,7 @@ class Runtime:
     acl_cache: AclCache
     token_cache: TokenCache
     sweeper: Sweeper
+    capacity: CapacityGuard
     sweeper_leadership: Leadership
     reconciler: AuditReconciler
     authenticator: Authenticator
@@ -73,7 +80,19 @@ class Runtime:
             swept_tokens=lambda: self.sweeper.deleted_total,
             leads_sweeper=lambda: self.sweeper_leadership.is_leader,
             zookeeper_state=lambda: self.zk.state.lower(),
+            child_lists=self._child_lists,
         )
+
+    def _child_lists(self) -> list[ChildListFigures] | None:
+        try:
+            readings = self.capacity.read()
+        except KtsError:
+            return None
+        limit = self.capacity.policy.limit(Purpose.ISSUE)
+        return [
+            ChildListFigures(child_list.value, reading.entries, reading.bytes, max(0, limit - reading.bytes))
+            for child_list, reading in readings.items()
+        ]
 
     def start(self) -> None:
         if isinstance(self.audit_log, SqlAuditLog):
@@ -151,6 +170,15 @@ def build_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
+    capacity = CapacityGuard(
+        ZkChildLists(zk),
+        CapacityPolicy(settings.zookeeper_children_max_bytes),
+        clock=clock,
+        next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
+    )
+    purger = NotificationPurger(
+        zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
+    )
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(settings, auditor, clock, Action.AUTHENTICATION)
     tokens = TokenService(
@@ -166,6 +194,7 @@ def build_runtime(
         clock=clock,
         auditor=auditor,
         verify_guard=verify_guard,
+        capacity=capacity,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
     sweeper = Sweeper(
@@ -174,6 +203,7 @@ def build_runtime(
         auditor=auditor,
         clock=clock,
         interval_ms=settings.delegation_token_expiry_check_interval_ms,
+        room=capacity.sweep_room,
     )
     return Runtime(
         settings=settings,
@@ -201,7 +231,14 @@ def build_runtime(
         acl_cache=acl_cache,
         token_cache=token_cache,
         sweeper=sweeper,
-        sweeper_leadership=Leadership(zk, KtsZNodes.SWEEPER_ELECTION, settings.service_id, sweeper.run),
+        capacity=capacity,
+        # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
+        sweeper_leadership=Leadership(
+            zk,
+            KtsZNodes.SWEEPER_ELECTION,
+            settings.service_id,
+            side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
+        ),
         reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
         authenticator=Authenticator(
             BasicAuthenticator(user_store, clock),

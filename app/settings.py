@@ -20,6 +20,8 @@ from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_valid
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
+from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -113,6 +115,9 @@ class Settings(BaseSettings):
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims
     auth_failures_window_ms: int = Field(60_000, ge=1)
     auth_throttle_max_keys: int = Field(100_000, ge=1)
+    # cluster capacity guard (app/domain/capacity.py): the largest getChildren reply, in bytes, kts lets either
+    # /delegation_token/tokens or /delegation_token/token_changes grow to; keep it under brokers' jute.maxbuffer
+    zookeeper_children_max_bytes: int = Field(DEFAULT_CHILDREN_MAX_BYTES, gt=REPLY_FIXED_BYTES)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
 

@@ -39,6 +39,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.CredentialNotFound, 404),
     (errors.ConcurrentModification, 409),
     (errors.TooManyAttempts, 429),
+    (errors.CapacityExhausted, 503),
     (errors.StoreUnavailable, 503),
 )
 
@@ -78,7 +79,9 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
         headers["WWW-Authenticate"] = WWW_AUTHENTICATE
     if isinstance(exc, errors.TooManyAttempts):
         headers["Retry-After"] = str(exc.retry_after_s)
-    if status == 503:
+    if isinstance(exc, errors.CapacityExhausted):
+        headers["Retry-After"] = str(exc.retry_after_s)
+    elif status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS
         log.warning("answering 503: %s", exc.message)
     return JSONResponse(body, status_code=status, headers=headers)

@@ -16,6 +16,7 @@
     ├── CredentialNotFound          no SCRAM credential of that mechanism for that user
     ├── ConcurrentModification      a compare-and-set lost against another writer
     ├── TooManyAttempts             too many failed logins or verifies; retry after ``retry_after_s``
+    ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
@@ -105,6 +106,16 @@ class TooManyAttempts(KtsError):
 
     def __init__(self, retry_after_s: int) -> None:
         super().__init__(f"Too many failed attempts; retry after {retry_after_s} seconds.")
+        self.retry_after_s = retry_after_s
+
+
+class CapacityExhausted(KtsError):
+    """A write would take a child list brokers must list past the budget (app/domain/capacity.py)."""
+
+    name = "TOKEN_CAPACITY_EXHAUSTED"
+
+    def __init__(self, message: str, retry_after_s: int = 60) -> None:
+        super().__init__(message)
         self.retry_after_s = retry_after_s
 
 

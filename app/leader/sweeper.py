@@ -1,7 +1,11 @@
 """The expiry sweep: decide from the cache which tokens are past expiry or maximum, then delete each one
 only if its znode is still at the version judged (a renew that lands first wins), with its notification
 and audit event. Deletes go in batches of one ZooKeeper transaction each. Running it twice, or on two
-replicas at once, is harmless."""
+replicas at once, is harmless.
+
+Each deletion writes a change notification, and brokers cannot list more than about a megabyte of them: the
+sweep deletes only as many as the capacity guard says fit (``room``), leaving the rest to the next sweep
+(they no longer authenticate meanwhile) and the reserve to expires (app/domain/capacity.py)."""
 
 from __future__ import annotations
 
@@ -26,8 +30,18 @@ BATCH = 500
 
 
 class Sweeper:
-    def __init__(self, store: TokenStore, view: TokenView, *, auditor: Auditor, clock: Clock, interval_ms: int) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        view: TokenView,
+        *,
+        auditor: Auditor,
+        clock: Clock,
+        interval_ms: int,
+        room: Callable[[], int] | None = None,
+    ) -> None:
         self._store = store
+        self._room = room
         self._view = view
         self._auditor = auditor
         self._clock = clock
@@ -54,7 +68,17 @@ class Sweeper:
         for start in range(0, len(doomed), BATCH):
             if lost is not None and lost.is_set():
                 break  # leadership gone: another replica sweeps now
-            deleted += self._sweep_batch(doomed[start : start + BATCH])
+            batch = doomed[start : start + BATCH]
+            if self._room is not None:
+                batch = batch[: self._room()]
+                if not batch:
+                    log.warning(
+                        "sweep paused with %d expired tokens left: the notification list has no room for their "
+                        "deletions; the next sweep goes on",
+                        len(doomed) - start,
+                    )
+                    break
+            deleted += self._sweep_batch(batch)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted

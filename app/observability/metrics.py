@@ -8,7 +8,8 @@ process (the tests) never clash over metric names. Three kinds of figures:
 - actions by audit action, outcome and Kafka error code, counted as the auditor settles each event (it is
   an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
 - figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
-  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state.
+  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, and the size of the child
+  lists brokers must list (app/domain/capacity.py) with the room left in them.
 """
 
 from __future__ import annotations
@@ -47,6 +48,17 @@ class RuntimeReadings:
     swept_tokens: Callable[[], int]
     leads_sweeper: Callable[[], bool]
     zookeeper_state: Callable[[], str]  # one of ZOOKEEPER_STATES
+    # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
+    # renews are refused; None when ZooKeeper cannot be read.
+    child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
+
+
+@dataclass(frozen=True, slots=True)
+class ChildListFigures:
+    name: str  # tokens, token_changes
+    entries: int
+    bytes: int
+    bytes_left: int
 
 
 class KtsMetrics:
@@ -112,6 +124,10 @@ class _RuntimeCollector(Collector):
         )
         for name in ZOOKEEPER_STATES:
             zookeeper.add_metric([name], 1.0 if name == state else 0.0)
+        return [*_child_list_metrics(readings.child_lists()), *self._replica_metrics(readings, zookeeper)]
+
+    @staticmethod
+    def _replica_metrics(readings: RuntimeReadings, zookeeper: Metric) -> list[Metric]:
         return [
             GaugeMetricFamily(
                 "kts_tokens",
@@ -130,3 +146,30 @@ class _RuntimeCollector(Collector):
             ),
             zookeeper,
         ]
+
+
+def _child_list_metrics(figures: list[ChildListFigures] | None) -> list[Metric]:
+    if figures is None:
+        return []
+    entries = GaugeMetricFamily(
+        "kts_zookeeper_children",
+        "Children of /delegation_token/<list> in ZooKeeper (list: tokens, token_changes).",
+        labels=["list"],
+    )
+    size = GaugeMetricFamily(
+        "kts_zookeeper_children_bytes",
+        "Bytes of a Java client's getChildren2 reply listing /delegation_token/<list>; brokers fail to list it "
+        "at jute.maxbuffer (1048575 unless raised).",
+        labels=["list"],
+    )
+    left = GaugeMetricFamily(
+        "kts_zookeeper_children_capacity_left_bytes",
+        "Bytes /delegation_token/<list> may still grow before creates and renews are refused "
+        "(zookeeper.children.max.bytes minus the reserve kept for expires).",
+        labels=["list"],
+    )
+    for figure in figures:
+        entries.add_metric([figure.name], figure.entries)
+        size.add_metric([figure.name], figure.bytes)
+        left.add_metric([figure.name], figure.bytes_left)
+    return [entries, size, left]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
+from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
@@ -106,3 +107,15 @@ class AclView(Protocol):
     def snapshot(self) -> AclSnapshot: ...
 
     def refresh(self, pattern: ResourcePattern) -> None: ...
+
+
+class ChildListGauge(Protocol):
+    """The size of the child lists brokers must list (app/domain/capacity.py), read from ZooKeeper."""
+
+    def entries(self) -> dict[ChildList, int]:
+        """How many children each list has now (its parent's Stat)."""
+        ...
+
+    def oldest_notification_created_ms(self) -> int | None:
+        """When the oldest token change notification was created (None: there is none)."""
+        ...

@@ -18,6 +18,7 @@ from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
+from app.service.capacity import CapacityGuard
 from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
 
 T = TypeVar("T")
@@ -53,8 +54,10 @@ class TokenService:
         clock: Clock,
         auditor: Auditor,
         verify_guard: AttemptGuard | None = None,
+        capacity: CapacityGuard | None = None,
     ) -> None:
         self._store = store
+        self._capacity = capacity
         self._verify_guard = verify_guard
         self._view = view
         self._secret = secret
@@ -88,6 +91,7 @@ class TokenService:
                 authorizer=self._authorizer,
             ),
         )
+        self._admit(event, lambda guard: guard.admit_create())
         self._auditor.mutation(
             event,
             lambda intent: self._created(token, intent),
@@ -179,6 +183,12 @@ class TokenService:
             guard.succeeded(caller.host, subject)
         return token
 
+    def _admit(self, event: AuditEvent, admit: Callable[[CapacityGuard], None]) -> None:
+        """Refuse (and audit) a write that would fill a child list brokers must list (app/service/capacity.py)."""
+        guard = self._capacity
+        if guard is not None:
+            self._auditor.decided(event, lambda: admit(guard))
+
     def _created(self, token: TokenInformation, intent: str) -> None:
         self._view.apply(self._store.create(token, intent))  # this replica reads its own write at once
 
@@ -236,6 +246,7 @@ class TokenService:
             )
 
         self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
+        self._admit(event, lambda guard: guard.admit_renew())
 
         def decide(stored: StoredToken) -> TokenChange[ExpiryChange]:
             expiry = plan(stored)
@@ -260,6 +271,7 @@ class TokenService:
             )
 
         self._auditor.decided(event, lambda: plan(current))
+        self._admit(event, lambda guard: guard.admit_expire())
 
         def decide(stored: StoredToken) -> TokenChange[tuple[ExpiryChange, bool]]:
             decision = plan(stored)

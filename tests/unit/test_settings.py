@@ -236,6 +236,11 @@ INVALID_VALUES = [
     pytest.param("allow.everyone.if.no.acl.found", "perhaps", id="non-boolean"),
     pytest.param("token.revoke.on.credential.delete", "sometimes", id="revoke-on-credential-delete"),
     pytest.param("token.revoke.on.acl.delete", "2", id="revoke-on-acl-delete"),
+    pytest.param("zookeeper.children.max.bytes", "0", id="zero-children-budget"),
+    pytest.param("zookeeper.children.max.bytes", "-1000", id="negative-children-budget"),
+    pytest.param("zookeeper.children.max.bytes", "88", id="children-budget-below-an-empty-listing"),
+    pytest.param("zookeeper.children.max.bytes", "1000000.5", id="fractional-children-budget"),
+    pytest.param("zookeeper.children.max.bytes", "1MB", id="non-numeric-children-budget"),
 ]
 
 

@@ -4,8 +4,8 @@ A cache registers one handler per notification queue (a persistent-sequential zn
 ``/delegation_token/token_changes``). Watches only wake a worker thread, because kazoo runs watch
 callbacks on a single thread that must not block on ZooKeeper requests. The worker hands each new
 notification's data to its queue's handler, in order, and after a session expiry (when notifications may
-have been missed and purged) marks what exists as seen and asks the cache to reload everything. Like
-brokers, it deletes notifications older than 15 minutes.
+have been missed and purged) marks what exists as seen and asks the cache to reload everything. It does not
+delete old notifications: the elected leader does (notification_purger.py).
 """
 
 from __future__ import annotations
@@ -27,8 +27,6 @@ from app.storage.zk.multi_read import ReadResult
 
 log = logging.getLogger(__name__)
 
-NOTIFICATION_RETENTION_MS = 15 * 60 * 1000
-PURGE_INTERVAL_S = 60.0
 IDLE_WAKE_S = 30.0
 
 
@@ -67,7 +65,6 @@ class ChangeFollower:
         self._stopped = threading.Event()
         self._reload_needed = False
         self._worker: threading.Thread | None = None
-        self._last_purge = time.monotonic()
         # One pass at a time, from the worker or from a request catching up; ``_passes`` counts them.
         self._pass_lock = threading.Lock()
         self._passes = 0
@@ -142,8 +139,6 @@ class ChangeFollower:
 
     def _follow(self, *, listed: bool) -> None:
         """``listed``: use the children the watch delivered when it did (else list them now)."""
-        now_ms = time.time_ns() // 1_000_000
-        purge = time.monotonic() - self._last_purge > PURGE_INTERVAL_S
         for queue in self._queues:
             delivered = self._listed.pop(queue.path, None)  # dropped when listing anew: it may be older
             if not listed or (delivered is not None and self._stale(queue.path, delivered)):
@@ -175,10 +170,6 @@ class ChangeFollower:
                 except Exception:  # a malformed notification must not stop the cache
                     log.exception("%s could not handle notification %s/%s", self._name, queue.path, name)
             self._seen[queue.path] = names
-            if purge:
-                self._purge(queue.path, names, now_ms)
-        if purge:
-            self._last_purge = time.monotonic()
 
     def _stale(self, path: str, delivered: list[str]) -> bool:
         latest = self._latest.get(path)
@@ -196,11 +187,3 @@ class ChangeFollower:
         """The data of several notifications (None for those already purged), in few round trips."""
         answers = self._zk.read_many([f"{path}/{name}" for name in names])
         return [None if isinstance(answer, NoNodeError) else _data(answer) for answer in answers]
-
-    def _purge(self, path: str, names: set[str], now_ms: int) -> None:
-        """Delete notifications older than brokers keep them; another replica or a broker may race us."""
-        stats = [(name, self._zk.client.exists_async(f"{path}/{name}")) for name in names]
-        for name, result in stats:
-            stat = self._zk.wait(result)
-            if stat is not None and now_ms - stat.ctime > NOTIFICATION_RETENTION_MS:
-                self._zk.client.delete_async(f"{path}/{name}")

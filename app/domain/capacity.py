@@ -1,0 +1,176 @@
+"""How much a Java ZooKeeper client can list, and who may still add to the lists brokers must list.
+
+A broker loads tokens with ``getChildren`` on ``/delegation_token/tokens`` and follows changes with
+``getChildren`` on ``/delegation_token/token_changes``. A Java ZooKeeper client refuses any reply whose length
+reaches ``jute.maxbuffer`` (1,048,575 bytes unless raised): the request ends in ConnectionLoss, and a broker
+that cannot list those children neither loads tokens nor follows their changes. kts therefore keeps both
+lists under a byte budget (``zookeeper.children.max.bytes``).
+
+A reply to getChildren2 (what brokers send: the children with the parent's Stat) is, in bytes::
+
+    16 (reply header: xid, zxid, err) + 4 (child count) + 68 (Stat) + per child 4 (length) + UTF-8 name
+
+Names have fixed lengths: a tokenId is 22 characters (base64url of 16 bytes), a notification
+``token_change_`` plus ZooKeeper's 10-digit sequence, 23. So a token costs 26 bytes and a notification 27.
+
+The budget is shared out by purpose, so that revocation always has room:
+
+- creates and renews (``ISSUE``) stop at the budget minus a reserve of a tenth of it;
+- the expiry sweep (``SWEEP``) may use half of the reserve, and paces itself to it;
+- expires (``REVOKE``) may use the whole budget: after creates and renews stop, the reserve holds
+  ``reserve / 27`` expires (3,703 at the default budget) within the 15 minutes notifications live.
+
+Replicas check, then write: N replicas each with C writes in flight may pass a limit by at most N x C
+entries (docs/operations.md#token-capacity).
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.domain.errors import CapacityExhausted
+
+REPLY_HEADER_BYTES = 16
+CHILD_COUNT_BYTES = 4
+STAT_BYTES = 68
+NAME_LENGTH_BYTES = 4
+REPLY_FIXED_BYTES = REPLY_HEADER_BYTES + CHILD_COUNT_BYTES + STAT_BYTES
+# The Java client (ClientCnxnSocket.readLength) refuses a reply whose length is >= jute.maxbuffer.
+JAVA_DEFAULT_MAX_BUFFER = 0xFFFFF
+DEFAULT_MAX_BYTES = 1_000_000
+RESERVE_FRACTION = 10  # the reserve is max_bytes // RESERVE_FRACTION
+WARNING_FRACTION = 0.8
+NOTIFICATION_RETENTION_MS = 15 * 60 * 1000  # brokers (and the kts leader) purge notifications older than this
+# A reading this recent and under half of its limit is trusted: to reach a limit from there, all writers together
+# would need to add more than 18,000 entries in a second.
+FRESH_FOR_MS = 1_000
+TRUSTED_FRACTION = 0.5
+MIN_RETRY_AFTER_S = 1
+UNKNOWN_RETRY_AFTER_S = 60
+
+
+class ChildList(enum.Enum):
+    TOKENS = "tokens"
+    TOKEN_CHANGES = "token_changes"
+
+    @property
+    def path(self) -> str:
+        return f"/delegation_token/{self.value}"
+
+    @property
+    def name_length(self) -> int:
+        return 22 if self is ChildList.TOKENS else 23
+
+    @property
+    def entry_bytes(self) -> int:
+        return NAME_LENGTH_BYTES + self.name_length
+
+
+class Purpose(enum.Enum):
+    ISSUE = "issue"  # create, renew
+    SWEEP = "sweep"
+    REVOKE = "revoke"  # expire
+
+
+def reply_bytes(entries: int, name_bytes: int) -> int:
+    """The length of a getChildren2 reply listing ``entries`` children whose names take ``name_bytes``."""
+    return REPLY_FIXED_BYTES + entries * NAME_LENGTH_BYTES + name_bytes
+
+
+def names_reply_bytes(names: list[str]) -> int:
+    """The length of a getChildren2 reply listing exactly these names."""
+    return reply_bytes(len(names), sum(len(name.encode("utf-8")) for name in names))
+
+
+@dataclass(frozen=True, slots=True)
+class ListReading:
+    child_list: ChildList
+    entries: int
+
+    @property
+    def bytes(self) -> int:
+        return reply_bytes(self.entries, self.entries * self.child_list.name_length)
+
+
+Readings = Mapping[ChildList, ListReading]
+
+
+@dataclass(frozen=True, slots=True)
+class CapacityPolicy:
+    max_bytes: int = DEFAULT_MAX_BYTES
+
+    def __post_init__(self) -> None:
+        if self.max_bytes <= REPLY_FIXED_BYTES:
+            raise ValueError(f"the budget must exceed {REPLY_FIXED_BYTES} bytes, the reply to an empty listing")
+
+    @property
+    def reserve_bytes(self) -> int:
+        return self.max_bytes // RESERVE_FRACTION
+
+    def limit(self, purpose: Purpose) -> int:
+        if purpose is Purpose.ISSUE:
+            return self.max_bytes - self.reserve_bytes
+        if purpose is Purpose.SWEEP:
+            return self.max_bytes - self.reserve_bytes // 2
+        return self.max_bytes
+
+    def room(self, reading: ListReading, purpose: Purpose) -> int:
+        """How many more entries fit in this list under ``purpose``'s limit (0 when none)."""
+        return max(0, (self.limit(purpose) - reading.bytes) // reading.child_list.entry_bytes)
+
+    def max_entries(self, child_list: ChildList, purpose: Purpose) -> int:
+        return self.room(ListReading(child_list, 0), purpose)
+
+    def full_list(self, readings: Readings, adding: Mapping[ChildList, int], purpose: Purpose) -> ChildList | None:
+        """The first list that adding these entries would take past ``purpose``'s limit, or None."""
+        for child_list, count in adding.items():
+            if count > 0 and self.room(readings[child_list], purpose) < count:
+                return child_list
+        return None
+
+    def trusted(self, reading: ListReading, age_ms: int, purpose: Purpose) -> bool:
+        """Whether a reading ``age_ms`` old may decide without reading ZooKeeper again."""
+        return 0 <= age_ms < FRESH_FOR_MS and reading.bytes < self.limit(purpose) * TRUSTED_FRACTION
+
+    def warns(self, reading: ListReading) -> bool:
+        return reading.bytes >= self.max_bytes * WARNING_FRACTION
+
+
+# What each operation adds to each list (a delete's negative effect on the tokens list is not counted: it is
+# never needed to admit an operation).
+CREATE: Mapping[ChildList, int] = {ChildList.TOKENS: 1, ChildList.TOKEN_CHANGES: 1}
+RENEW: Mapping[ChildList, int] = {ChildList.TOKEN_CHANGES: 1}
+EXPIRE: Mapping[ChildList, int] = {ChildList.TOKEN_CHANGES: 1}
+
+
+def exhausted(child_list: ChildList, now_ms: int, room_expected_ms: int | None) -> CapacityExhausted:
+    """The refusal for a full list: a sentence naming it and when room is expected, and seconds to wait."""
+    if child_list is ChildList.TOKEN_CHANGES:
+        what = f"The token change notification list ({child_list.path}) is full"
+        when = "room is expected once the oldest notification is 15 minutes old and purged"
+        if room_expected_ms is not None:
+            when = f"room is expected at {_iso(room_expected_ms)}, when the oldest notification turns 15 minutes old"
+    else:
+        what = f"The token list ({child_list.path}) is full"
+        when = "room is expected when a token is expired or expires and is swept"
+        if room_expected_ms is not None:
+            when = f"room is expected after the next token expiry at {_iso(room_expected_ms)}, once it is swept"
+    return CapacityExhausted(f"{what}: {when}.", retry_after_s(now_ms, room_expected_ms))
+
+
+def retry_after_s(now_ms: int, room_expected_ms: int | None) -> int:
+    if room_expected_ms is None:
+        return UNKNOWN_RETRY_AFTER_S
+    return max(MIN_RETRY_AFTER_S, -(-(room_expected_ms - now_ms) // 1000))
+
+
+def notification_room_expected_ms(oldest_created_ms: int | None) -> int | None:
+    return None if oldest_created_ms is None else oldest_created_ms + NOTIFICATION_RETENTION_MS
+
+
+def _iso(epoch_ms: int) -> str:
+    moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
