@@ -1,5 +1,6 @@
 """ChangeFollower on a real ZooKeeper: each queue's handler gets every new notification's data, in order;
-handled notifications past the retention are purged; failing handlers do not stop the following."""
+followers purge nothing (the leader does: test_notification_purger.py); failing handlers do not stop the
+following."""
 
 from __future__ import annotations
 
@@ -145,42 +146,18 @@ def test_notifications_written_in_one_burst_are_handled_in_sequence_order(
     assert handler.received == [str(n).encode() for n in range(12)]
 
 
-def test_handled_notifications_older_than_the_retention_are_purged(
+def test_followers_leave_old_notifications_to_the_leaders_purge(
     raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(change_follower, "NOTIFICATION_RETENTION_MS", 0)
-    monkeypatch.setattr(change_follower, "PURGE_INTERVAL_S", 0)
     monkeypatch.setattr(change_follower, "IDLE_WAKE_S", 0.05)
     handler = Recorder()
-    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
-
-    for n in range(5):
-        _notify(raw_zk, QUEUE_A, str(n).encode())
-
-    eventually(lambda: raw_zk.get_children(QUEUE_A) == [])
-    assert handler.received == [str(n).encode() for n in range(5)]  # every one was handled before it went
-
-
-def test_notifications_younger_than_the_retention_are_kept(
-    raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(change_follower, "PURGE_INTERVAL_S", 0)
-    monkeypatch.setattr(change_follower, "IDLE_WAKE_S", 0.05)
-    purges: list[set[str]] = []
-    purge = ChangeFollower._purge
-
-    def counted_purge(follower: ChangeFollower, path: str, names: set[str], now_ms: int) -> None:
-        purge(follower, path, names, now_ms)
-        purges.append(names)
-
-    monkeypatch.setattr(ChangeFollower, "_purge", counted_purge)
-    handler = Recorder()
-    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    follower = start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
 
     for n in range(3):
         _notify(raw_zk, QUEUE_A, str(n).encode())
     eventually(lambda: len(handler.received) == 3)
-    eventually(lambda: sum(len(names) == 3 for names in purges) >= 3)  # several passes judged all three
+    passes = follower._passes
+    eventually(lambda: follower._passes >= passes + 3)  # several passes saw all three
 
     assert len(raw_zk.get_children(QUEUE_A)) == 3
     assert handler.received == [b"0", b"1", b"2"]  # and none was handled twice
