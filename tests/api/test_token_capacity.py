@@ -1,0 +1,110 @@
+"""The cluster capacity guard with two replicas on one real ZooKeeper and a small
+``zookeeper.children.max.bytes``: creates from several owners, alternating between replicas, are refused with
+503 TOKEN_CAPACITY_EXHAUSTED before either child list passes its limit; expires still work; Debian's ZooKeeper
+Java client lists both lists at the end."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from kazoo.client import KazooClient
+
+from app.domain.capacity import CapacityPolicy, ChildList, Purpose, names_reply_bytes
+from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic
+from tests.java_zookeeper_client import java_ls
+
+BUDGET = 4_000
+POLICY = CapacityPolicy(BUDGET)
+OWNERS = (ALICE, BOB, CAROL)
+
+
+def _sizes(raw_zk: KazooClient) -> dict[ChildList, int]:
+    """Both lists' sizes as a Java client receives them, from the real names."""
+    return {child_list: names_reply_bytes(raw_zk.get_children(child_list.path)) for child_list in ChildList}
+
+
+def _flood(
+    replicas: list[TestClient], raw_zk: KazooClient, created: list[dict[str, Any]], *, most: int
+) -> tuple[int, Any]:
+    """Create tokens for several owners on alternating replicas until one is refused; after every answer
+    neither list may be past the limit of creates. Returns how many were created and the refusal."""
+    for attempt in range(most):
+        owner = OWNERS[attempt % len(OWNERS)]
+        response = replicas[attempt % len(replicas)].post("/v1/tokens", json={}, headers=basic(owner))
+        sizes = _sizes(raw_zk)
+        assert all(size <= POLICY.limit(Purpose.ISSUE) for size in sizes.values()), sizes
+        if response.status_code != 201:
+            return attempt, response
+        created.append(response.json())
+    raise AssertionError(f"{most} creates were all accepted")
+
+
+def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and_expires_still_work(
+    client: TestClient,
+    make_client: Callable[..., TestClient],
+    raw_zk: KazooClient,
+    zk_connect: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="app.service.capacity")
+    other = make_client(zookeeper_children_max_bytes=BUDGET)
+    first = make_client(zookeeper_children_max_bytes=BUDGET)
+    replicas = [first, other]
+    created: list[dict[str, Any]] = []
+
+    # 1. The notification list fills first: each create writes a notification, and none is 15 minutes old yet.
+    most_changes = POLICY.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
+    accepted, refusal = _flood(replicas, raw_zk, created, most=most_changes + 5)
+    assert accepted == most_changes
+    assert refusal.status_code == 503
+    body = refusal.json()
+    assert body["error"] == "TOKEN_CAPACITY_EXHAUSTED"
+    assert "/delegation_token/token_changes" in body["message"]
+    assert "15 minutes" in body["message"]
+    assert 1 <= int(refusal.headers["Retry-After"]) <= 15 * 60
+    # the other replica sees the same list and refuses too, and renews are refused as well
+    assert other.post("/v1/tokens", json={}, headers=basic(CAROL)).status_code == 503
+    renewed = other.post("/v1/tokens/renew", json={"hmac": created[0]["hmac"]}, headers=basic(ALICE))
+    assert (renewed.status_code, renewed.json()["error"]) == (503, "TOKEN_CAPACITY_EXHAUSTED")
+    assert any("past 80%" in record.getMessage() for record in caplog.records)
+
+    # 2. Full as it is, expires still work, on either replica: revocation uses the reserve.
+    for replica, token in ((other, created[0]), (first, created[1])):
+        owner = ALICE if token is created[0] else BOB
+        expired = replica.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=basic(owner))
+        assert expired.status_code == 200, expired.text
+    assert _sizes(raw_zk)[ChildList.TOKEN_CHANGES] <= BUDGET
+    for replica in replicas:
+        assert replica.get("/readyz").status_code == 200  # a full cluster still serves reads and expiry
+
+    refused = first.get("/v1/audit?action=token.create&outcome=failed", headers=basic(ADMIN)).json()["events"]
+    assert refused and all(event["details"]["error"] == "TOKEN_CAPACITY_EXHAUSTED" for event in refused), refused[:1]
+
+    metrics = first.get("/metrics").text
+    changes = len(raw_zk.get_children(ChildList.TOKEN_CHANGES.path))
+    assert f'kts_zookeeper_children{{list="token_changes"}} {float(changes)}' in metrics
+    assert 'kts_zookeeper_children_capacity_left_bytes{list="token_changes"} 0.0' in metrics
+
+    # 3. Fifteen minutes later the leader purges the notifications (done here by hand); then the token list fills.
+    for name in raw_zk.get_children(ChildList.TOKEN_CHANGES.path):
+        raw_zk.delete(f"{ChildList.TOKEN_CHANGES.path}/{name}")
+    live = len(raw_zk.get_children(ChildList.TOKENS.path))
+    most_tokens = POLICY.max_entries(ChildList.TOKENS, Purpose.ISSUE)
+    accepted, refusal = _flood(replicas, raw_zk, created, most=most_tokens + 5)
+    assert accepted == most_tokens - live
+    assert (refusal.status_code, refusal.json()["error"]) == (503, "TOKEN_CAPACITY_EXHAUSTED")
+    assert "(/delegation_token/tokens)" in refusal.json()["message"]
+    assert int(refusal.headers["Retry-After"]) >= 1
+    expired = other.post(f"/v1/tokens/{created[-1]['tokenId']}/expire", json={}, headers=basic(ADMIN))
+    assert expired.status_code == 200, expired.text
+
+    # 4. Brokers can still list both.
+    sizes = _sizes(raw_zk)
+    assert all(size <= BUDGET for size in sizes.values()), sizes
+    for child_list in ChildList:
+        listing = java_ls(zk_connect, child_list.path)
+        assert listing.listed, listing.output
