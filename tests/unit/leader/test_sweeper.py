@@ -5,7 +5,7 @@ delete wins, when it stops, and the audit protocol around each deletion
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pytest
 
@@ -39,7 +39,14 @@ def test_a_batch_is_deleted_in_one_transaction_with_one_audit_commit_each_side()
 
 
 class Harness:
-    def __init__(self, tokens: Iterable[StoredToken], *, now: int = NOW, interval_ms: int = 3_600_000) -> None:
+    def __init__(
+        self,
+        tokens: Iterable[StoredToken],
+        *,
+        now: int = NOW,
+        interval_ms: int = 3_600_000,
+        room: Callable[[], int] | None = None,
+    ) -> None:
         tokens = list(tokens)
         self.clock = FakeClock(now)
         self.store = FakeTokenStore(tokens)
@@ -52,6 +59,7 @@ class Harness:
             auditor=Auditor(self.log, self.intents),
             clock=self.clock,
             interval_ms=interval_ms,
+            room=room,
         )
 
     @property
@@ -330,3 +338,23 @@ def test_run_waits_the_interval_between_sweeps_and_returns_when_leadership_is_lo
     lost.set()
     runner.join(timeout=2)
     assert not runner.is_alive()
+
+
+def test_a_sweep_deletes_only_as_many_tokens_as_the_notification_list_has_room_for(
+    one_token_batches: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    room = [3]
+
+    def notifications_left() -> int:
+        left = room[0]
+        room[0] = max(0, left - 1)  # each deletion writes a notification
+        return left
+
+    harness = Harness([_stored(f"Doomed{n}", expiry=NOW - 1) for n in range(5)], room=notifications_left)
+
+    assert harness.sweeper.sweep() == 3
+    assert len(harness.store.tokens) == 2  # left for the next sweep
+    assert "sweep paused with 2 expired tokens left" in caplog.text
+    room[0] = 10  # the leader purged old notifications meanwhile
+    assert harness.sweeper.sweep() == 2
+    assert harness.store.tokens == {}
