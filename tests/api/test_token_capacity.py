@@ -81,7 +81,7 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     for replica in replicas:
         assert replica.get("/readyz").status_code == 200  # a full cluster still serves reads and expiry
 
-    refused = first.get("/v1/audit?action=token.create&outcome=failed", headers=basic(ADMIN)).json()["events"]
+    refused = first.get("/v1/audit?action=token.create&outcome=denied", headers=basic(ADMIN)).json()["events"]
     assert refused and all(event["details"]["error"] == "TOKEN_CAPACITY_EXHAUSTED" for event in refused), refused[:1]
 
     metrics = first.get("/metrics").text
