@@ -23,8 +23,8 @@ class JavaListing:
 
 
 def java_ls(connect: str, path: str, *, with_stat: bool = True) -> JavaListing:
-    """``ls -s`` (getChildren2, with the parent's Stat, what brokers send) or ``ls`` (getChildren) through the
-    Java client. ``connect`` may carry a chroot."""
+    """``ls -s`` or ``ls`` through the Java client: ZooKeeperMain 3.8 sends getChildren2 (the children with the
+    parent's Stat, as brokers do) for both; ``-s`` also prints the Stat. ``connect`` may carry a chroot."""
     classpath = ":".join(str(JAVA_DIR / jar) for jar in CLIENT_JARS)
     flags = ["-s"] if with_stat else []
     jvm = ["java", "-Xmx128m", "-XX:TieredStopAtLevel=1", "-cp", classpath]  # a short-lived JVM starts faster

@@ -2,11 +2,12 @@
 
 A broker loads tokens with ``getChildren`` on ``/delegation_token/tokens`` and follows changes with
 ``getChildren`` on ``/delegation_token/token_changes``. A Java ZooKeeper client refuses any reply whose length
-reaches ``jute.maxbuffer`` (1,048,575 bytes unless raised): the request ends in ConnectionLoss, and a broker
+exceeds ``jute.maxbuffer`` (1,048,575 bytes unless raised): the request ends in ConnectionLoss, and a broker
 that cannot list those children neither loads tokens nor follows their changes. kts therefore keeps both
 lists under a byte budget (``zookeeper.children.max.bytes``).
 
-A reply to getChildren2 (what brokers send: the children with the parent's Stat) is, in bytes::
+A reply to getChildren2 (what brokers send, and ZooKeeperMain's ``ls`` too: the children with the parent's Stat)
+is, in bytes::
 
     16 (reply header: xid, zxid, err) + 4 (child count) + 68 (Stat) + per child 4 (length) + UTF-8 name
 
@@ -38,7 +39,7 @@ CHILD_COUNT_BYTES = 4
 STAT_BYTES = 68
 NAME_LENGTH_BYTES = 4
 REPLY_FIXED_BYTES = REPLY_HEADER_BYTES + CHILD_COUNT_BYTES + STAT_BYTES
-# The Java client (ClientCnxnSocket.readLength) refuses a reply whose length is >= jute.maxbuffer.
+# The Java client (ClientCnxnSocket.readLength) refuses a reply longer than jute.maxbuffer.
 JAVA_DEFAULT_MAX_BUFFER = 0xFFFFF
 DEFAULT_MAX_BYTES = 1_000_000
 RESERVE_FRACTION = 10  # the reserve is max_bytes // RESERVE_FRACTION
