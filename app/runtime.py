@@ -103,6 +103,7 @@ class Runtime:
         self.zk.start()
         self.acl_cache.start()
         self.token_cache.start()
+        self._child_lists()  # one reading at start: the capacity guard warns if a list is already past 80%
         self.reconciler.start()
         self.sweeper_leadership.start()
 

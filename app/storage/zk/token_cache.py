@@ -29,9 +29,6 @@ from app.storage.zk.znodes import TokenChangeZNode
 
 log = logging.getLogger(__name__)
 
-# Java ZooKeeper clients (brokers, kafka-delegation-tokens.sh) refuse a response larger than jute.maxbuffer
-# (1 MB unless raised); kazoo reads it regardless, so kts keeps working but brokers would not.
-JAVA_CLIENT_MAX_RESPONSE = 0xFFFFF
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 # A read races a delete for milliseconds, not minutes: a tombstone older than this is no longer needed.
 TOMBSTONE_SECONDS = 120.0
@@ -160,14 +157,6 @@ class TokenCache:
                 self._put(stored)
         self.loaded = True
         log.info("token cache loaded %d tokens", len(loaded))
-        listing = sum(len(stored.token.token_id) + 4 for stored in loaded)
-        if listing > JAVA_CLIENT_MAX_RESPONSE * 0.8:
-            log.warning(
-                "the children of /delegation_token/tokens take %d bytes, near or past the 1 MB that Java "
-                "ZooKeeper clients accept: start brokers (and ZooKeeper) with -Djute.maxbuffer=4194304 or more, "
-                "or brokers will fail to load tokens",
-                listing,
-            )
 
     def _put(self, stored: StoredToken) -> None:
         token = stored.token
