@@ -45,10 +45,11 @@ DEFAULT_MAX_BYTES = 1_000_000
 RESERVE_FRACTION = 10  # the reserve is max_bytes // RESERVE_FRACTION
 WARNING_FRACTION = 0.8
 NOTIFICATION_RETENTION_MS = 15 * 60 * 1000  # brokers (and the kts leader) purge notifications older than this
-# A reading this recent and under half of its limit is trusted: to reach a limit from there, all writers together
-# would need to add more than 18,000 entries in a second.
+# A reading this recent and this far from its limit is trusted: to reach the limit from there, all writers
+# together would need to add more than 16,000 entries in a second. Nearer (or with a small budget) every decision
+# reads ZooKeeper again.
 FRESH_FOR_MS = 1_000
-TRUSTED_FRACTION = 0.5
+TRUSTED_MARGIN_BYTES = 450_000
 MIN_RETRY_AFTER_S = 1
 UNKNOWN_RETRY_AFTER_S = 60
 
@@ -134,7 +135,7 @@ class CapacityPolicy:
 
     def trusted(self, reading: ListReading, age_ms: int, purpose: Purpose) -> bool:
         """Whether a reading ``age_ms`` old may decide without reading ZooKeeper again."""
-        return 0 <= age_ms < FRESH_FOR_MS and reading.bytes < self.limit(purpose) * TRUSTED_FRACTION
+        return 0 <= age_ms < FRESH_FOR_MS and self.limit(purpose) - reading.bytes >= TRUSTED_MARGIN_BYTES
 
     def warns(self, reading: ListReading) -> bool:
         return reading.bytes >= self.max_bytes * WARNING_FRACTION

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -108,3 +109,27 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     for child_list in ChildList:
         listing = java_ls(zk_connect, child_list.path)
         assert listing.listed, listing.output
+
+
+def test_concurrent_creates_on_two_replicas_overshoot_at_most_one_entry_per_request_in_flight(
+    client: TestClient, make_client: Callable[..., TestClient], raw_zk: KazooClient
+) -> None:
+    budget = 10_000
+    policy = CapacityPolicy(budget)
+    replicas = [make_client(zookeeper_children_max_bytes=budget) for _ in range(2)]
+    workers = 8
+    most = policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
+
+    def create(attempt: int) -> int:
+        owner = OWNERS[attempt % len(OWNERS)]
+        return replicas[attempt % 2].post("/v1/tokens", json={}, headers=basic(owner)).status_code
+
+    with ThreadPoolExecutor(workers) as pool:
+        statuses = list(pool.map(create, range(most + 4 * workers)))
+
+    assert set(statuses) == {201, 503}
+    changes = len(raw_zk.get_children(ChildList.TOKEN_CHANGES.path))
+    assert statuses.count(201) == changes == len(raw_zk.get_children(ChildList.TOKENS.path))
+    # each request in flight when the list filled may have passed its check: at most `workers` entries past
+    assert most <= changes <= most + workers
+    assert names_reply_bytes(raw_zk.get_children(ChildList.TOKEN_CHANGES.path)) <= budget  # inside the reserve

@@ -124,14 +124,22 @@ def test_the_sweep_leaves_half_the_reserve_to_expires() -> None:
 
 
 def test_a_reading_is_trusted_only_when_recent_and_far_from_the_limit() -> None:
-    policy = CapacityPolicy(10_000)
+    policy = CapacityPolicy()
     low = ListReading(ChildList.TOKEN_CHANGES, 10)
-    high = ListReading(ChildList.TOKEN_CHANGES, policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE) // 2 + 1)
+    # the last reading still trusted: 450,000 bytes (16,666 notifications) below the limit of creates
+    trusted_bytes = policy.limit(Purpose.ISSUE) - capacity.TRUSTED_MARGIN_BYTES
+    edge = ListReading(ChildList.TOKEN_CHANGES, (trusted_bytes - 88) // 27)
     assert policy.trusted(low, 0, Purpose.ISSUE)
     assert policy.trusted(low, capacity.FRESH_FOR_MS - 1, Purpose.ISSUE)
     assert not policy.trusted(low, capacity.FRESH_FOR_MS, Purpose.ISSUE)
     assert not policy.trusted(low, -1, Purpose.ISSUE)  # a clock that went back
-    assert not policy.trusted(high, 0, Purpose.ISSUE)
+    assert policy.trusted(edge, 0, Purpose.ISSUE)
+    assert not policy.trusted(ListReading(ChildList.TOKEN_CHANGES, edge.entries + 1), 0, Purpose.ISSUE)
+
+
+def test_with_a_small_budget_no_reading_is_trusted() -> None:
+    policy = CapacityPolicy(10_000)
+    assert not policy.trusted(ListReading(ChildList.TOKEN_CHANGES, 0), 0, Purpose.ISSUE)
 
 
 def test_a_warning_from_80_percent_of_the_budget() -> None:

@@ -38,7 +38,7 @@ def _guard(gauge: FakeGauge, clock: FakeClock, next_expiry: int | None = None) -
 
 def test_a_recent_reading_far_from_the_limit_is_reused_and_an_old_one_is_not() -> None:
     gauge, clock = FakeGauge(changes=10), FakeClock(NOW)
-    guard = _guard(gauge, clock)
+    guard = CapacityGuard(gauge, CapacityPolicy(), clock=clock, next_expiry_ms=lambda: None)
     guard.admit_create()
     guard.admit_renew()
     assert gauge.reads == 1
