@@ -19,6 +19,7 @@ from app.service.ports import ChildListGauge
 
 log = logging.getLogger(__name__)
 ESTIMATE_FOR_MS = 5_000  # a refusal's "when room is expected" is worked out at most this often
+LOG_EVERY_MS = 10_000
 
 
 class CapacityGuard:
@@ -40,6 +41,7 @@ class CapacityGuard:
         self._read_at_ms = 0
         self._warned: set[ChildList] = set()
         self._estimates: dict[ChildList, tuple[int, int | None]] = {}
+        self._logged_ms: dict[ChildList, int] = {}
 
     def admit_create(self) -> None:
         self._admit(capacity.CREATE, Purpose.ISSUE)
@@ -72,7 +74,9 @@ class CapacityGuard:
         if full is not None:
             now = self._clock.now_ms()
             refusal = capacity.exhausted(full, now, self._room_expected_ms(full, now))
-            log.warning("refusing a token write: %s", refusal.message)
+            if now - self._logged_ms.get(full, -LOG_EVERY_MS) >= LOG_EVERY_MS:  # a flood is one line per 10 s
+                self._logged_ms[full] = now
+                log.warning("refusing token writes: %s", refusal.message)
             raise refusal
 
     def _trusted_readings(self, purpose: Purpose) -> Readings | None:

@@ -121,3 +121,16 @@ def test_one_warning_when_a_list_passes_80_percent_and_another_after_it_fell_bac
     gauge.counts[ChildList.TOKENS] = 400
     guard.read()
     assert sum("80%" in record.getMessage() for record in caplog.records) == 2
+
+
+def test_a_flood_of_refusals_is_one_log_line_per_ten_seconds(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="app.service.capacity")
+    clock = FakeClock(NOW)
+    guard = _guard(FakeGauge(changes=ISSUE_MOST), clock)
+    for _ in range(5):
+        with pytest.raises(CapacityExhausted):
+            guard.admit_create()
+    clock.advance(10_000)
+    with pytest.raises(CapacityExhausted):
+        guard.admit_create()
+    assert sum("refusing token writes" in record.getMessage() for record in caplog.records) == 2
