@@ -26,8 +26,9 @@ def notifications(raw_zk: KazooClient) -> list[bytes]:
     ]
 
 
-def eventually(check: Callable[[], bool], timeout_s: float = 5.0) -> float:
-    """Wait until ``check()`` holds; returns the seconds it took. Fails the test on time-out."""
+def eventually(check: Callable[[], bool], timeout_s: float = 30.0) -> float:
+    """Wait until ``check()`` holds; returns the seconds it took. Fails the test on time-out, which is generous:
+    a passing check returns at once, and a loaded 2-core machine can stall a follower for seconds."""
     started = time.monotonic()
     while not check():
         if time.monotonic() - started > timeout_s:
