@@ -11,7 +11,7 @@ from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
-from app.domain.capacity import CapacityPolicy, Purpose
+from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -89,8 +89,11 @@ class Runtime:
         except KtsError:
             return None
         limit = self.capacity.policy.limit(Purpose.ISSUE)
+        counted = with_notifications_to_come(readings)
         return [
-            ChildListFigures(child_list.value, reading.entries, reading.bytes, max(0, limit - reading.bytes))
+            ChildListFigures(
+                child_list.value, reading.entries, reading.bytes, max(0, limit - counted[child_list].bytes)
+            )
             for child_list, reading in readings.items()
         ]
 

@@ -18,8 +18,13 @@ The budget is shared out by purpose, so that revocation always has room:
 
 - creates and renews (``ISSUE``) stop at the budget minus a reserve of a tenth of it;
 - the expiry sweep (``SWEEP``) may use half of the reserve, and paces itself to it;
-- expires (``REVOKE``) may use the whole budget: after creates and renews stop, the reserve holds
-  ``reserve / 27`` expires (3,703 at the default budget) within the 15 minutes notifications live.
+- expires that shorten a token's life (``REVOKE``) may use the whole budget: after creates and renews
+  stop, the reserve holds ``reserve / 27`` of them (3,703 at the default budget) within the 15 minutes
+  notifications live.
+
+Deleting a token (an expire, a revocation, the sweep) is never refused. That is safe because creates and renews
+count every live token as a notification to come: each will write one when it is deleted, so the notifications
+of all deletions already fit under the limit of creates, however many tokens are deleted at once.
 
 Replicas check, then write: N replicas each with C writes in flight may pass a limit by at most N x C
 entries (docs/operations.md#token-capacity).
@@ -127,9 +132,13 @@ class CapacityPolicy:
         return self.room(ListReading(child_list, 0), purpose)
 
     def full_list(self, readings: Readings, adding: Mapping[ChildList, int], purpose: Purpose) -> ChildList | None:
-        """The first list that adding these entries would take past ``purpose``'s limit, or None."""
+        """The first list that adding these entries would take past ``purpose``'s limit, or None. Except for the
+        sweep, the notification list is counted with one notification to come per live token (module doc)."""
+        counted = readings if purpose is Purpose.SWEEP else with_notifications_to_come(readings)
         for child_list, count in adding.items():
-            if count > 0 and self.room(readings[child_list], purpose) < count:
+            if child_list is ChildList.TOKEN_CHANGES and purpose is not Purpose.SWEEP:
+                count += adding.get(ChildList.TOKENS, 0)  # a new token's own notification to come
+            if count > 0 and self.room(counted[child_list], purpose) < count:
                 return child_list
         return None
 
@@ -148,10 +157,21 @@ RENEW: Mapping[ChildList, int] = {ChildList.TOKEN_CHANGES: 1}
 EXPIRE: Mapping[ChildList, int] = {ChildList.TOKEN_CHANGES: 1}
 
 
+def with_notifications_to_come(readings: Readings) -> Readings:
+    """The readings with the notification list counting one notification to come per live token: what creates,
+    renews and expires are admitted against, what the 80% warning and the capacity-left gauge watch."""
+    tokens = readings[ChildList.TOKENS].entries
+    changes = readings[ChildList.TOKEN_CHANGES]
+    return {**readings, ChildList.TOKEN_CHANGES: ListReading(ChildList.TOKEN_CHANGES, changes.entries + tokens)}
+
+
 def exhausted(child_list: ChildList, now_ms: int, room_expected_ms: int | None) -> CapacityExhausted:
     """The refusal for a full list: a sentence naming it and when room is expected, and seconds to wait."""
     if child_list is ChildList.TOKEN_CHANGES:
-        what = f"The token change notification list ({child_list.path}) is full"
+        what = (
+            f"The token change notification list ({child_list.path}) is full, counting the notification each live "
+            "token will write when it is deleted"
+        )
         when = "room is expected once the oldest notification is 15 minutes old and purged"
         if room_expected_ms is not None:
             when = f"room is expected at {_iso(room_expected_ms)}, when the oldest notification turns 15 minutes old"

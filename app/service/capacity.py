@@ -50,7 +50,8 @@ class CapacityGuard:
         self._admit(capacity.RENEW, Purpose.ISSUE)
 
     def admit_expire(self) -> None:
-        """Expires may use the whole budget, reserve included: refused only once even that is used up."""
+        """An expire that shortens a token's life may use the whole budget, reserve included: refused only once
+        even that is used up. An expire that deletes the token is never asked (TokenService)."""
         self._admit(capacity.EXPIRE, Purpose.REVOKE)
 
     def sweep_room(self) -> int:
@@ -85,7 +86,8 @@ class CapacityGuard:
         if readings is None:
             return None
         age = self._clock.now_ms() - read_at
-        trusted = all(self.policy.trusted(reading, age, purpose) for reading in readings.values())
+        counted = readings if purpose is Purpose.SWEEP else capacity.with_notifications_to_come(readings)
+        trusted = all(self.policy.trusted(reading, age, purpose) for reading in counted.values())
         return readings if trusted else None
 
     def _room_expected_ms(self, child_list: ChildList, now_ms: int) -> int | None:
@@ -102,13 +104,13 @@ class CapacityGuard:
         return expected
 
     def _warn(self, readings: Readings) -> None:
-        for child_list, reading in readings.items():
+        for child_list, reading in capacity.with_notifications_to_come(readings).items():
             if self.policy.warns(reading):
                 if child_list not in self._warned:
                     self._warned.add(child_list)
                     log.warning(
-                        "%s lists %d children in %d bytes, past 80%% of zookeeper.children.max.bytes=%d: creates "
-                        "and renews stop at %d bytes",
+                        "%s lists %d children in %d bytes (notifications: with one to come per live token), past "
+                        "80%% of zookeeper.children.max.bytes=%d: creates and renews stop at %d bytes",
                         child_list.path,
                         reading.entries,
                         reading.bytes,

@@ -270,8 +270,10 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        self._auditor.decided(event, lambda: plan(current))
-        self._admit(event, lambda guard: guard.admit_expire())
+        if not isinstance(self._auditor.decided(event, lambda: plan(current)), DeleteToken):
+            # Only an expire that leaves the token alive (a shorter life) can be refused for capacity, and
+            # only once the budget itself is used up: deleting a token is never refused, so revocation works.
+            self._admit(event, lambda guard: guard.admit_expire())
 
         def decide(stored: StoredToken) -> TokenChange[tuple[ExpiryChange, bool]]:
             decision = plan(stored)

@@ -6,6 +6,7 @@ Java client lists both lists at the end."""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.domain.capacity import CapacityPolicy, ChildList, Purpose, names_reply_bytes
+from app.domain.capacity import CREATE, CapacityPolicy, ChildList, ListReading, Purpose, Readings, names_reply_bytes
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic
 from tests.java_zookeeper_client import java_ls
 
@@ -26,6 +27,21 @@ OWNERS = (ALICE, BOB, CAROL)
 def _sizes(raw_zk: KazooClient) -> dict[ChildList, int]:
     """Both lists' sizes as a Java client receives them, from the real names."""
     return {child_list: names_reply_bytes(raw_zk.get_children(child_list.path)) for child_list in ChildList}
+
+
+def _readings(tokens: int, changes: int) -> Readings:
+    return {
+        ChildList.TOKENS: ListReading(ChildList.TOKENS, tokens),
+        ChildList.TOKEN_CHANGES: ListReading(ChildList.TOKEN_CHANGES, changes),
+    }
+
+
+def _creates_until_full(policy: CapacityPolicy, tokens: int, changes: int) -> int:
+    """How many creates the policy admits from these counts (each adds a token and a notification)."""
+    admitted = 0
+    while policy.full_list(_readings(tokens + admitted, changes + admitted), CREATE, Purpose.ISSUE) is None:
+        admitted += 1
+    return admitted
 
 
 def _flood(
@@ -57,10 +73,12 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     replicas = [first, other]
     created: list[dict[str, Any]] = []
 
-    # 1. The notification list fills first: each create writes a notification, and none is 15 minutes old yet.
-    most_changes = POLICY.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
-    accepted, refusal = _flood(replicas, raw_zk, created, most=most_changes + 5)
-    assert accepted == most_changes
+    # 1. The notification list fills first: each create writes a notification now and keeps room for the one
+    # its token writes when deleted, and no notification is 15 minutes old yet.
+    most_creates = _creates_until_full(POLICY, 0, 0)
+    assert most_creates == POLICY.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE) // 2
+    accepted, refusal = _flood(replicas, raw_zk, created, most=most_creates + 5)
+    assert accepted == most_creates
     assert refusal.status_code == 503
     body = refusal.json()
     assert body["error"] == "TOKEN_CAPACITY_EXHAUSTED"
@@ -88,22 +106,31 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     metrics = first.get("/metrics").text
     changes = len(raw_zk.get_children(ChildList.TOKEN_CHANGES.path))
     assert f'kts_zookeeper_children{{list="token_changes"}} {float(changes)}' in metrics
-    assert 'kts_zookeeper_children_capacity_left_bytes{list="token_changes"} 0.0' in metrics
+    left = re.search(r'kts_zookeeper_children_capacity_left_bytes\{list="token_changes"\} (\S+)', metrics)
+    assert left and float(left.group(1)) < 2 * ChildList.TOKEN_CHANGES.entry_bytes  # not room for one create
 
-    # 3. Fifteen minutes later the leader purges the notifications (done here by hand); then the token list fills.
+    # 3. Fifteen minutes later the leader purges the notifications (done here by hand). Creates go on while the
+    # notifications, counting one to come for each live token, fit: then every token can still be deleted.
     for name in raw_zk.get_children(ChildList.TOKEN_CHANGES.path):
         raw_zk.delete(f"{ChildList.TOKEN_CHANGES.path}/{name}")
     live = len(raw_zk.get_children(ChildList.TOKENS.path))
-    most_tokens = POLICY.max_entries(ChildList.TOKENS, Purpose.ISSUE)
-    accepted, refusal = _flood(replicas, raw_zk, created, most=most_tokens + 5)
-    assert accepted == most_tokens - live
+    expected = _creates_until_full(POLICY, live, 0)
+    accepted, refusal = _flood(replicas, raw_zk, created, most=expected + 5)
+    assert accepted == expected
     assert (refusal.status_code, refusal.json()["error"]) == (503, "TOKEN_CAPACITY_EXHAUSTED")
-    assert "(/delegation_token/tokens)" in refusal.json()["message"]
+    assert "(/delegation_token/token_changes)" in refusal.json()["message"]
+    assert "each live token will write when it is deleted" in refusal.json()["message"]
     assert int(refusal.headers["Retry-After"]) >= 1
-    expired = other.post(f"/v1/tokens/{created[-1]['tokenId']}/expire", json={}, headers=basic(ADMIN))
-    assert expired.status_code == 200, expired.text
 
-    # 4. Brokers can still list both.
+    # 4. Revocation always works: every live token is expired, none refused, and the notifications they write
+    # stay under the limit of creates.
+    for index, name in enumerate(raw_zk.get_children(ChildList.TOKENS.path)):
+        expired = replicas[index % 2].post(f"/v1/tokens/{name}/expire", json={}, headers=basic(ADMIN))
+        assert expired.status_code == 200, expired.text
+    assert raw_zk.get_children(ChildList.TOKENS.path) == []
+    assert _sizes(raw_zk)[ChildList.TOKEN_CHANGES] <= POLICY.limit(Purpose.ISSUE)
+
+    # 5. Brokers can still list both.
     sizes = _sizes(raw_zk)
     assert all(size <= BUDGET for size in sizes.values()), sizes
     for child_list in ChildList:
@@ -118,7 +145,7 @@ def test_concurrent_creates_on_two_replicas_overshoot_at_most_one_entry_per_requ
     policy = CapacityPolicy(budget)
     replicas = [make_client(zookeeper_children_max_bytes=budget) for _ in range(2)]
     workers = 8
-    most = policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
+    most = _creates_until_full(policy, 0, 0)
 
     def create(attempt: int) -> int:
         owner = OWNERS[attempt % len(OWNERS)]

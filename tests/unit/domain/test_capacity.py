@@ -86,20 +86,40 @@ def _readings(tokens: int, changes: int) -> dict[ChildList, ListReading]:
     }
 
 
-def test_a_create_is_refused_by_whichever_list_it_would_overfill() -> None:
+def test_a_create_counts_every_live_token_as_a_notification_to_come() -> None:
+    policy = CapacityPolicy(10_000)
+    changes_most = policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
+    # a create writes a notification now and one more when its token is deleted
+    assert policy.full_list(_readings(10, changes_most - 12), CREATE, Purpose.ISSUE) is None
+    assert policy.full_list(_readings(10, changes_most - 11), CREATE, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+    assert policy.full_list(_readings(changes_most - 1, 0), CREATE, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+    assert policy.full_list(_readings(0, changes_most), CREATE, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+
+
+def test_the_token_list_itself_still_bounds_creates() -> None:
     policy = CapacityPolicy(10_000)
     tokens_most = policy.max_entries(ChildList.TOKENS, Purpose.ISSUE)
+    assert policy.full_list(_readings(tokens_most, 0), {ChildList.TOKENS: 1}, Purpose.ISSUE) is ChildList.TOKENS
+
+
+@pytest.mark.parametrize("tokens", [0, 1, 50, 150, 300])
+def test_deleting_every_live_token_after_the_last_create_keeps_the_notifications_under_the_create_limit(
+    tokens: int,
+) -> None:
+    policy = CapacityPolicy(10_000)
     changes_most = policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
-    assert policy.full_list(_readings(tokens_most - 1, changes_most - 1), CREATE, Purpose.ISSUE) is None
-    assert policy.full_list(_readings(tokens_most, 0), CREATE, Purpose.ISSUE) is ChildList.TOKENS
-    assert policy.full_list(_readings(0, changes_most), CREATE, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+    changes = 0
+    while policy.full_list(_readings(tokens, changes), CREATE, Purpose.ISSUE) is None:
+        tokens, changes = tokens + 1, changes + 1
+    assert changes + tokens <= changes_most  # every token deleted at once: one notification each, all fit
 
 
 def test_a_renew_or_expire_adds_only_a_notification() -> None:
     policy = CapacityPolicy(10_000)
-    full_tokens = _readings(policy.max_entries(ChildList.TOKENS, Purpose.REVOKE) + 10, 0)
-    assert policy.full_list(full_tokens, RENEW, Purpose.ISSUE) is None
-    assert policy.full_list(full_tokens, EXPIRE, Purpose.REVOKE) is None
+    changes_most = policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
+    assert policy.full_list(_readings(changes_most - 1, 0), RENEW, Purpose.ISSUE) is None
+    assert policy.full_list(_readings(changes_most, 0), RENEW, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+    assert policy.full_list(_readings(changes_most, 0), EXPIRE, Purpose.REVOKE) is None
 
 
 def test_expires_still_fit_where_creates_and_renews_are_refused() -> None:

@@ -108,19 +108,24 @@ def test_one_warning_when_a_list_passes_80_percent_and_another_after_it_fell_bac
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.service.capacity")
-    gauge = FakeGauge(tokens=(8_000 - 88) // 26 + 1)
+    gauge = FakeGauge(changes=(8_000 - 88) // 27 + 1)
     guard = _guard(gauge, FakeClock(NOW))
     guard.read()
     guard.read()
-    assert [record.getMessage() for record in caplog.records if "80%" in record.getMessage()] == [
-        caplog.records[0].getMessage()
-    ]
-    assert "/delegation_token/tokens" in caplog.records[0].getMessage()
-    gauge.counts[ChildList.TOKENS] = 0
+    warnings = [record.getMessage() for record in caplog.records if "80%" in record.getMessage()]
+    assert len(warnings) == 1 and "/delegation_token/token_changes" in warnings[0]
+    gauge.counts[ChildList.TOKEN_CHANGES] = 0
     guard.read()
-    gauge.counts[ChildList.TOKENS] = 400
+    gauge.counts[ChildList.TOKEN_CHANGES] = 400
     guard.read()
     assert sum("80%" in record.getMessage() for record in caplog.records) == 2
+
+
+def test_live_tokens_count_towards_the_notification_warning(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="app.service.capacity")
+    _guard(FakeGauge(tokens=150, changes=150), FakeClock(NOW)).read()  # each list alone is under 80%
+    warnings = [record.getMessage() for record in caplog.records if "80%" in record.getMessage()]
+    assert len(warnings) == 1 and "/delegation_token/token_changes lists 300 children" in warnings[0]
 
 
 def test_a_flood_of_refusals_is_one_log_line_per_ten_seconds(caplog: pytest.LogCaptureFixture) -> None:
