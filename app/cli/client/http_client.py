@@ -196,7 +196,9 @@ def refusal(response: httpx.Response) -> RequestRefused:
     message = " ".join(body["message"].split())
     details = body.get("details")
     if isinstance(details, list) and details and isinstance(details[0], dict):
-        message = f"{message.rstrip('.')}: {_detail(details[0])}"
+        # The service's message is the first detail's sentence already; an older one said only "does not validate".
+        if " ".join(str(details[0].get("msg", "")).split()) != message:
+            message = f"{message.rstrip('.')}: {_detail(details[0])}"
     code = body.get("code")
     return RequestRefused(
         status,
