@@ -38,3 +38,15 @@ class CredentialResponse(BaseModel):
     mechanism: Annotated[Mechanism, Field(strict=False)]
     iterations: int | None = None
     deleted: bool = False
+
+
+class MechanismIterations(BaseModel):
+    mechanism: Annotated[Mechanism, Field(strict=False)]
+    iterations: int
+
+
+class UserCredentials(BaseModel):
+    user: str
+    credentials: list[MechanismIterations] = Field(
+        description="The user's SCRAM mechanisms and iteration counts; empty when the user has none."
+    )
