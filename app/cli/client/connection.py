@@ -14,7 +14,8 @@ from app.cli.client.http_client import KtsClient, MissingCredentials
 
 MISSING_CREDENTIALS = (
     "no credentials: give a properties file with username= and password= (or token.id= and token.hmac=, "
-    f"or a Kafka client's sasl.jaas.config) as --command-config FILE or in {COMMAND_CONFIG_ENV}=FILE"
+    "a Kafka client's sasl.jaas.config, or ssl.certfile= and ssl.keyfile= for a client certificate) "
+    f"as --command-config FILE or in {COMMAND_CONFIG_ENV}=FILE"
 )
 
 
