@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.validation_messages import sentence
 from app.domain import errors
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
     return [
         {
             "loc": [str(part) for part in error.get("loc", ())],
-            "msg": error.get("msg"),
+            "msg": sentence(error),
             "type": error.get("type"),
         }
         for error in exc.errors()
@@ -105,10 +106,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
-        return JSONResponse(
-            error_body("INVALID_REQUEST", "The request does not validate.", details=_validation_details(exc)),
-            status_code=422,
-        )
+        details = _validation_details(exc)
+        message = details[0]["msg"] if details else "The request does not validate."
+        return JSONResponse(error_body("INVALID_REQUEST", message, details=details), status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -12,15 +12,17 @@ import sys
 from collections.abc import Callable
 
 from app.cli import audit_export, audit_report
-from app.cli.client import acls, tokens
+from app.cli.client import acls, audit, tokens, users
 from app.cli.server import commands as server
 from app.cli.sidecar import command as sidecar
+from app.version import kts_version
 
 # (module, exception class, exit code, the line printed after "kts: "), first match wins. Named, not
 # imported: an exception whose module was never imported cannot have been raised, and importing the audit
 # database's SchemaBehind here would load SQLAlchemy for every client command.
 FAILURES: tuple[tuple[str, str, int, Callable[[BaseException], str]], ...] = (
     ("app.cli.client.http_client", "KtsClientError", 1, str),
+    ("app.cli.client.acls", "RemovalNotConfirmed", 1, str),
     ("app.settings", "ConfigError", 2, lambda exc: f"configuration error: {exc}"),
     ("app.domain.errors", "StoreUnavailable", 1, lambda exc: str(getattr(exc, "message", exc))),
     ("app.storage.audit.migrations", "SchemaBehind", 2, str),
@@ -31,8 +33,10 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kts", description="A token authority for Apache Kafka.")
     commands = parser.add_subparsers(dest="command", required=True)
     server.add_parsers(commands)
-    for command in (tokens, acls, sidecar, audit_export, audit_report):
+    for command in (tokens, acls, users, audit, sidecar, audit_export, audit_report):
         command.add_parser(commands)
+    for each in (parser, *commands.choices.values()):
+        each.add_argument("--version", action="version", version=f"kts {kts_version()}", help="print the version")
     return parser
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from prometheus_client import (
     CollectorRegistry,
     Counter,
+    Gauge,
     GCCollector,
     Histogram,
     PlatformCollector,
@@ -30,6 +31,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from app.domain.audit import AuditEvent
+from app.version import kts_version, python_version
 
 # The classic text format, which every Prometheus version reads (what generate_latest writes by default).
 EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -85,6 +87,12 @@ class KtsMetrics:
             ["action", "outcome", "error_code"],
             registry=self.registry,
         )
+        Gauge(
+            "kts_build_info",
+            "Always 1; the labels name the running kts version and Python version.",
+            ["version", "python_version"],
+            registry=self.registry,
+        ).labels(version=kts_version(), python_version=python_version()).set(1)
         self.registry.register(_RuntimeCollector(lambda: self._readings))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)

@@ -148,6 +148,10 @@ class TokenService:
         )
         return page
 
+    def now_ms(self) -> int:
+        """The service's clock (injected), for views that mark tokens past their expiry."""
+        return self._clock.now_ms()
+
     def get(self, caller: Caller, token_id: str) -> TokenInformation:
         """The token, or TokenNotFound when it is absent or the caller may not see it (no existence leak)."""
         event = _event(Action.TOKEN_DESCRIBE, caller, token_id)

@@ -49,6 +49,13 @@ class UserCredentialService:
             succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
         )
 
+    def describe(self, caller: Caller, user_name: str) -> dict[Mechanism, int]:
+        """The user's SCRAM mechanisms and their iteration counts (never salts or keys), as Kafka's
+        DescribeUserScramCredentials answers; needs Describe on the cluster. A read: not audited, as ACL lists."""
+        ensure_cluster_permission(self._authorizer, caller, Operation.DESCRIBE, to="describe credentials")
+        found = self._store.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
+
     def delete(self, caller: Caller, user_name: str, mechanism: Mechanism) -> None:
         event = _event(Action.CREDENTIAL_DELETE, caller, user_name, mechanism)
         self._authorize(caller, event)

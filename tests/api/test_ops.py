@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import platform
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 from fastapi.testclient import TestClient
@@ -15,7 +17,7 @@ from tests.conftest import SECRET
 
 
 def test_healthz_and_readyz(client: TestClient) -> None:
-    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/healthz").json() == {"status": "ok", "version": version("kts")}
     ready = client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["checks"]["zookeeper"] == "ok"
@@ -49,3 +51,10 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
             assert response.headers["retry-after"]
             assert response.json()["error"] == "SERVICE_UNAVAILABLE"
             assert client.get("/healthz").status_code == 200
+
+
+def test_build_info_names_the_version_and_python(client: TestClient) -> None:
+    text = client.get("/metrics").text
+    line = f'kts_build_info{{python_version="{platform.python_version()}",version="{version("kts")}"}} 1.0'
+    assert line in text.splitlines()
+    assert "# TYPE kts_build_info gauge" in text

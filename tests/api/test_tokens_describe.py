@@ -84,6 +84,7 @@ def test_describe_output_never_holds_an_hmac(client: TestClient, tokens: dict[st
         "issueTimestamp",
         "expiryTimestamp",
         "maxTimestamp",
+        "expired",
     }
 
 

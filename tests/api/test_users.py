@@ -136,3 +136,28 @@ def test_scram_sha_256_only_users_log_in(client: TestClient, raw_zk: KazooClient
     put_user(raw_zk, "henry", "h-pw", Mechanism.SCRAM_SHA_256)
     assert client.get("/v1/tokens", headers=basic(("henry", "h-pw"))).status_code == 200
     assert client.get("/v1/tokens", headers=basic(("henry", "wrong"))).status_code == 401
+
+
+def test_describe_lists_mechanisms_and_iterations_never_keys(client: TestClient, raw_zk: KazooClient) -> None:
+    for mechanism, iterations in (("SCRAM-SHA-512", 8192), ("SCRAM-SHA-256", 4096)):
+        client.put(
+            "/v1/users/erin/credentials",
+            json={"mechanism": mechanism, "password": "erin-pw", "iterations": iterations},
+            headers=basic(ADMIN),
+        )
+    described = client.get("/v1/users/erin/credentials", headers=basic(ADMIN))
+    assert described.status_code == 200
+    assert described.json() == {
+        "user": "erin",
+        "credentials": [
+            {"mechanism": "SCRAM-SHA-256", "iterations": 4096},
+            {"mechanism": "SCRAM-SHA-512", "iterations": 8192},
+        ],
+    }
+    assert client.get("/v1/users/nobody/credentials", headers=basic(ADMIN)).json() == {
+        "user": "nobody",
+        "credentials": [],
+    }
+    refused = client.get("/v1/users/erin/credentials", headers=basic(ALICE))
+    assert refused.status_code == 403
+    assert "Describe on Cluster:kafka-cluster" in refused.json()["message"]

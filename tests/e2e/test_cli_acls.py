@@ -4,6 +4,8 @@ patterns and MATCH, removal, and exit codes 0, 1 (one line) and 2."""
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 from pathlib import Path
 
@@ -12,7 +14,8 @@ from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, ALICE
-from tests.e2e.cli_helpers import jaas_config, one_error_line, password_config, plain_service, run_kts
+from tests.e2e.cli_helpers import client_env, jaas_config, one_error_line, password_config, plain_service, run_kts
+from tests.e2e.conftest import KTS, ROOT
 
 NIMBUS = ("nimbus", "nimbus-pw")
 
@@ -64,9 +67,14 @@ def test_a_create_tokens_grant_takes_effect_and_its_removal_too(url: str, admin:
         "User:joe",
     )
     assert added.returncode == 0, added.stderr
-    lines = added.stdout.splitlines()
-    assert lines[0] == "Added 1 ACL:"
-    assert lines[3].split() == ["User", "User:joe", "LITERAL", "User:nimbus", "*", "CreateTokens", "Allow"]
+    assert added.stdout == (
+        "Adding ACLs for resource `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n"
+        "\n"
+        "Current ACLs for resource `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n"
+        "\n"
+    )
 
     created = run_kts(*create_for_joe, "--output", "json")
     assert created.returncode == 0, created.stderr
@@ -86,7 +94,7 @@ def test_a_create_tokens_grant_takes_effect_and_its_removal_too(url: str, admin:
     ]
     removed = acls(url, admin, "--remove", "--user-principal", "User:joe", "--force")
     assert removed.returncode == 0, removed.stderr
-    assert removed.stdout.startswith("Removed 1 ACL:")
+    assert removed.stdout == ""  # as kafka-acls.sh: no ACLs left on the resource, nothing to list
     assert listed(url, admin) == []
     refused = run_kts(*create_for_joe)
     assert refused.returncode == 1
@@ -117,20 +125,39 @@ def test_list_filters_and_match(url: str, admin: Path) -> None:
     assert [a["resourceName"] for a in listed(url, admin, "--cluster")] == ["kafka-cluster"]
     assert listed(url, admin, "--delegation-token", "E8gTWaIxRUOaSRH7wY3N1w")[0]["operation"] == "Describe"
     table = acls(url, admin, "--list")
-    assert table.stdout.splitlines()[0] == "Found 6 ACLs:"
-    assert table.stdout.splitlines()[2].split("  ")[0] == "RESOURCE TYPE"
+    assert table.stdout.count("Current ACLs for resource `") == 5  # one block per resource pattern
+    assert table.stdout.startswith(
+        "Current ACLs for resource `ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)`: \n"
+        " \t(principal=User:ops, host=*, operation=ALTER, permissionType=ALLOW) \n\n"
+    )
+    assert (
+        "Current ACLs for resource `ResourcePattern(resourceType=USER, name=User:team-, patternType=PREFIXED)`: \n"
+        " \t(principal=User:spark, host=*, operation=CREATE_TOKENS, permissionType=ALLOW)\n"
+        "\t(principal=User:spark, host=*, operation=DESCRIBE_TOKENS, permissionType=ALLOW) \n\n"
+    ) in table.stdout
+    by_principal = acls(url, admin, "--list", "--principal", "User:ops")
+    assert by_principal.stdout == (
+        "ACLs for principal `User:ops`\n"
+        "Current ACLs for resource `ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=LITERAL)`: \n"
+        " \t(principal=User:ops, host=*, operation=ALTER, permissionType=ALLOW) \n\n"
+    )
 
     # remove one entry precisely: the other operation on the same resource stays
     precise = acls(
         url, admin, "--remove", "--allow-principal", "User:spark", "--operation", "DescribeTokens",
-        "--user-principal", "User:team-", "--resource-pattern-type", "prefixed", "--output", "json",
+        "--user-principal", "User:team-", "--resource-pattern-type", "prefixed", "--output", "json", "--force",
     )  # fmt: skip
     assert precise.returncode == 0, precise.stderr
     assert [a["operation"] for a in json.loads(precise.stdout)["deleted"]] == ["DescribeTokens"]
     # MATCH removes everything that applies to the name: the literal, the prefix, the wildcard
-    matched = acls(url, admin, "--remove", "--user-principal", "User:team-a", "--resource-pattern-type", "match")
+    match_all = ["--remove", "--user-principal", "User:team-a", "--resource-pattern-type", "match"]
+    unasked = acls(url, admin, *match_all)  # standard input is a pipe: nobody can answer the question
+    assert unasked.returncode == 1
+    assert "add --force" in one_error_line(unasked)
+    assert len(listed(url, admin)) == 5
+    matched = acls(url, admin, *match_all, "--force", "--output", "json")
     assert matched.returncode == 0, matched.stderr
-    assert matched.stdout.startswith("Removed 3 ACLs:")
+    assert len(json.loads(matched.stdout)["deleted"]) == 3
     assert sorted(a["resourceType"] for a in listed(url, admin)) == ["Cluster", "DelegationToken"]
 
 
@@ -181,3 +208,39 @@ def test_service_down_exits_1(tmp_path: Path) -> None:
     result = run_kts("acls", "--server", down, "--command-config", str(password_config(tmp_path, ADMIN)), "--list")
     assert result.returncode == 1
     assert f"cannot reach {down}" in one_error_line(result)
+
+
+def _on_a_terminal(url: str, config: Path, answer: str, *argv: str) -> subprocess.CompletedProcess[str]:
+    """``kts acls`` with a terminal as standard input, on which ``answer`` has been typed."""
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, answer.encode())
+        return subprocess.run(
+            [*KTS, "acls", "--server", url, "--command-config", str(config), *argv],
+            cwd=ROOT, env=client_env(), stdin=follower, capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(follower)
+        os.close(leader)
+
+
+def test_remove_asks_as_kafka_acls_does_and_only_y_removes(url: str, admin: Path) -> None:
+    grant = ["--allow-principal", "User:nimbus", "--operation", "CreateTokens", "--user-principal", "User:joe"]
+    assert acls(url, admin, "--add", *grant).returncode == 0
+    question = (
+        "Are you sure you want to remove ACLs: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n"
+        " from resource filter `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`? (y/n)\n"
+    )
+    current = (
+        "Current ACLs for resource `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n\n"
+    )
+    declined = _on_a_terminal(url, admin, "n\n", "--remove", *grant)
+    assert declined.returncode == 0, declined.stderr
+    assert declined.stdout == question + current
+    assert len(listed(url, admin)) == 1
+    confirmed = _on_a_terminal(url, admin, "y\n", "--remove", *grant)
+    assert confirmed.returncode == 0, confirmed.stderr
+    assert confirmed.stdout == question
+    assert listed(url, admin) == []

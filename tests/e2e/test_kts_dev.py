@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -99,3 +100,25 @@ def test_zookeeper_dies_with_a_killed_dev_stack(tmp_path: Path, processes: list[
         except OSError:
             answer = ""
     assert answer != "imok", "an orphaned ZooKeeper outlived kts dev"
+
+
+def test_a_busy_port_stops_dev_before_zookeeper_with_one_line_naming_port(tmp_path: Path) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        data_dir = tmp_path / "dev"
+        result = subprocess.run(
+            [*KTS, "dev", "--port", str(port), "--data-dir", str(data_dir)],
+            cwd=ROOT,
+            env=kts_env(KTS_ADMIN_PASSWORD="admin-pw"),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        f"kts: port {port} on 127.0.0.1 is already in use; choose a free one with --port"
+    ]
+    assert not data_dir.exists()  # nothing started: no ZooKeeper data, no secret key

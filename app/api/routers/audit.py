@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from app.api.deps import Audit, CurrentCaller
 from app.api.responses import error_responses
-from app.api.schemas.audit import Event, event_view
+from app.api.schemas.audit import INSTANT_HELP, Event, Instant, event_view
 from app.api.schemas.common import INT64_MAX, PRINTABLE_PATTERN
 from app.domain.audit import Action, EventQuery, Outcome
 from app.domain.errors import InvalidInput
@@ -35,8 +35,8 @@ def list_events(
     principal: Annotated[str | None, Query(max_length=MAX_PRINCIPAL_LENGTH, pattern=PRINTABLE_PATTERN)] = None,
     action: Action | None = None,
     outcome: Outcome | None = None,
-    since: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="ms since the epoch, inclusive")] = None,
-    until: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="ms since the epoch, exclusive")] = None,
+    since: Annotated[Instant | None, Query(description=f"inclusive: {INSTANT_HELP}")] = None,
+    until: Annotated[Instant | None, Query(description=f"exclusive: {INSTANT_HELP}")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
 ) -> EventPage:

@@ -9,13 +9,15 @@ from app.api.deps import ReadinessView
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
 from app.api.schemas.common import ErrorBody
 from app.service.readiness import OK
+from app.version import kts_version
 
 router = APIRouter(tags=["operations"])
 
 
 @router.get("/healthz")
 def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+    """The process is alive; ``version`` is the installed kts version."""
+    return {"status": "ok", "version": kts_version()}
 
 
 @router.get(

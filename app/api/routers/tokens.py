@@ -83,7 +83,10 @@ def describe_tokens(
 ) -> TokenList:
     owners = None if owner is None else [KafkaPrincipal.parse(item) for item in owner]
     page = tokens.describe(caller, owners, limit=limit, after=_decode_cursor(cursor))
-    return TokenList(tokens=[Token.of(token) for token in page.tokens], nextCursor=_encode_cursor(page.next_after))
+    now_ms = tokens.now_ms()
+    return TokenList(
+        tokens=[Token.of(token, now_ms) for token in page.tokens], nextCursor=_encode_cursor(page.next_after)
+    )
 
 
 @router.post("/renew", response_model=ExpiryResponse, responses=error_responses(401, 403, 404, 409, 410, 413, 422, 503))
@@ -123,7 +126,7 @@ def verify_token(body: VerifyRequest, caller: CurrentCaller, tokens: Tokens) -> 
 
 @router.get("/{token_id}", response_model=Token, responses=error_responses(401, 404, 422, 503))
 def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> Token:
-    return Token.of(tokens.get(caller, token_id))
+    return Token.of(tokens.get(caller, token_id), tokens.now_ms())
 
 
 @router.post(

@@ -1,4 +1,4 @@
-"""``/v1/users/{name}/credentials``: SCRAM credentials in Kafka's format."""
+"""``/v1/users/{name}/credentials``: SCRAM credentials in Kafka's format (set, delete, describe)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,26 @@ from fastapi import APIRouter, Path, Query
 
 from app.api.deps import CurrentCaller, Users
 from app.api.responses import error_responses
-from app.api.schemas.users import CredentialResponse, SetCredentialRequest, UserName
+from app.api.schemas.users import (
+    CredentialResponse,
+    MechanismIterations,
+    SetCredentialRequest,
+    UserCredentials,
+    UserName,
+)
 from app.domain.credentials import Mechanism
 
 router = APIRouter(prefix="/v1/users", tags=["users"])
 UserNamePath = Annotated[UserName, Path(description="The SCRAM user name: no control characters, not '.' or '..'.")]
+
+
+@router.get("/{name}/credentials", response_model=UserCredentials, responses=error_responses(401, 403, 422, 503))
+def describe_credentials(name: UserNamePath, caller: CurrentCaller, users: Users) -> UserCredentials:
+    found = users.describe(caller, name)
+    return UserCredentials(
+        user=name,
+        credentials=[MechanismIterations(mechanism=mechanism, iterations=count) for mechanism, count in found.items()],
+    )
 
 
 @router.put(

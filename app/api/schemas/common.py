@@ -16,6 +16,7 @@ MAX_RENEWERS = 100
 MAX_OWNER_FILTERS = 100
 # Free text a filter or a name may hold: no control characters (ZooKeeper and PostgreSQL refuse NUL).
 PRINTABLE_PATTERN = r"^[^\x00-\x1f\x7f]*$"
+HMAC_PATTERN = r"^[A-Za-z0-9+/]{86}==$"
 
 
 def _principal(text: str) -> str:
@@ -42,7 +43,7 @@ Int64 = Annotated[
 TokenIdText = Annotated[str, StringConstraints(pattern=TOKEN_ID_PATTERN), Field(examples=["E8gTWaIxRUOaSRH7wY3N1w"])]
 HmacText = Annotated[
     str,
-    StringConstraints(pattern=r"^[A-Za-z0-9+/]{86}==$"),
+    StringConstraints(pattern=HMAC_PATTERN),
     Field(description="Standard, padded base64 of the token's 64-byte HMAC (88 characters)."),
 ]
 

@@ -62,9 +62,13 @@ class Token(BaseModel):
     issueTimestamp: int
     expiryTimestamp: int
     maxTimestamp: int
+    expired: bool = Field(
+        False, description="Past its expiry (or maximum) time: it no longer authenticates; the sweeper deletes it."
+    )
 
     @classmethod
-    def of(cls, token: TokenInformation) -> Token:
+    def of(cls, token: TokenInformation, now_ms: int | None = None) -> Token:
+        """``now_ms`` None: a token just issued, which cannot be expired."""
         return cls(
             tokenId=token.token_id,
             owner=str(token.owner),
@@ -73,6 +77,7 @@ class Token(BaseModel):
             issueTimestamp=token.issue_timestamp,
             expiryTimestamp=token.expiry_timestamp,
             maxTimestamp=token.max_timestamp,
+            expired=now_ms is not None and not token.authenticates_at(now_ms),
         )
 
 

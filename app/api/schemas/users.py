@@ -11,6 +11,7 @@ from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism
 
 MAX_USER_NAME_LENGTH = 255
 MAX_PASSWORD_LENGTH = 1024
+USER_NAME_PATTERN = r"^[^\x00-\x1f\x7f]+$"
 
 
 def _storable(name: str) -> str:
@@ -21,7 +22,7 @@ def _storable(name: str) -> str:
 
 UserName = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$"),
+    StringConstraints(min_length=1, max_length=MAX_USER_NAME_LENGTH, pattern=USER_NAME_PATTERN),
     AfterValidator(_storable),
 ]
 
@@ -37,3 +38,15 @@ class CredentialResponse(BaseModel):
     mechanism: Annotated[Mechanism, Field(strict=False)]
     iterations: int | None = None
     deleted: bool = False
+
+
+class MechanismIterations(BaseModel):
+    mechanism: Annotated[Mechanism, Field(strict=False)]
+    iterations: int
+
+
+class UserCredentials(BaseModel):
+    user: str
+    credentials: list[MechanismIterations] = Field(
+        description="The user's SCRAM mechanisms and iteration counts; empty when the user has none."
+    )

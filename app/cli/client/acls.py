@@ -6,34 +6,40 @@ describe tokens for that user), ``--delegation-token`` and ``--cluster``. As in 
 the named resources, ``--list`` without resources lists every ACL, and ``--resource-pattern-type`` takes
 ``literal`` (default), ``prefixed``, or for list and remove the filters ``any`` (any pattern type, this exact
 name) and ``match`` (every ACL that applies to the name: literal, the literal ``*``, and matching prefixes).
-There is no prompt, so ``--force`` is accepted and ignored.
+``--remove`` asks ``(y/n)`` for each resource filter, as kafka-acls.sh does, unless ``--force``; with a standard
+input that is not a terminal it refuses instead of guessing. The output is kafka-acls.sh's (``kafka_text``).
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from app.cli.client import kafka_text
 from app.cli.client.arguments import (
     add_actions,
     add_connection_options,
     add_output_option,
     principal,
 )
-from app.cli.client.output import plain_table, to_json
+from app.cli.client.output import to_json
 from app.cli.client.runner import run_client_command
 from app.domain.authorization import CLUSTER_RESOURCE_NAME, Operation
 
 if TYPE_CHECKING:
     from app.cli.client.http_client import AclJson, KtsClient
 
-COLUMNS = ("RESOURCE TYPE", "RESOURCE NAME", "PATTERN TYPE", "PRINCIPAL", "HOST", "OPERATION", "PERMISSION")
 PATTERN_TYPES = ("literal", "prefixed", "any", "match")
 WILDCARD = "*"
 ACL_FIELDS = ("resourceType", "resourceName", "patternType", "principal", "host", "operation", "permissionType")
 _OPERATIONS = {operation.value.lower(): operation.value for operation in Operation}
+
+
+class RemovalNotConfirmed(Exception):
+    """``--remove`` could not ask (no terminal) and ``--force`` was not given."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +87,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=PATTERN_TYPES,
         help="literal (default) or prefixed; for --list and --remove also any or match",
     )
-    parser.add_argument("--force", action="store_true", help="accepted for kafka-acls.sh scripts; kts never asks")
+    parser.add_argument("--force", action="store_true", help="--remove: do not ask for confirmation")
     add_output_option(parser)
     add_connection_options(parser)
     parser.set_defaults(handler=run, usage=parser)
@@ -176,35 +182,95 @@ def run(args: argparse.Namespace) -> int:
 
 
 def act(client: KtsClient, args: argparse.Namespace) -> str:
+    """kafka-acls.sh's output: what is added (or the removal question), then the current ACLs."""
     json = args.output == "json"
     if args.action == "add":
-        added = [client.add_acl(binding) for binding in bindings_to_add(args)]
-        return to_json({"acls": added}) if json else acl_text("Added", added)
+        bindings = bindings_to_add(args)
+        added = [client.add_acl(binding) for binding in bindings]
+        if json:
+            return to_json({"acls": added})
+        return _joined(*(_adding_blocks(bindings)), _current(client, args))
     if args.action == "remove":
-        deleted = remove(client, args)
-        return to_json({"deleted": deleted}) if json else acl_text("Removed", deleted)
+        questions = removal_questions(args)
+        confirmed = [pattern for pattern, question in questions if args.force or confirm(question, json)]
+        deleted = remove(client, args, confirmed)
+        if json:
+            return to_json({"deleted": deleted})
+        return _current(client, args)
     found = list_acls(client, args)
-    return to_json({"acls": found}) if json else acl_text("Found", found)
+    if json:
+        return to_json({"acls": found})
+    if not args.principal:
+        return kafka_text.current_acls(found)
+    return _joined(
+        *(
+            _joined(
+                kafka_text.principal_heading(who),
+                kafka_text.current_acls(acl for acl in found if acl["principal"] == who),
+            )
+            for who in args.principal
+        )
+    )
 
 
-def list_acls(client: KtsClient, args: argparse.Namespace) -> list[AclJson]:
+def removal_questions(args: argparse.Namespace) -> list[tuple[Resource, str]]:
+    """Kafka's question for each resource filter ``--remove`` names, before anything is removed."""
+    pattern_type = (args.resource_pattern_type or "literal").upper()
+    combos = entries(args)
+    return [
+        (resource, kafka_text.removal_question((resource.resource_type, resource.name, pattern_type), combos))
+        for resource in named_resources(args)
+    ]
+
+
+def confirm(question: str, json_output: bool) -> bool:
+    """Ask as kafka-acls.sh does (``y`` confirms). Nobody can answer a standard input that is not a terminal:
+    refuse rather than guess, and say how to proceed."""
+    if not sys.stdin.isatty():
+        raise RemovalNotConfirmed(
+            "--remove asks for confirmation, and standard input is not a terminal; add --force to remove without asking"
+        )
+    print(question, file=sys.stderr if json_output else sys.stdout, flush=True)
+    answer = sys.stdin.readline()
+    return answer.strip().lower() == "y"
+
+
+def _adding_blocks(bindings: Sequence[AclJson]) -> list[str]:
+    by_pattern: dict[tuple[str, str, str], list[tuple[str, str, str, str]]] = {}
+    for binding in bindings:
+        pattern = (binding["resourceType"], binding["resourceName"], binding["patternType"])
+        entry = (binding["principal"], binding["host"], binding["operation"], binding["permissionType"])
+        by_pattern.setdefault(pattern, []).append(entry)
+    return [kafka_text.adding_block(pattern, by_pattern[pattern]) for pattern in sorted(by_pattern)]
+
+
+def _current(client: KtsClient, args: argparse.Namespace) -> str:
+    """Kafka lists the named resources' ACLs after an add or a remove."""
+    return kafka_text.current_acls(list_acls(client, args, principals=False))
+
+
+def _joined(*parts: str) -> str:
+    return "\n".join(part for part in parts if part)
+
+
+def list_acls(client: KtsClient, args: argparse.Namespace, *, principals: bool = True) -> list[AclJson]:
     resources = named_resources(args)
-    principals: list[str | None] = list(args.principal) or [None]
+    who_filter: list[str | None] = list(args.principal) if principals and args.principal else [None]
     found: list[AclJson] = []
     if not resources:
-        for who in principals:
+        for who in who_filter:
             found += client.list_acls({"principal": who, "patternType": _pattern_filter(args, default=None)})
         return _unique(found)
     for resource in resources:
-        for who in principals:
+        for who in who_filter:
             found += _on_resource(client, resource, args, principal_filter=who)
     return _unique(found)
 
 
-def remove(client: KtsClient, args: argparse.Namespace) -> list[AclJson]:
+def remove(client: KtsClient, args: argparse.Namespace, resources: Sequence[Resource]) -> list[AclJson]:
     combos = entries(args)
     deleted: list[AclJson] = []
-    for resource in named_resources(args):
+    for resource in resources:
         if args.resource_pattern_type == "match":
             # The API filters by exact name; MATCH is the ACLs that apply to the name, removed one by one.
             for acl in _on_resource(client, resource, args):
@@ -223,17 +289,6 @@ def remove(client: KtsClient, args: argparse.Namespace) -> list[AclJson]:
                 selector | {"principal": who, "host": host, "operation": op, "permissionType": permission}
             )
     return _unique(deleted)
-
-
-def acl_text(verb: str, acls: Sequence[AclJson]) -> str:
-    noun = "ACL" if len(acls) == 1 else "ACLs"
-    if not acls:
-        return f"{verb} no ACLs."
-    return f"{verb} {len(acls)} {noun}:\n\n{acl_table(acls)}"
-
-
-def acl_table(acls: Sequence[AclJson]) -> str:
-    return plain_table(COLUMNS, [tuple(str(acl.get(key, "")) for key in ACL_FIELDS) for acl in acls])
 
 
 def _on_resource(

@@ -1,4 +1,5 @@
-"""Options every client command shares (``--server``, ``--command-config``, ``--output``, one ``--<action>``)
+"""Options every client command shares (``--server`` alias ``--bootstrap-server``, ``--command-config``,
+``--output``, one ``--<action>``)
 and argument types.
 
 Cheap to import (argparse and the domain's principal rules only): every command registers these when the
@@ -18,6 +19,7 @@ from app.domain.principal import KafkaPrincipal
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 SERVER_ENV = "KTS_SERVER"
+COMMAND_CONFIG_ENV = "KTS_COMMAND_CONFIG"
 OUTPUTS = ("table", "json")
 _HMAC = re.compile(r"[A-Za-z0-9+/]{86}==")
 
@@ -32,14 +34,19 @@ def add_actions(parser: argparse.ArgumentParser, actions: dict[str, str]) -> Non
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--server", metavar="URL", help=f"the kts service (default: ${SERVER_ENV}, else {DEFAULT_SERVER})"
+        "--server",
+        "--bootstrap-server",
+        dest="server",
+        metavar="URL",
+        help=f"the kts service URL (default: ${SERVER_ENV}, else {DEFAULT_SERVER}); "
+        "--bootstrap-server is the same option, for Kafka tools' habits",
     )
     group.add_argument(
         "--command-config",
         type=Path,
         metavar="FILE",
         help="properties file with username/password, token.id/token.hmac, a Kafka client's sasl.jaas.config, "
-        "and/or ssl.certfile, ssl.keyfile, ssl.cafile",
+        f"and/or ssl.certfile, ssl.keyfile, ssl.cafile (default: ${COMMAND_CONFIG_ENV})",
     )
 
 

@@ -4,7 +4,8 @@ Errors are translated once, here, from httpx and the service's error envelope::
 
     KtsClientError
     ├── RequestRefused       the service answered with an error (status, Kafka code, one-line message)
-    └── ServiceUnreachable   no answer: connection refused, DNS, TLS handshake, time-out
+    ├── ServiceUnreachable   no answer: connection refused, DNS, TLS handshake, time-out
+    └── MissingCredentials   nothing to log in with, so nothing is sent
 
 Request bodies may carry an HMAC; it never appears in a URL, a log line or an error message.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from types import TracebackType
 from typing import Any, NotRequired, TypedDict
+from urllib.parse import quote
 
 import httpx
 
@@ -21,6 +23,7 @@ from app.cli.client.command_config import CommandConfig
 
 USER_AGENT = "kts-cli"
 DESCRIBE_PAGE_SIZE = 1000
+AUDIT_PAGE_SIZE = 1000
 
 
 class TokenJson(TypedDict):
@@ -72,6 +75,10 @@ class RequestRefused(KtsClientError):
 
 class ServiceUnreachable(KtsClientError):
     pass
+
+
+class MissingCredentials(KtsClientError):
+    """No way to log in was given: every endpoint would answer 401."""
 
 
 class KtsClient:
@@ -166,6 +173,44 @@ class KtsClient:
         deleted: list[AclJson] = self._request("DELETE", "/v1/acls", params=_filter(selector))["deleted"]
         return deleted
 
+    # SCRAM users
+
+    def set_credential(self, user: str, mechanism: str, password: str, iterations: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "PUT",
+            f"/v1/users/{_segment(user)}/credentials",
+            json={"mechanism": mechanism, "password": password, "iterations": iterations},
+        )
+        return result
+
+    def delete_credential(self, user: str, mechanism: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._request(
+            "DELETE", f"/v1/users/{_segment(user)}/credentials", params={"mechanism": mechanism}
+        )
+        return result
+
+    def describe_credentials(self, user: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._request("GET", f"/v1/users/{_segment(user)}/credentials")
+        return result
+
+    # audit
+
+    def audit_events(self, params: Mapping[str, str | int | None], limit: int) -> list[dict[str, Any]]:
+        """Up to ``limit`` events, newest first, following the cursor across pages."""
+        events: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while len(events) < limit:
+            query = _filter({key: None if value is None else str(value) for key, value in params.items()})
+            query["limit"] = str(min(AUDIT_PAGE_SIZE, limit - len(events)))
+            if cursor:
+                query["cursor"] = cursor
+            page = self._request("GET", "/v1/audit", params=query)
+            events.extend(page["events"])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return events
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)
@@ -196,7 +241,9 @@ def refusal(response: httpx.Response) -> RequestRefused:
     message = " ".join(body["message"].split())
     details = body.get("details")
     if isinstance(details, list) and details and isinstance(details[0], dict):
-        message = f"{message.rstrip('.')}: {_detail(details[0])}"
+        # The service's message is the first detail's sentence already; an older one said only "does not validate".
+        if " ".join(str(details[0].get("msg", "")).split()) != message:
+            message = f"{message.rstrip('.')}: {_detail(details[0])}"
     code = body.get("code")
     return RequestRefused(
         status,
@@ -211,6 +258,11 @@ def _detail(detail: Mapping[str, Any]) -> str:
     location = [str(part) for part in detail.get("loc", []) if part not in ("body", "query", "path")]
     text = " ".join(str(detail.get("msg", "invalid value")).split())
     return f"{'.'.join(location)}: {text}" if location else text
+
+
+def _segment(name: str) -> str:
+    """A user name as one path segment (``/`` and ``%`` included)."""
+    return quote(name, safe="")
 
 
 def _filter(selector: Mapping[str, str | None] | None) -> dict[str, str]:

@@ -26,5 +26,7 @@ def run_client_command(
     from app.cli.client.connection import open_client
 
     with open_client(args) as client:
-        print(act(client, args))
+        text = act(client, args)
+    if text:  # Kafka's tools print nothing at all when there is nothing (an empty --list)
+        print(text)
     return 0

@@ -2,10 +2,11 @@
 
 Differences from Kafka's tool, on purpose: ``--max-life-time-period``, ``--renew-time-period`` and
 ``--expiry-time-period`` default to -1 (the server's setting, or now for expire) instead of being required;
-describe without ``--owner-principal`` lists every token the caller may see; renew and expire never print
-the HMAC they were given, and describe never prints HMACs at all (the service does not disclose them after
-create, so the HMAC column shows ``<hidden>``). Create prints the HMAC, as Kafka does: it is the only time
-anyone can learn it.
+describe without ``--owner-principal`` lists every token the caller may see; renew and expire print the HMAC
+they were given as ``<hidden>`` in Kafka's "Calling ... operation" line, and describe never prints HMACs at
+all (the service does not disclose them after create, so the HMAC column shows ``<hidden>``). Create prints
+the HMAC, as Kafka does: it is the only time anyone can learn it. Otherwise the lines and the fixed-width
+table are Kafka 3.x's (``kafka_text``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING
 
+from app.cli.client import kafka_text
 from app.cli.client.arguments import (
     add_actions,
     add_connection_options,
@@ -23,13 +25,12 @@ from app.cli.client.arguments import (
     milliseconds,
     principal,
 )
-from app.cli.client.output import kafka_date, plain_table, to_json
+from app.cli.client.output import kafka_date, to_json
 from app.cli.client.runner import run_client_command
 
 if TYPE_CHECKING:
     from app.cli.client.http_client import ExpiryJson, KtsClient, TokenJson
 
-COLUMNS = ("TOKENID", "HMAC", "OWNER", "REQUESTER", "RENEWERS", "ISSUEDATE", "EXPIRYDATE", "MAXDATE")
 HIDDEN_HMAC = "<hidden>"
 # Options each action refuses, as kafka-delegation-tokens.sh checks them (plus --renewer-principal on describe).
 _INVALID = {
@@ -115,25 +116,29 @@ def run(args: argparse.Namespace) -> int:
 def act(client: KtsClient, args: argparse.Namespace) -> str:
     json = args.output == "json"
     if args.action == "create":
+        renewers = args.renewer_principal or []
+        max_life_time_ms = _period(args.max_life_time_period)
         created = client.create_token(
             owner=args.owner_principal[0] if args.owner_principal else None,
-            renewers=args.renewer_principal or (),
-            max_lifetime_ms=_period(args.max_life_time_period),
+            renewers=renewers,
+            max_lifetime_ms=max_life_time_ms,
         )
-        return to_json(created) if json else created_text(created)
+        return to_json(created) if json else created_text(created, renewers, max_life_time_ms)
     if args.action == "renew":
-        renewed = client.renew_token(args.hmac, _period(args.renew_time_period))
-        return to_json(renewed) if json else expiry_text("renew", renewed)
+        period = _period(args.renew_time_period)
+        renewed = client.renew_token(args.hmac, period)
+        return to_json(renewed) if json else expiry_text("renew", period, renewed)
     if args.action == "expire":
-        expired = client.expire_token(args.hmac, _period(args.expiry_time_period))
-        return to_json(expired) if json else expiry_text("expire", expired)
+        period = _period(args.expiry_time_period)
+        expired = client.expire_token(args.hmac, period)
+        return to_json(expired) if json else expiry_text("expire", period, expired)
     if args.action == "revoke":
         revoked = client.revoke_tokens(
             owner=args.owner_principal[0] if args.owner_principal else None, requester=args.requester_principal
         )
         return to_json({"revoked": revoked}) if json else revoked_text(revoked)
     tokens = client.describe_tokens(args.owner_principal)
-    return to_json({"tokens": tokens}) if json else described_text(tokens)
+    return to_json({"tokens": tokens}) if json else described_text(tokens, args.owner_principal)
 
 
 def token_table(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:
@@ -144,28 +149,39 @@ def token_table(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:
             token.get("hmac") or HIDDEN_HMAC,
             token["owner"],
             token["tokenRequester"],
-            "[" + ", ".join(token["renewers"]) + "]",
+            kafka_text.java_list(token["renewers"]),
             kafka_date(token["issueTimestamp"], tz),
             kafka_date(token["expiryTimestamp"], tz),
             kafka_date(token["maxTimestamp"], tz),
         )
         for token in tokens
     ]
-    return plain_table(COLUMNS, rows)
+    return kafka_text.token_table(rows)
 
 
-def created_text(token: TokenJson, tz: tzinfo | None = None) -> str:
-    return f"Created delegation token with tokenId : {token['tokenId']}\n\n{token_table([token], tz)}"
+def created_text(
+    token: TokenJson, renewers: Sequence[str] = (), max_life_time_ms: int = -1, tz: tzinfo | None = None
+) -> str:
+    return "\n".join(
+        (
+            kafka_text.create_calling(renewers, max_life_time_ms),
+            kafka_text.created_line(token["tokenId"]),
+            token_table([token], tz),
+        )
+    )
 
 
-def described_text(tokens: Sequence[TokenJson], tz: tzinfo | None = None) -> str:
-    return f"Total number of tokens : {len(tokens)}\n\n{token_table(tokens, tz)}"
+def described_text(tokens: Sequence[TokenJson], owners: Sequence[str] | None = None, tz: tzinfo | None = None) -> str:
+    return "\n".join(
+        (kafka_text.describe_calling(owners), kafka_text.total_line(len(tokens)), token_table(tokens, tz))
+    )
 
 
-def expiry_text(action: str, result: ExpiryJson, tz: tzinfo | None = None) -> str:
-    return (
-        f"Completed {action} operation for token {result['tokenId']}. "
-        f"New expiry date : {kafka_date(result['expiryTimestamp'], tz)}"
+def expiry_text(action: str, period_ms: int, result: ExpiryJson, tz: tzinfo | None = None) -> str:
+    """Kafka's two lines; the HMAC given is a password and shows as ``<hidden>``."""
+    calling = kafka_text.renew_calling if action == "renew" else kafka_text.expire_calling
+    return "\n".join(
+        (calling(HIDDEN_HMAC, period_ms), kafka_text.completed_line(action, kafka_date(result["expiryTimestamp"], tz)))
     )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import socket
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -50,7 +52,23 @@ def _ensure_admin(settings: Settings) -> str | None:
         zk.stop()
 
 
+def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
+    """Would the service's bind fail? Probed as uvicorn binds (SO_REUSEADDR), so a closing socket does not count."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
+
+
 def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -> int:
+    # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
+    # under a success message.
+    if port_in_use(port):
+        print(f"kts: port {port} on 127.0.0.1 is already in use; choose a free one with --port", file=sys.stderr)
+        return 1
     data_dir.mkdir(parents=True, exist_ok=True)
     zookeeper: EmbeddedZooKeeper | None = None
     overrides: dict[str, object] = {

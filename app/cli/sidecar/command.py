@@ -61,8 +61,7 @@ def run(args: argparse.Namespace) -> int:
         args.usage.error(f"--output-file: directory {args.output_file.parent} does not exist")
     if args.replace_grace_period < 0:
         args.usage.error("--replace-grace-period must not be negative")
-    from app.cli.client.command_config import load_command_config
-    from app.cli.client.connection import open_client
+    from app.cli.client.connection import load_config, open_client
     from app.cli.sidecar.loop import LoopOptions, RenewalLoop
 
     logging.basicConfig(
@@ -90,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        config = load_command_config(args.command_config)
+        config = load_config(args)
         with open_client(args, config) as client:
             log.info(
                 "starting: server %s, file %s (%s)%s",

@@ -73,3 +73,30 @@ def test_a_bad_command_config_exits_2_with_one_line(capsys: pytest.CaptureFixtur
         capsys.readouterr().err
         == "kts: configuration error: --server: 'ftp://example.com' is not a URL such as http://127.0.0.1:8080\n"
     )
+
+
+@pytest.mark.parametrize("command", [[], ["tokens"], ["acls"], ["users"], ["audit"], ["sidecar"], ["serve"], ["dev"]])
+def test_version_on_kts_and_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as excinfo:
+        main([*command, "--version"])
+    assert excinfo.value.code == 0
+    assert capsys.readouterr().out == f"kts {version('kts')}\n"
+
+
+def test_bootstrap_server_is_the_server_option() -> None:
+    from app.cli.main import _parser
+
+    for command in ("tokens", "acls", "users", "audit", "sidecar"):
+        args = _parser().parse_args([command, "--bootstrap-server", "http://kts:8080", *_REQUIRED[command]])
+        assert args.server == "http://kts:8080"
+
+
+_REQUIRED = {
+    "tokens": ["--describe"],
+    "acls": ["--list"],
+    "users": ["--describe"],
+    "audit": [],
+    "sidecar": ["--output-file", "x"],
+}

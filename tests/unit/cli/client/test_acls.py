@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 
 import pytest
 
-from app.cli.client import acls
+from app.cli.client import acls, kafka_text
 from app.cli.client.http_client import AclJson
 from app.cli.main import _parser
 
@@ -173,12 +174,50 @@ def test_match_is_kafkas_match_filter(binding: AclJson, applies: bool) -> None:
     assert acls.applies_to(binding, "User:joe") is applies
 
 
-def test_acl_table_and_counts() -> None:
-    text = acls.acl_text("Found", [acl("User:joe"), acl("User:team-", "PREFIXED", permissionType="Deny")])
-    lines = text.splitlines()
-    assert lines[0] == "Found 2 ACLs:"
-    assert lines[2].split("  ")[0] == "RESOURCE TYPE"
-    assert lines[3].split() == ["User", "User:joe", "LITERAL", "User:nimbus", "*", "CreateTokens", "Allow"]
-    assert lines[4].split() == ["User", "User:team-", "PREFIXED", "User:nimbus", "*", "CreateTokens", "Deny"]
-    assert acls.acl_text("Removed", []) == "Removed no ACLs."
-    assert acls.acl_text("Added", [acl("User:joe")]).startswith("Added 1 ACL:")
+def test_current_acls_are_kafkas_blocks_one_per_resource_pattern() -> None:
+    text = kafka_text.current_acls(
+        [
+            acl("User:team-", "PREFIXED", permissionType="Deny"),
+            acl("User:joe", principal="User:alice"),
+            acl("User:joe"),
+        ]
+    )
+    assert text == (
+        "Current ACLs for resource `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`: \n"
+        " \t(principal=User:alice, host=*, operation=CREATE_TOKENS, permissionType=ALLOW)\n"
+        "\t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n"
+        "\n"
+        "Current ACLs for resource `ResourcePattern(resourceType=USER, name=User:team-, patternType=PREFIXED)`: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=DENY) \n"
+    )
+    assert kafka_text.current_acls([]) == ""
+
+
+def test_adding_block_and_enum_names() -> None:
+    pattern = ("DelegationToken", "abc", "LITERAL")
+    assert kafka_text.adding_block(pattern, [("User:ops", "10.0.0.1", "DescribeTokens", "Allow")]) == (
+        "Adding ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name=abc, patternType=LITERAL)`: \n"
+        " \t(principal=User:ops, host=10.0.0.1, operation=DESCRIBE_TOKENS, permissionType=ALLOW) \n"
+    )
+
+
+def test_removal_questions_are_kafkas() -> None:
+    args = parse(
+        "--remove", "--allow-principal", "User:nimbus", "--operation", "CreateTokens", "--user-principal", "User:joe"
+    )
+    assert acls.removal_questions(args)[0][1] == (
+        "Are you sure you want to remove ACLs: \n"
+        " \t(principal=User:nimbus, host=*, operation=CREATE_TOKENS, permissionType=ALLOW) \n"
+        " from resource filter `ResourcePattern(resourceType=USER, name=User:joe, patternType=LITERAL)`? (y/n)"
+    )
+    everything = parse("--remove", "--cluster", "--resource-pattern-type", "any")
+    assert acls.removal_questions(everything)[0][1] == (
+        "Are you sure you want to delete all ACLs for resource filter "
+        "`ResourcePattern(resourceType=CLUSTER, name=kafka-cluster, patternType=ANY)`? (y/n)"
+    )
+
+
+def test_a_removal_nobody_can_confirm_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\n"))  # piped: not a terminal
+    with pytest.raises(acls.RemovalNotConfirmed, match="add --force"):
+        acls.confirm("Are you sure? (y/n)", json_output=False)

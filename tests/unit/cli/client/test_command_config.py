@@ -181,3 +181,28 @@ def test_bad_server_urls_are_refused(bad: str) -> None:
         server_url(bad, {})
     with pytest.raises(ConfigError, match="KTS_SERVER"):
         server_url(None, {"KTS_SERVER": bad})
+
+
+def test_the_command_config_comes_from_the_environment_when_not_given(tmp_path: Path) -> None:
+    from app.cli.client.connection import command_config_path
+
+    given = tmp_path / "given.properties"
+    assert command_config_path(given, {"KTS_COMMAND_CONFIG": "/elsewhere"}) == given
+    assert command_config_path(None, {"KTS_COMMAND_CONFIG": str(tmp_path / "env.properties")}) == (
+        tmp_path / "env.properties"
+    )
+    assert command_config_path(None, {"KTS_COMMAND_CONFIG": " "}) is None
+    assert command_config_path(None, {}) is None
+
+
+def test_no_credentials_says_how_to_give_them() -> None:
+    import argparse
+
+    from app.cli.client.connection import open_client
+    from app.cli.client.http_client import MissingCredentials
+
+    args = argparse.Namespace(server="http://127.0.0.1:9", command_config=None)
+    with pytest.raises(MissingCredentials) as excinfo:
+        open_client(args)
+    assert "--command-config" in str(excinfo.value) and "KTS_COMMAND_CONFIG" in str(excinfo.value)
+    assert "username=" in str(excinfo.value)

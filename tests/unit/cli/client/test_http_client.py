@@ -79,3 +79,13 @@ def test_request_refused_is_a_plain_exception_with_fields() -> None:
         403, 65, "User:a may not create tokens for User:b.", error="DELEGATION_TOKEN_AUTHORIZATION_FAILED"
     )
     assert refused.message == str(refused)
+
+
+def test_a_humane_validation_message_is_printed_once() -> None:
+    sentence = "The hmac field must be the 88-character standard base64 HMAC of a token."
+    body = {
+        "error": "INVALID_REQUEST",
+        "message": sentence,
+        "details": [{"loc": ["body", "hmac"], "msg": sentence, "type": "string_pattern_mismatch"}],
+    }
+    assert str(refusal(response(422, body))) == sentence

@@ -1,0 +1,22 @@
+"""The installed kts version, as the package metadata says (``/healthz``, ``kts_build_info``, ``--version``)."""
+
+from __future__ import annotations
+
+import platform
+from functools import cache
+from importlib.metadata import PackageNotFoundError, version
+
+DISTRIBUTION = "kts"
+
+
+@cache
+def kts_version() -> str:
+    """The version of the installed ``kts`` distribution; ``unknown`` when run from a tree never installed."""
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def python_version() -> str:
+    return platform.python_version()
