@@ -5,10 +5,13 @@ only the services and views it exposes (``app/api/deps.py``). Nothing here runs 
 from __future__ import annotations
 
 import logging
+import ssl
 from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
+from app.auth.jwks import JwksKeys, fetcher
+from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
@@ -142,6 +145,28 @@ def attempt_guard(settings: Settings, auditor: Auditor, clock: Clock, action: Ac
     return AttemptGuard(FailureThrottle(policy, clock), auditor, action)
 
 
+def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | None:
+    """The workload JWT check of the ``sasl.oauthbearer.*`` settings; None without a JWKS endpoint URL."""
+    url = settings.sasl_oauthbearer_jwks_endpoint_url
+    if url is None:
+        return None
+    cafile = settings.sasl_oauthbearer_jwks_endpoint_cafile
+    context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else None
+    if not settings.jwt_audiences:
+        log.warning(
+            "sasl.oauthbearer.expected.audience is not set: kts accepts JWTs meant for any service of the issuer"
+        )
+    refresh_ms = settings.sasl_oauthbearer_jwks_endpoint_refresh_ms
+    keys = JwksKeys(url, fetcher(url, context), refresh_ms=refresh_ms, clock=clock)
+    policy = JwtPolicy(
+        issuer=settings.sasl_oauthbearer_expected_issuer or None,
+        audiences=settings.jwt_audiences,
+        sub_claim=settings.sasl_oauthbearer_sub_claim_name,
+        clock_skew_s=settings.sasl_oauthbearer_clock_skew_seconds,
+    )
+    return JwtAuthenticator(keys, policy)
+
+
 def check_zookeeper(settings: Settings) -> None:
     """Connect once before serving, so an unreachable ZooKeeper or a rejected login is one line from the CLI
     (StoreUnavailable) rather than a start-up traceback in the log."""
@@ -251,6 +276,7 @@ def build_runtime(
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
             auditor=auditor,
             guard=login_guard,
+            jwt=jwt_authenticator(settings, clock),
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
         readiness=Readiness(

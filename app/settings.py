@@ -118,6 +118,14 @@ class Settings(BaseSettings):
     # cluster capacity guard (app/domain/capacity.py): the largest getChildren reply, in bytes, kts lets either
     # /delegation_token/tokens or /delegation_token/token_changes grow to; keep it under brokers' jute.maxbuffer
     zookeeper_children_max_bytes: int = Field(DEFAULT_CHILDREN_MAX_BYTES, gt=REPLY_FIXED_BYTES)
+    # workload JWTs (Kafka's OAUTHBEARER validation keys, KIP-768; app/auth/workload_jwt.py): on when the URL is set
+    sasl_oauthbearer_jwks_endpoint_url: str | None = None
+    sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(3_600_000, ge=1_000)
+    sasl_oauthbearer_jwks_endpoint_cafile: Path | None = None  # kts key: the CAs of an https:// endpoint
+    sasl_oauthbearer_expected_issuer: str | None = None
+    sasl_oauthbearer_expected_audience: str = ""  # a comma-separated list, as Kafka reads it
+    sasl_oauthbearer_sub_claim_name: str = Field("sub", min_length=1)
+    sasl_oauthbearer_clock_skew_seconds: int = Field(30, ge=0, le=3_600)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
 
@@ -176,6 +184,29 @@ class Settings(BaseSettings):
         except ValueError:
             raise ValueError("has an invalid port") from None
         return value.strip()
+
+    @field_validator("sasl_oauthbearer_jwks_endpoint_url")
+    @classmethod
+    def _jwks_url(cls, value: str | None) -> str | None:
+        from app.auth.jwks import jwks_url_problem
+
+        if value is None or not value.strip():
+            return None
+        problem = jwks_url_problem(value.strip())
+        if problem is not None:
+            raise ValueError(problem)
+        return value.strip()
+
+    @field_validator("sasl_oauthbearer_jwks_endpoint_cafile")
+    @classmethod
+    def _jwks_cafile(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"{value} is not a readable file")
+        return value
+
+    @property
+    def jwt_audiences(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.sasl_oauthbearer_expected_audience.split(",") if part.strip())
 
     @model_validator(mode="after")
     def _secret_and_tls(self) -> Settings:

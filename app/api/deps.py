@@ -40,7 +40,9 @@ class _DocumentedScheme(SecurityBase):
 
 
 _basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
-_bearer_scheme = _DocumentedScheme("bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64).")
+_bearer_scheme = _DocumentedScheme(
+    "bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64), or a workload JWT."
+)
 
 
 class Services(Protocol):

@@ -1,21 +1,24 @@
-"""Who is calling: the ``Authorization`` header (Basic or Bearer) or a verified TLS client certificate
-becomes a ``Caller``; anything else is NotAuthenticated.
+"""Who is calling: the ``Authorization`` header (Basic, a Bearer delegation token or a Bearer workload JWT) or a
+verified TLS client certificate becomes a ``Caller``; anything else is NotAuthenticated.
 
 A request with an ``Authorization`` header is that principal (as a SASL login over an SSL listener is in
 Kafka); otherwise the certificate's subject, mapped by ``ssl.principal.mapping.rules``, is ``User:<name>``.
 With ``ssl.client.auth=required`` a request without a verified certificate is refused whatever it carries.
 
-With an ``AttemptGuard`` (the brute-force defence, ``app/domain/throttle.py``), a client address and
-claimed principal (Basic user name or Bearer token id) that failed too often are refused with 429 before
-any password hashing or ZooKeeper read, and failures are audited once per burst rather than per attempt.
+With an ``AttemptGuard`` (the brute-force defence, ``app/domain/throttle.py``), a client address and claimed
+principal (Basic user name, Bearer token id, or a JWT's unverified subject) that failed too often are refused
+with 429 before any password hashing, ZooKeeper read or JWT check, and failures are audited once per burst
+rather than per attempt.
 """
 
 from __future__ import annotations
 
 import ssl
+from dataclasses import replace
 
-from app.auth.authorization_header import BasicLogin, PresentedCredentials, parse_authorization
+from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
 from app.auth.basic import BasicAuthenticator
+from app.auth.workload_jwt import NOT_ENABLED, JwtAuthenticator
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
@@ -38,8 +41,11 @@ class Authenticator:
         mapper: SslPrincipalMapper | None = None,
         auditor: Auditor | None = None,
         guard: AttemptGuard | None = None,
+        jwt: JwtAuthenticator | None = None,
     ) -> None:
+        """``jwt`` checks Bearer JWTs; without it they are refused (no JWKS endpoint configured)."""
         self._basic = basic
+        self._jwt = jwt
         self._tokens = tokens
         self._auditor = auditor
         self._guard = guard
@@ -48,6 +54,9 @@ class Authenticator:
 
     def authenticate(self, authorization: str | None, host: str, client_cert_pem: str | None = None) -> Caller:
         presented = parse_authorization(authorization, has_certificate=client_cert_pem is not None)
+        if isinstance(presented.login, JwtLogin) and self._jwt is not None:
+            claimed = self._jwt.claimed_principal(presented.login.token)
+            presented = replace(presented, claimed_principal=claimed)
         if self._guard is None:
             return self._audited(presented, host, client_cert_pem)
         token_id = presented.claimed_token_id
@@ -84,6 +93,10 @@ class Authenticator:
             if not self._basic.authenticate(login.user_name, login.password):
                 raise NotAuthenticated("Invalid user name or password.")
             return Caller(KafkaPrincipal.user(login.user_name), host=host)
+        if isinstance(login, JwtLogin):
+            if self._jwt is None:
+                raise NotAuthenticated(NOT_ENABLED)
+            return Caller(self._jwt.authenticate(login.token), host=host)
         token = self._tokens.verify(login.token_id, login.mac)
         if token is None:
             raise NotAuthenticated("Unknown, expired or invalid delegation token.")

@@ -1,5 +1,6 @@
-"""The ``Authorization`` header parsed once into what it presents: a Basic login, a Bearer token, or a
-reason it cannot be checked, plus the identity it claims (for the brute-force throttle and the audit trail).
+"""The ``Authorization`` header parsed once into what it presents: a Basic login, a Bearer delegation token
+(``<tokenId>:<hmac>``), a Bearer JWT (three base64url parts joined by dots), or a reason it
+cannot be checked, plus the identity it claims (for the brute-force throttle and the audit trail).
 
 The claimed identity is read even from malformed credentials (a Basic user name without a password, a
 token id without an HMAC), so that failures are charged to what they claim. It never holds the password
@@ -18,12 +19,17 @@ from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 
 # Enough for a long user name and password; longer headers are refused before any decoding work.
 MAX_AUTHORIZATION_LENGTH = 4096
+# A Kubernetes service-account token or an OIDC ID token is 1 to 2 KiB; some identity providers add groups.
+MAX_JWT_LENGTH = 8192
+_BEARER_JWT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 MAX_AUDITED_SCHEME_LENGTH = 16
 MAX_CLAIMED_USER_LENGTH = 255
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
 MALFORMED_BASIC = "Malformed Basic credentials."
 MALFORMED_BEARER = "Bearer credentials must be <tokenId>:<base64 hmac>."
+MALFORMED_JWT = "A Bearer JWT must be three base64url parts joined by dots."
+JWT_TOO_LONG = f"The JWT is longer than {MAX_JWT_LENGTH} characters."
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +45,11 @@ class BearerLogin:
 
 
 @dataclass(frozen=True, slots=True)
+class JwtLogin:
+    token: str = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class PresentedCredentials:
     """``scheme`` is the lower-cased scheme as audited, or ``certificate``/``none`` without a header.
     With a header, exactly one of ``login`` and ``problem`` is set."""
@@ -47,7 +58,7 @@ class PresentedCredentials:
     present: bool = False  # whether the request carries an Authorization header
     claimed_principal: str | None = None
     claimed_token_id: str | None = None
-    login: BasicLogin | BearerLogin | None = None
+    login: BasicLogin | BearerLogin | JwtLogin | None = None
     problem: str | None = None  # why the credentials cannot be checked (the 401 message)
 
 
@@ -56,12 +67,17 @@ def parse_authorization(header: str | None, *, has_certificate: bool) -> Present
         return PresentedCredentials("certificate" if has_certificate else "none")
     scheme_text, _, rest = header.partition(" ")
     scheme = scheme_text.lower()[:MAX_AUDITED_SCHEME_LENGTH]
+    if len(header) > MAX_AUTHORIZATION_LENGTH + MAX_JWT_LENGTH:
+        return PresentedCredentials(scheme, present=True, problem="The Authorization header is too long.")
+    credentials = rest.strip()
+    if scheme == "bearer" and "." in credentials and ":" not in credentials:
+        return _jwt(credentials)
     if len(header) > MAX_AUTHORIZATION_LENGTH:
         return PresentedCredentials(scheme, present=True, problem="The Authorization header is too long.")
     if scheme == "basic":
-        return _basic(rest.strip())
+        return _basic(credentials)
     if scheme == "bearer":
-        return _bearer(rest.strip())
+        return _bearer(credentials)
     return PresentedCredentials(scheme, present=True, problem="Unsupported authentication scheme; use Basic or Bearer.")
 
 
@@ -75,6 +91,15 @@ def _basic(credentials: str) -> PresentedCredentials:
     if not sep or not user_name or not password:
         return PresentedCredentials("basic", present=True, claimed_principal=claimed, problem=MALFORMED_BASIC)
     return PresentedCredentials("basic", present=True, claimed_principal=claimed, login=BasicLogin(user_name, password))
+
+
+def _jwt(credentials: str) -> PresentedCredentials:
+    """A Bearer value with a dot and no colon: a JWT (token ids have no dot, ``tokenId:hmac`` has a colon)."""
+    if len(credentials) > MAX_JWT_LENGTH:
+        return PresentedCredentials("bearer", present=True, problem=JWT_TOO_LONG)
+    if not _BEARER_JWT.fullmatch(credentials):
+        return PresentedCredentials("bearer", present=True, problem=MALFORMED_JWT)
+    return PresentedCredentials("bearer", present=True, login=JwtLogin(credentials))
 
 
 def _bearer(credentials: str) -> PresentedCredentials:

@@ -4,12 +4,15 @@ failure answers with, what the audit trail records of it (never the secret), and
 from __future__ import annotations
 
 import base64
+import json
 import ssl
 
 import pytest
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
+from app.auth.jwks import JwksKeys
+from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller, SuperUsersOnly
 from app.domain.credentials import Mechanism
@@ -25,6 +28,7 @@ from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
 from app.service.tokens import TokenService
+from tests.jwt_material import AUDIENCE, ISSUER, SPARK, JwtKey, jwks
 from tests.unit.auth.test_x500_name import CN, OU, certificate_der, rdn, subject_of
 from tests.unit.fakes import (
     NOW,
@@ -177,3 +181,54 @@ def test_a_success_under_the_limit_goes_through_the_guard() -> None:
     setup = Setup(max_failures=2)
     setup.refusal(basic("alice", "guess"))
     assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)
+
+
+class JwtSetup(Setup):
+    """A Setup whose authenticator also checks JWTs signed by SIGNER."""
+
+    def __init__(self, *, max_failures: int = 0, with_jwt: bool = True) -> None:
+        super().__init__(max_failures=max_failures)
+        keys = JwksKeys(
+            "file:///jwks.json", lambda: json.dumps(jwks(SIGNER)).encode(), refresh_ms=60_000, clock=self.clock
+        )
+        checker = JwtAuthenticator(keys, JwtPolicy(issuer=ISSUER, audiences=(AUDIENCE,)))
+        self.authenticator._jwt = checker if with_jwt else None
+
+
+SIGNER = JwtKey.rsa("k1")
+
+
+def test_a_jwt_login_is_its_subject_as_a_full_principal() -> None:
+    setup = JwtSetup()
+    caller = setup.authenticate(f"Bearer {SIGNER.mint()}")
+    assert caller == Caller(KafkaPrincipal.user(SPARK), host=HOST)
+    assert not caller.token_authenticated
+    assert setup.log.events() == []
+
+
+def test_a_refused_jwt_is_audited_with_its_claimed_subject_and_reason_never_the_token() -> None:
+    token = JwtKey.rsa("k1").mint()  # same kid, another key
+    message, event = JwtSetup().refusal(f"Bearer {token}")
+    assert message == "The JWT's signature does not verify."
+    assert event == AuditEvent(
+        Action.AUTHENTICATION,
+        Outcome.DENIED,
+        principal=f"User:{SPARK}",
+        details={"scheme": "bearer", "reason": message},
+    )
+    assert token.split(".")[2] not in repr(event)
+
+
+def test_a_jwt_without_a_configured_jwks_endpoint_is_refused() -> None:
+    message, _ = JwtSetup(with_jwt=False).refusal(f"Bearer {SIGNER.mint()}")
+    assert message == "JWT authentication is not enabled on this service (no sasl.oauthbearer.jwks.endpoint.url)."
+
+
+def test_failed_jwt_logins_are_throttled_like_passwords() -> None:
+    setup = JwtSetup(max_failures=2)
+    forged = JwtKey.rsa("k1")
+    for _ in range(2):
+        setup.refusal(f"Bearer {forged.mint()}")
+    with pytest.raises(TooManyAttempts):
+        setup.authenticate(f"Bearer {SIGNER.mint()}")  # the same subject from the same address: not looked at
+    assert setup.authenticate(basic("alice", "alice-pw")).principal == ALICE  # another subject goes ahead

@@ -8,11 +8,15 @@ import base64
 import pytest
 
 from app.auth.authorization_header import (
+    JWT_TOO_LONG,
     MALFORMED_BASIC,
     MALFORMED_BEARER,
+    MALFORMED_JWT,
     MAX_AUTHORIZATION_LENGTH,
+    MAX_JWT_LENGTH,
     BasicLogin,
     BearerLogin,
+    JwtLogin,
     PresentedCredentials,
     parse_authorization,
 )
@@ -83,9 +87,7 @@ def test_another_scheme_is_unsupported_and_audited_by_at_most_16_characters() ->
 
 def test_a_header_too_long_is_refused_without_decoding() -> None:
     presented = parse_authorization(basic("alice:" + "p" * MAX_AUTHORIZATION_LENGTH), has_certificate=False)
-    assert presented == PresentedCredentials(
-        "basic", present=True, problem="The Authorization header is too long."
-    )
+    assert presented == PresentedCredentials("basic", present=True, problem="The Authorization header is too long.")
 
 
 def test_secrets_stay_out_of_repr() -> None:
@@ -93,3 +95,33 @@ def test_secrets_stay_out_of_repr() -> None:
     assert "s3cret-pw" not in text and "alice" in text
     text = repr(parse_authorization(f"Bearer tok1:{HMAC_TEXT}", has_certificate=False))
     assert HMAC_TEXT not in text and repr(MAC) not in text and "tok1" in text
+
+
+JWT = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzcGFyayJ9.c2lnbmF0dXJl"
+
+
+def test_a_bearer_jwt_is_told_apart_from_a_token_by_its_form() -> None:
+    presented = parse_authorization(f"Bearer {JWT}", has_certificate=False)
+    assert presented == PresentedCredentials("bearer", present=True, login=JwtLogin(JWT))
+    assert JWT not in repr(presented)
+    assert isinstance(parse_authorization(f"Bearer tok-1:{HMAC_TEXT}", has_certificate=False).login, BearerLogin)
+
+
+@pytest.mark.parametrize("value", ["a.b", "a.b.c.d", "a..c", "a.b.c=", "a b.c.d", "a.b.c!"])
+def test_a_dotted_bearer_value_that_is_not_three_base64url_parts_is_malformed(value: str) -> None:
+    presented = parse_authorization(f"Bearer {value}", has_certificate=False)
+    assert (presented.problem, presented.login) == (MALFORMED_JWT, None)
+
+
+def test_an_unsigned_jwt_keeps_its_form_so_the_check_can_name_its_algorithm() -> None:
+    assert parse_authorization("Bearer e30.e30.", has_certificate=False).login == JwtLogin("e30.e30.")
+
+
+def test_a_jwt_may_be_longer_than_other_credentials_up_to_its_own_limit() -> None:
+    longest = "a" * 10 + "." + "b" * (MAX_JWT_LENGTH - 22) + "." + "c" * 10
+    assert len(longest) == MAX_JWT_LENGTH > MAX_AUTHORIZATION_LENGTH
+    assert parse_authorization(f"Bearer {longest}", has_certificate=False).login == JwtLogin(longest)
+    too_long = parse_authorization(f"Bearer {longest}x", has_certificate=False)
+    assert (too_long.problem, too_long.login) == (JWT_TOO_LONG, None)
+    huge = parse_authorization("Bearer " + "a." * 10_000 + "a", has_certificate=False)
+    assert huge.problem == "The Authorization header is too long."
