@@ -157,3 +157,18 @@ def jwks_server(directory: Path, *keys: JwtKey) -> Iterator[JwksServer]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def project_token(directory: Path, generation: int, token: str) -> Path:
+    """Write ``token`` as the kubelet projects a service-account token: into a new timestamped directory, then
+    swap the ``..data`` symlink to it; ``<directory>/kts`` points through ``..data``, so it changes at once."""
+    target = directory / f"..2026_11_24_00_00_0{generation}"
+    target.mkdir()
+    (target / "kts").write_text(token)
+    swap = directory / "..data_tmp"
+    swap.symlink_to(target.name)
+    swap.replace(directory / "..data")
+    link = directory / "kts"
+    if not link.is_symlink():
+        link.symlink_to("..data/kts")
+    return link

@@ -381,8 +381,8 @@ def test_sidecar_example_shares_client_properties_with_the_job() -> None:
         "sidecar",
         "--server",
         "http://kts:8080",
-        "--command-config",
-        "/etc/kts/command.properties",
+        "--jwt-file",
+        "/var/run/secrets/tokens/kts",
         "--owner-principal",
         "User:joe",
         "--output-file",
@@ -398,8 +398,12 @@ def test_sidecar_example_shares_client_properties_with_the_job() -> None:
     assert client_mounts["/var/run/kafka"] == shared
     assert "emptyDir" in volumes[shared]
     assert "/var/run/kafka/client.properties" in client["command"]
-    command_config = volumes[sidecar_mounts["/etc/kts"]]
-    assert command_config["secret"]["items"] == [{"key": "command.properties", "path": "command.properties"}]
+    token = volumes[sidecar_mounts["/var/run/secrets/tokens"]]
+    assert token["projected"]["sources"] == [
+        {"serviceAccountToken": {"audience": "kts", "expirationSeconds": 3600, "path": "kts"}}
+    ]
+    assert not any("secret" in volume for volume in volumes.values())  # no password anywhere
+    assert pod["serviceAccountName"] == "spark"
 
 
 # -------------------- production: TLS, ZooKeeper security, extra volumes, as a pod sees them
@@ -430,6 +434,12 @@ SECRET_DATA = {
     ("zookeeper-client", "client-key.pem"): "ZooKeeper client key",
 }
 
+# What the ConfigMaps the chart refers to hold (public material), by (ConfigMap, key).
+CONFIG_MAP_DATA = {
+    ("kube-root-ca.crt", "ca.crt"): "the cluster's CA",
+    ("cluster-jwks", "keys.json"): '{"keys": []}',
+}
+
 
 def settings_in_pod(
     objects: dict[str, dict[str, Any]], root: Path, monkeypatch: pytest.MonkeyPatch
@@ -450,9 +460,9 @@ def settings_in_pod(
             for file_name, text in config_map["data"].items():
                 (directory / file_name).write_text(text, encoding="utf-8")
         for source in volume.get("projected", {}).get("sources", []):
-            secret = source["secret"]
-            for item in secret["items"]:
-                (directory / item["path"]).write_text(SECRET_DATA[(secret["name"], item["key"])], encoding="utf-8")
+            kind, data = ("secret", SECRET_DATA) if "secret" in source else ("configMap", CONFIG_MAP_DATA)
+            for item in source[kind]["items"]:
+                (directory / item["path"]).write_text(data[(source[kind]["name"], item["key"])], encoding="utf-8")
 
     # One pass over all mount paths, longest first, so a path already moved under ``root`` is not moved again.
     mounted = re.compile(
@@ -561,6 +571,43 @@ def test_zookeeper_login_and_tls_come_from_mounted_secrets(
     assert "KTS_ZOOKEEPER_SASL_PASSWORD" not in environment
 
 
+def test_no_jwt_settings_by_default(defaults: dict[str, dict[str, Any]]) -> None:
+    assert "sasl.oauthbearer" not in defaults["ConfigMap"]["data"]["server.properties"]
+    assert "jwt" not in {volume["name"] for volume in defaults["Deployment"]["spec"]["template"]["spec"]["volumes"]}
+
+
+def test_jwt_values_reach_kts_with_the_cluster_ca_from_a_config_map(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = {
+        "jwt": {
+            "jwksEndpointUrl": "https://kubernetes.default.svc/openid/v1/jwks",
+            "caConfigMap": {"name": "kube-root-ca.crt", "key": "ca.crt"},
+            "expectedIssuer": "https://kubernetes.default.svc.cluster.local",
+            "clockSkewSeconds": 10,
+        }
+    }
+    objects = by_kind(render(chart, values))
+    validate_strictly(objects["Deployment"])
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.sasl_oauthbearer_jwks_endpoint_url == "https://kubernetes.default.svc/openid/v1/jwks"
+    assert settings.sasl_oauthbearer_jwks_endpoint_cafile is not None
+    assert settings.sasl_oauthbearer_jwks_endpoint_cafile.read_text() == "the cluster's CA"
+    assert settings.sasl_oauthbearer_expected_issuer == "https://kubernetes.default.svc.cluster.local"
+    assert settings.jwt_audiences == ("kts",)
+    assert (settings.sasl_oauthbearer_sub_claim_name, settings.sasl_oauthbearer_clock_skew_seconds) == ("sub", 10)
+
+
+def test_the_jwk_set_can_come_from_a_config_map(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, {"jwt": {"jwksConfigMap": {"name": "cluster-jwks", "key": "keys.json"}}}))
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    url = settings.sasl_oauthbearer_jwks_endpoint_url
+    assert url is not None and url.startswith("file:") and url.endswith("/var/run/kts/jwt/jwks.json")
+    assert settings.sasl_oauthbearer_jwks_endpoint_cafile is None
+
+
 def test_extra_volumes_mounts_and_environment_are_added(chart: helm.Chart) -> None:
     objects = by_kind(render(chart, SECURED))
     pod = objects["Deployment"]["spec"]["template"]["spec"]
@@ -615,6 +662,10 @@ def test_production_values_run_three_https_replicas_on_postgresql_with_a_zookeep
         ({"zookeeper": {"tls": {"enabled": True}}}, "set zookeeper.tls.secretName"),
         ({"zookeeper": {"tls": {"enabled": True, "secretName": "z", "certificateKey": "c"}}}, "together, or neither"),
         ({"zookeeper": {"setAcl": True}}, "zookeeper.setAcl: needs a ZooKeeper identity"),
+        (
+            {"jwt": {"jwksEndpointUrl": "https://issuer.example/jwks", "jwksConfigMap": {"name": "cluster-jwks"}}},
+            "give either jwksEndpointUrl or jwksConfigMap.name",
+        ),
     ],
 )
 def test_inconsistent_values_are_refused_with_a_sentence(

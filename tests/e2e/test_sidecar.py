@@ -25,6 +25,7 @@ from tests.api.helpers import eventually
 from tests.conftest import SECRET, write_properties
 from tests.e2e.cli_helpers import client_env, jaas_config, password_config, run_kts, serve_https
 from tests.e2e.conftest import KTS, ROOT, start_kts
+from tests.jwt_material import AUDIENCE, ISSUER, SPARK, JwtKey, jwks, project_token
 from tests.tls_material import CertificateAuthority
 
 NIMBUS = ("nimbus", "nimbus-pw")
@@ -367,3 +368,61 @@ def test_stops_cleanly_while_the_service_is_down(sidecars: list, tmp_path: Path)
     eventually(lambda: log.read_text().count("retrying in") >= 2, PATIENCE_S)
     assert stop(sidecar) == 0
     assert not (tmp_path / "token.json").exists()
+
+
+def test_a_jwt_file_replaced_mid_run_is_read_again(
+    users: None, zk_connect: str, processes: list, sidecars: list, tmp_path: Path
+) -> None:
+    """No password anywhere: the sidecar logs in with a projected JWT. The kubelet's next token (here naming
+    another service account, so that the test can tell which JWT a request carried) is picked up without a
+    restart: the sidecar's next renewal is refused as the other principal, and it replaces the token."""
+    signer = JwtKey.rsa("cluster-key")
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text(json.dumps(jwks(signer)))
+    url = serve(
+        processes,
+        tmp_path,
+        free_port(),
+        zk_connect,
+        KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(EXPIRY_MS),
+        KTS_DELEGATION_TOKEN_MAX_LIFETIME_MS="600000",
+        KTS_SASL_OAUTHBEARER_JWKS_ENDPOINT_URL=jwks_file.as_uri(),
+        KTS_SASL_OAUTHBEARER_EXPECTED_ISSUER=ISSUER,
+        KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE=AUDIENCE,
+    )
+    tokens = tmp_path / "tokens"
+    tokens.mkdir()
+    jwt_file = project_token(tokens, 1, signer.mint(sub=SPARK, lifetime_s=3600))
+    out = tmp_path / "token.json"
+    log = tmp_path / "sidecar.log"
+    sidecar = subprocess.Popen(
+        [*KTS, "sidecar", "--server", url, "--jwt-file", str(jwt_file), "--output-file", str(out),
+         "--format", "json", "--expire-on-exit"],
+        cwd=ROOT, env=client_env(), stdout=subprocess.DEVNULL, stderr=log.open("w"), text=True,
+    )  # fmt: skip
+    sidecars.append(sidecar)
+
+    eventually(lambda: read_json(out) is not None, PATIENCE_S)
+    first = read_json(out)
+    assert first is not None
+    assert verify(url, first["tokenId"], first["hmac"]).json()["principal"] == f"User:{SPARK}"
+    eventually(lambda: token_info(url, first["tokenId"]).json()["expiryTimestamp"] > first["expiryTimestamp"], 60)
+
+    rotated = f"{SPARK}-v2"
+    project_token(tokens, 2, signer.mint(sub=rotated, lifetime_s=3600))
+
+    def owned_by_the_new_jwt() -> bool:
+        now = read_json(out)
+        return now is not None and verify(url, now["tokenId"], now["hmac"]).json().get("principal") == f"User:{rotated}"
+
+    eventually(owned_by_the_new_jwt, PATIENCE_S)
+    second = read_json(out)
+    assert second is not None
+    eventually(lambda: token_info(url, second["tokenId"]).json()["expiryTimestamp"] > second["expiryTimestamp"], 60)
+    assert sidecar.poll() is None
+    assert stop(sidecar) == 0
+    assert token_info(url, second["tokenId"]).status_code == 404
+    output = log.read_text()
+    assert "renewed token" in output
+    for secret in (first["hmac"], second["hmac"], jwt_file.read_text().split(".")[2]):
+        assert secret not in output

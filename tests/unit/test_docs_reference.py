@@ -18,7 +18,7 @@ from app.api.limits import MAX_BODY_BYTES
 from app.api.routers.tokens import MAX_PAGE
 from app.api.schemas.common import MAX_OWNER_FILTERS, MAX_RENEWERS
 from app.api.schemas.users import MAX_PASSWORD_LENGTH, MAX_USER_NAME_LENGTH
-from app.auth.authorization_header import MAX_AUTHORIZATION_LENGTH
+from app.auth.authorization_header import MAX_AUTHORIZATION_LENGTH, MAX_JWT_LENGTH
 from app.domain import errors
 from app.domain.acl import MAX_RESOURCE_NAME_LENGTH
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS
@@ -142,6 +142,8 @@ def test_documented_required_keys_are_required(key: str, monkeypatch: pytest.Mon
     [
         (f"64 KiB ({MAX_BODY_BYTES} bytes)", 64 * 1024),
         (f"| `Authorization` header | {MAX_AUTHORIZATION_LENGTH} characters |", 4096),
+        (f"| a Bearer JWT | {MAX_JWT_LENGTH} characters", 8192),
+        (f"The JWT is longer than {MAX_JWT_LENGTH} characters.", 8192),
         (f"| a principal (`Type:name`) | {MAX_PRINCIPAL_LENGTH} characters;", 1024),
         (f"`owner` filters of a describe | {MAX_RENEWERS} each |", MAX_OWNER_FILTERS),
         (f"| a page (`limit`) | 1 to {MAX_PAGE}, default 100 |", 1000),

@@ -371,3 +371,53 @@ def test_super_users_error_names_the_key_and_the_bad_entry(properties: Path) -> 
 )
 def test_tls_settings_are_checked_at_start(properties: Path, values: dict[str, str], key: str) -> None:
     assert key in config_error(properties, {**REQUIRED, **values})
+
+
+def test_workload_jwt_keys_as_kafka_names_them(properties: Path, tmp_path: Path) -> None:
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text('{"keys": []}')
+    settings = load_file(
+        properties,
+        {
+            **REQUIRED,
+            "sasl.oauthbearer.jwks.endpoint.url": jwks_file.as_uri(),
+            "sasl.oauthbearer.expected.issuer": "https://issuer.example",
+            "sasl.oauthbearer.expected.audience": "kts, kafka",
+            "sasl.oauthbearer.sub.claim.name": "client_id",
+            "sasl.oauthbearer.clock.skew.seconds": "5",
+            "sasl.oauthbearer.jwks.endpoint.refresh.ms": "60000",
+        },
+    )
+    assert settings.sasl_oauthbearer_jwks_endpoint_url == jwks_file.as_uri()
+    assert settings.jwt_audiences == ("kts", "kafka")
+    assert (settings.sasl_oauthbearer_sub_claim_name, settings.sasl_oauthbearer_clock_skew_seconds) == ("client_id", 5)
+    assert settings.sasl_oauthbearer_jwks_endpoint_refresh_ms == 60_000
+
+
+def test_workload_jwts_are_off_by_default(properties: Path) -> None:
+    settings = load_file(properties, REQUIRED)
+    assert settings.sasl_oauthbearer_jwks_endpoint_url is None
+    assert (settings.sasl_oauthbearer_clock_skew_seconds, settings.sasl_oauthbearer_jwks_endpoint_refresh_ms) == (
+        30,
+        3_600_000,
+    )
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("sasl.oauthbearer.jwks.endpoint.url", "http://issuer.example/jwks", "must be an https:// URL or a file: URL"),
+        ("sasl.oauthbearer.jwks.endpoint.url", "file:///nonexistent/jwks.json", "is not a readable file"),
+        ("sasl.oauthbearer.jwks.endpoint.cafile", "/nonexistent/ca.pem", "is not a readable file"),
+        ("sasl.oauthbearer.clock.skew.seconds", "-1", "greater than or equal to 0"),
+        ("sasl.oauthbearer.jwks.endpoint.refresh.ms", "10", "greater than or equal to 1000"),
+        ("sasl.oauthbearer.sub.claim.name", "", "at least 1 character"),
+    ],
+)
+def test_bad_workload_jwt_values_are_one_line_naming_the_key(
+    properties: Path, key: str, value: str, message: str
+) -> None:
+    error = config_error(properties, {**REQUIRED, key: value})
+    assert error.startswith(f"{key}: ")
+    assert message in error
+    assert "\n" not in error

@@ -8,6 +8,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+import httpx
+
 from app.cli.client.arguments import COMMAND_CONFIG_ENV
 from app.cli.client.command_config import CommandConfig, load_command_config, server_url
 from app.cli.client.http_client import KtsClient, MissingCredentials
@@ -31,11 +33,14 @@ def load_config(args: argparse.Namespace) -> CommandConfig:
     return load_command_config(command_config_path(args.command_config, os.environ))
 
 
-def open_client(args: argparse.Namespace, config: CommandConfig | None = None) -> KtsClient:
+def open_client(
+    args: argparse.Namespace, config: CommandConfig | None = None, *, auth: httpx.Auth | None = None
+) -> KtsClient:
     """A client for ``--server`` with the command config's credentials (ConfigError if they are bad,
-    MissingCredentials if there are none); ``config`` is that file when the caller has read it already."""
+    MissingCredentials if there are none); ``config`` is that file when the caller has read it already;
+    ``auth`` logs in instead (a JWT file)."""
     server = server_url(args.server, os.environ)
     config = load_config(args) if config is None else config
-    if config.credential is None and config.certfile is None:
+    if auth is None and config.credential is None and config.certfile is None:
         raise MissingCredentials(MISSING_CREDENTIALS)
-    return KtsClient(server, config)
+    return KtsClient(server, config, auth=auth)

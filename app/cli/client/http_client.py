@@ -89,7 +89,10 @@ class KtsClient:
         *,
         timeout_s: float = 30.0,
         transport: httpx.BaseTransport | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
+        """``auth`` sets the ``Authorization`` header of each request itself (a JWT file that rotates), in place
+        of the credential of ``config``."""
         config = config or CommandConfig()
         headers = {"User-Agent": USER_AGENT, "Accept": "application/json"}
         if config.authorization is not None:
@@ -103,6 +106,7 @@ class KtsClient:
             verify=context if context is not None else True,
             timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
             transport=transport,
+            auth=auth,
         )
 
     def __enter__(self) -> KtsClient:

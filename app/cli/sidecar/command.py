@@ -44,6 +44,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--security-protocol", choices=SECURITY_PROTOCOLS, default="SASL_SSL", help="properties format")
     parser.add_argument("--sasl-mechanism", choices=SASL_MECHANISMS, default="SCRAM-SHA-512", help="properties format")
+    parser.add_argument(
+        "--jwt-file",
+        type=Path,
+        metavar="PATH",
+        help="log in with the workload JWT in this file (a projected service-account token), read again when it "
+        "changes; --command-config then holds no login (only ssl.* settings)",
+    )
     parser.add_argument("--expire-on-exit", action="store_true", help="expire the token when stopped")
     parser.add_argument(
         "--replace-grace-period",
@@ -61,7 +68,10 @@ def run(args: argparse.Namespace) -> int:
         args.usage.error(f"--output-file: directory {args.output_file.parent} does not exist")
     if args.replace_grace_period < 0:
         args.usage.error("--replace-grace-period must not be negative")
+    if args.jwt_file is not None and not args.jwt_file.is_file():
+        args.usage.error(f"--jwt-file: {args.jwt_file} is not a readable file")
     from app.cli.client.connection import load_config, open_client
+    from app.cli.client.jwt_file import JwtFileAuth
     from app.cli.sidecar.loop import LoopOptions, RenewalLoop
 
     logging.basicConfig(
@@ -90,7 +100,14 @@ def run(args: argparse.Namespace) -> int:
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         config = load_config(args)
-        with open_client(args, config) as client:
+        jwt_auth = None if args.jwt_file is None else JwtFileAuth(args.jwt_file)
+        self_principal = config.user_principal
+        if jwt_auth is not None:
+            if config.credential is not None:
+                args.usage.error("--jwt-file: the --command-config file must not hold a login as well")
+            subject = jwt_auth.subject()
+            self_principal = f"User:{subject}" if subject else None
+        with open_client(args, config, auth=jwt_auth) as client:
             log.info(
                 "starting: server %s, file %s (%s)%s",
                 client.server,
@@ -98,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 token_file.file_format,
                 f", tokens for {options.owner}" if options.owner else "",
             )
-            loop = RenewalLoop(client, token_file.publish, options, stop=stop, self_principal=config.user_principal)
+            if jwt_auth is not None:
+                log.info("logging in with the JWT in %s, read again whenever it changes", jwt_auth.path)
+            loop = RenewalLoop(client, token_file.publish, options, stop=stop, self_principal=self_principal)
             return loop.run()
     finally:
         for sig, handler in previous.items():

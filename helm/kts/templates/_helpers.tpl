@@ -71,6 +71,15 @@ listeners
 /var/run/secrets/kts/zookeeper
 {{- end }}
 
+{{- define "kts.jwtDir" -}}
+/var/run/kts/jwt
+{{- end }}
+
+{{/* Whether workload JWTs are on: a JWKS endpoint URL or a JWK set ConfigMap. */}}
+{{- define "kts.jwtEnabled" -}}
+{{- if or .Values.jwt.jwksEndpointUrl .Values.jwt.jwksConfigMap.name }}true{{ end }}
+{{- end }}
+
 {{/* Combinations the schema cannot express, refused with a sentence naming the values to set. kts would refuse
 them at start-up too, but only after the pods were scheduled. */}}
 {{- define "kts.validate" -}}
@@ -90,6 +99,9 @@ them at start-up too, but only after the pods were scheduled. */}}
 {{- end }}
 {{- if and $sasl.jaasSecret.name $sasl.username }}
 {{- fail "zookeeper.sasl: give either jaasSecret or username and passwordSecret, not both" }}
+{{- end }}
+{{- if and .Values.jwt.jwksEndpointUrl .Values.jwt.jwksConfigMap.name }}
+{{- fail "jwt: give either jwksEndpointUrl or jwksConfigMap.name, not both" }}
 {{- end }}
 {{- $zkTls := .Values.zookeeper.tls }}
 {{- if and $zkTls.enabled (not $zkTls.secretName) }}
