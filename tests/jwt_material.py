@@ -83,7 +83,7 @@ def claims_for(
     *,
     iss: str = ISSUER,
     aud: str | list[str] = AUDIENCE,
-    lifetime_s: int = 600,
+    lifetime_s: int = 3600,
     issued_s_ago: int = 0,
     **extra: Any,
 ) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Property-based fuzzing of every documented operation against a real ``kts serve`` (schemathesis).
 
 Every operation of the checked-in ``openapi/openapi.json`` is fuzzed once per identity: the super user,
-an ordinary user by password and by delegation token, and a caller with no or made-up credentials
+an ordinary user by password and by delegation token, a Kubernetes service account by its workload JWT (the
+JWK set in a file), and a caller with no or made-up credentials
 (schemathesis invents Authorization headers for it). Each gets data that fits the schema and data that
 does not; the token-id operations get a third run aimed at a real token, so renew, expire and describe
 answer 200 too. Every response must be no 5xx and carry a status, content type and body that the
@@ -15,6 +16,7 @@ identity goes to ``fuzz-counts.txt`` in the test's temp dir and to the terminal,
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -41,6 +43,7 @@ from schemathesis.specs.openapi.checks import (
 from tests.api.conftest import ADMIN, ALICE, basic, bearer, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import ROOT, start_kts
+from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks
 from tests.postgres_server import PostgresServer
 
 # Read at import: the autouse fixture in tests/conftest.py clears every KTS_* variable before a test runs.
@@ -104,6 +107,9 @@ def test_every_operation_survives_fuzzing_and_keeps_its_contract(
 ) -> None:
     for user in (ADMIN, ALICE):
         put_user(raw_zk, *user)
+    signer = JwtKey.rsa("fuzz-key")
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text(json.dumps(jwks(signer)), encoding="utf-8")
     url = start_kts(
         processes,
         tmp_path,
@@ -115,11 +121,15 @@ def test_every_operation_survives_fuzzing_and_keeps_its_contract(
         # The brute-force defence off: every identity calls from 127.0.0.1, so the made-up credentials would
         # soon have all of them answered 429 and starve the fuzzer (the defence has tests of its own).
         KTS_AUTH_FAILURES_MAX="0",
+        KTS_SASL_OAUTHBEARER_JWKS_ENDPOINT_URL=jwks_file.as_uri(),
+        KTS_SASL_OAUTHBEARER_EXPECTED_ISSUER=ISSUER,
+        KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE=AUDIENCE,
     )
     identities = {
         "admin": basic(ADMIN),
         "alice": basic(ALICE),
         "alice-token": bearer(_create_token(url)),
+        "spark-jwt": {"Authorization": f"Bearer {signer.mint(lifetime_s=TIMEOUT_S + 3600)}"},
         "anonymous": {},
     }
     schema = schemathesis.openapi.from_path(SNAPSHOT)

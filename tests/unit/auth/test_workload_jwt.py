@@ -4,6 +4,8 @@ per way a JWT can be wrong: signature, algorithm, key size, kid, issuer, audienc
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -147,20 +149,20 @@ def forge_without_kid(key: Key) -> str:
 
 
 @pytest.mark.parametrize(
-    ("claims", "reason"),
+    ("make_claims", "reason"),
     [
-        (claims_for(iss="https://evil.example"), "The JWT is not from the expected issuer."),
-        (claims_for(aud="vault"), "The JWT is not meant for this service (audience)."),
-        (claims_for(lifetime_s=-31), "The JWT has expired."),
-        (claims_for(issued_s_ago=-60), "The JWT is not valid yet (nbf or iat in the future)."),
-        ({**claims_for(), "nbf": claims_for()["iat"] + 60}, "The JWT is not valid yet (nbf or iat in the future)."),
-        (claims_for(sub=None), "The JWT has no sub claim (a non-empty string)."),
-        (claims_for(sub=""), "The JWT has no sub claim (a non-empty string)."),
-        (claims_for(sub=42), "The JWT has no sub claim (a non-empty string)."),
-        (claims_for(sub="bad\nname"), "The JWT's sub claim is not a usable principal name."),
-        ({key: value for key, value in claims_for().items() if key != "exp"}, "The JWT has no exp claim."),
-        ({key: value for key, value in claims_for().items() if key != "iat"}, "The JWT has no iat claim."),
-        ({**claims_for(), "exp": "soon"}, "The JWT cannot be decoded."),
+        (lambda: claims_for(iss="https://evil.example"), "The JWT is not from the expected issuer."),
+        (lambda: claims_for(aud="vault"), "The JWT is not meant for this service (audience)."),
+        (lambda: claims_for(lifetime_s=-31), "The JWT has expired."),
+        (lambda: claims_for(issued_s_ago=-3600), "The JWT is not valid yet (nbf or iat in the future)."),
+        (lambda: claims_for(nbf=int(time.time()) + 3600), "The JWT is not valid yet (nbf or iat in the future)."),
+        (lambda: claims_for(sub=None), "The JWT has no sub claim (a non-empty string)."),
+        (lambda: claims_for(sub=""), "The JWT has no sub claim (a non-empty string)."),
+        (lambda: claims_for(sub=42), "The JWT has no sub claim (a non-empty string)."),
+        (lambda: claims_for(sub="bad\nname"), "The JWT's sub claim is not a usable principal name."),
+        (lambda: {key: value for key, value in claims_for().items() if key != "exp"}, "The JWT has no exp claim."),
+        (lambda: {key: value for key, value in claims_for().items() if key != "iat"}, "The JWT has no iat claim."),
+        (lambda: {**claims_for(), "exp": "soon"}, "The JWT cannot be decoded."),
     ],
     ids=[
         "issuer",
@@ -177,16 +179,21 @@ def forge_without_kid(key: Key) -> str:
         "exp-not-a-time",
     ],
 )
-def test_claims_that_do_not_fit_are_refused_with_the_reason(claims: dict[str, object], reason: str) -> None:
-    assert refusal(RSA.mint(claims)) == reason
+def test_claims_that_do_not_fit_are_refused_with_the_reason(
+    make_claims: Callable[[], dict[str, object]], reason: str
+) -> None:
+    """The claims are made when the test runs (times are real ones), far from every limit."""
+    assert refusal(RSA.mint(make_claims())) == reason
 
 
 def test_times_within_the_clock_skew_are_accepted() -> None:
-    late = RSA.mint(claims_for(lifetime_s=-20))  # expired 20 s ago, skew 30 s
-    early = RSA.mint(claims_for(issued_s_ago=-20))  # issued 20 s from now
-    assert authenticator().authenticate(late) == KafkaPrincipal.user(SPARK)
-    assert authenticator().authenticate(early) == KafkaPrincipal.user(SPARK)
+    late = RSA.mint(claims_for(lifetime_s=-60))  # expired a minute ago
+    early = RSA.mint(claims_for(issued_s_ago=-60))  # issued a minute from now
+    lenient = authenticator(clock_skew_s=3600)
+    assert lenient.authenticate(late) == KafkaPrincipal.user(SPARK)
+    assert lenient.authenticate(early) == KafkaPrincipal.user(SPARK)
     assert refusal(late, authenticator(clock_skew_s=0)) == "The JWT has expired."
+    assert refusal(early, authenticator(clock_skew_s=0)) == "The JWT is not valid yet (nbf or iat in the future)."
 
 
 @pytest.mark.parametrize(
