@@ -8,7 +8,7 @@ The URL is ``https://`` (verified against the system CAs, or ``sasl.oauthbearer.
   serving until they are 2R old, when they leave the cache and JWT logins get 503 until it answers again;
 - a ``kid`` the cached keys lack triggers one refetch, so a key the issuer has just rotated in is found at once;
 - fetches are at most one every ``MIN_FETCH_INTERVAL_MS``, one at a time: JWTs naming random ``kid`` values, or
-  logins while the endpoint is down, cannot turn into a stream of fetches.
+  logins while the endpoint is down, cannot turn into a stream of fetches, and no login waits for another's fetch.
 
 Only asymmetric signing keys are kept (RSA, EC P-256/384/521, Ed25519): an ``oct`` key or a key whose ``alg`` is
 not allowed is skipped, so no JWT can be checked with an HMAC whose secret is the public key.
@@ -157,13 +157,22 @@ class JwksKeys:
 
     def keys_for(self, kid: str | None) -> tuple[SigningKey, ...]:
         """The keys that may have signed a JWT naming ``kid`` (every key without one); empty when none does,
-        even after a refetch. StoreUnavailable when the endpoint cannot be fetched and no keys are cached."""
+        even after a refetch. StoreUnavailable when the endpoint cannot be fetched and no keys are cached.
+
+        The request that takes a due fetch makes it (outside the lock); the others meanwhile answer from the
+        cache at once rather than wait, so a slow endpoint holds one request at a time, never the thread pool."""
+        now = self._clock.now_ms()
         with self._lock:
-            now = self._clock.now_ms()
-            if self._fetched_ms is None or now - self._fetched_ms >= self._refresh_ms:
-                self._refresh(now)
-            elif kid is not None and not _matching(self._keys, kid):
-                self._refresh(now)  # a key rotated in since the last fetch
+            stale = self._fetched_ms is None or now - self._fetched_ms >= self._refresh_ms
+            unknown = kid is not None and not _matching(self._keys, kid)  # a key rotated in since the last fetch?
+            fetch = (stale or unknown) and (
+                self._attempted_ms is None or now - self._attempted_ms >= MIN_FETCH_INTERVAL_MS
+            )
+            if fetch:
+                self._attempted_ms = now  # taken: concurrent requests do not fetch too
+        if fetch:
+            self._refresh(now)
+        with self._lock:
             if self._fetched_ms is None or now - self._fetched_ms >= 2 * self._refresh_ms:
                 raise StoreUnavailable(KEYS_UNAVAILABLE)
             if kid is None:
@@ -174,23 +183,22 @@ class JwksKeys:
             return matching
 
     def _refresh(self, now: int) -> None:
-        if self._attempted_ms is not None and now - self._attempted_ms < MIN_FETCH_INTERVAL_MS:
-            return
-        self._attempted_ms = now
         try:
             document = self._fetch()
             if len(document) > MAX_JWKS_BYTES:
                 raise JwksFetchFailed(f"the answer is larger than {MAX_JWKS_BYTES} bytes")
             keys = parse_jwks(document)
         except JwksFetchFailed as exc:
-            self._failing = True
             log.warning("cannot fetch the JWT signing keys from %s: %s", self._url, exc)
+            with self._lock:
+                self._failing = True
             return
-        self._failing = False
-        if {key.kid for key in keys} != {key.kid for key in self._keys}:
-            log.info("JWT signing keys from %s: %s", self._url, ", ".join(sorted(str(key.kid) for key in keys)))
-        self._keys = keys
-        self._fetched_ms = now
+        with self._lock:
+            if {key.kid for key in keys} != {key.kid for key in self._keys}:
+                log.info("JWT signing keys from %s: %s", self._url, ", ".join(sorted(str(key.kid) for key in keys)))
+            self._failing = False
+            self._keys = keys
+            self._fetched_ms = now
 
 
 def _matching(keys: tuple[SigningKey, ...], kid: str) -> tuple[SigningKey, ...]:

@@ -301,3 +301,18 @@ def test_the_fuzzer_reaches_acceptance_and_the_claims_checks(client: TestClient)
     signing_input = _b64url(json.dumps(header).encode()) + "." + _b64url(json.dumps(claims).encode())
     signature = SIGNER.private.sign(signing_input.encode(), padding.PKCS1v15(), hashes.SHA256())
     assert client.get("/v1/tokens", headers=jwt_header(f"{signing_input}.{_b64url(signature)}")).status_code == 200
+
+
+def test_failed_jwt_logins_are_throttled_like_failed_passwords(
+    app_for: Callable[..., TestClient], server: JwksServer
+) -> None:
+    client = app_for(server.url, sasl_oauthbearer_jwks_endpoint_cafile=str(server.ca.path), auth_failures_max=2)
+    forged = JwtKey.rsa(SIGNER.kid)  # claims the service account, signed by someone else
+    for _ in range(2):
+        assert client.get("/v1/tokens", headers=jwt_header(forged.mint())).status_code == 401
+    throttled = client.get("/v1/tokens", headers=jwt_header(SIGNER.mint()))  # the same claimed subject
+    assert throttled.status_code == 429
+    assert "Retry-After" in throttled.headers
+    assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 200  # another principal goes ahead
+    events = client.get("/v1/audit", params={"action": "authentication"}, headers=basic(ADMIN)).json()["events"]
+    assert events[0]["principal"] == f"User:{SPARK}"

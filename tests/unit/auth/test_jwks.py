@@ -4,6 +4,7 @@ rate limit), serving cached keys while the endpoint is down until they leave the
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
@@ -135,3 +136,29 @@ def test_an_answer_that_is_not_a_usable_jwk_set_leaves_the_cache_as_it_was(docum
 )
 def test_jwks_urls(url: str, problem: str | None) -> None:
     assert jwks_url_problem(url) == problem
+
+
+def test_while_one_login_fetches_the_others_answer_from_the_cache_without_waiting() -> None:
+    endpoint, clock = Endpoint(OLD), FakeClock()
+    keys = cache(endpoint, clock)
+    assert kids(keys, "old") == ["old"]
+    entered, release = threading.Event(), threading.Event()
+
+    def slow() -> bytes:
+        entered.set()
+        release.wait(60)
+        return json.dumps(jwks(OLD, NEW)).encode()
+
+    keys._fetch = slow
+    clock.advance(REFRESH_MS)
+    fetching = threading.Thread(target=keys.keys_for, args=("old",))
+    fetching.start()
+    try:
+        assert entered.wait(60)
+        assert kids(keys, "old") == ["old"]  # a waiting call would hang here until the fetch ends
+        assert kids(keys, "new") == []
+        assert fetching.is_alive()  # positive control: the fetch was still under way
+    finally:
+        release.set()
+        fetching.join(60)
+    assert kids(keys, "new") == ["new"]
