@@ -352,6 +352,17 @@ def test_bad_usage_exits_2(tmp_path: Path) -> None:
     assert "does not exist" in missing_dir.stderr
     bad_format = run_kts("sidecar", "--output-file", str(tmp_path / "t"), "--format", "yaml")
     assert bad_format.returncode == 2
+    no_jwt = run_kts("sidecar", "--output-file", str(tmp_path / "t"), "--jwt-file", str(tmp_path / "absent"))
+    assert no_jwt.returncode == 2
+    assert "--jwt-file:" in no_jwt.stderr
+    jwt_file = tmp_path / "jwt"
+    jwt_file.write_text("a.b.c")
+    both = run_kts(
+        "sidecar", "--output-file", str(tmp_path / "t"), "--jwt-file", str(jwt_file),
+        "--command-config", str(password_config(tmp_path, ALICE)),
+    )  # fmt: skip
+    assert both.returncode == 2
+    assert "must not hold a login as well" in both.stderr
 
 
 def test_stops_cleanly_while_the_service_is_down(sidecars: list, tmp_path: Path) -> None:
