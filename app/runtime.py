@@ -19,6 +19,7 @@ from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
+from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.duties import side_by_side
@@ -224,6 +225,11 @@ def build_runtime(
         auditor=auditor,
         verify_guard=verify_guard,
         capacity=capacity,
+        quota=TokenQuota(
+            per_owner=settings.token_quota_per_owner,
+            per_requester=settings.token_quota_per_requester,
+            exempt_super_users=settings.token_quota_exempt_super_users,
+        ),
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
     sweeper = Sweeper(

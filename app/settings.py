@@ -126,6 +126,10 @@ class Settings(BaseSettings):
     sasl_oauthbearer_expected_audience: str = ""  # a comma-separated list, as Kafka reads it
     sasl_oauthbearer_sub_claim_name: str = Field("sub", min_length=1)
     sasl_oauthbearer_clock_skew_seconds: int = Field(30, ge=0, le=3_600)
+    # per-user token quotas (app/domain/token_quota.py): live tokens, 0 = no limit
+    token_quota_per_owner: int = 500
+    token_quota_per_requester: int = 5000  # tokens one principal holds for other owners
+    token_quota_exempt_super_users: bool = False
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
 
@@ -135,6 +139,15 @@ class Settings(BaseSettings):
         if not _CONNECT.fullmatch(value.strip()):
             raise ValueError("must be host:port[,host:port...][/chroot]")
         return value.strip()
+
+    @field_validator("token_quota_per_owner", "token_quota_per_requester", mode="before")
+    @classmethod
+    def _quota(cls, value: object) -> object:
+        if isinstance(value, bool | float) or (isinstance(value, str) and not re.fullmatch(r"\s*\d+\s*", value)):
+            raise ValueError(f"{value!r} is not a whole number of tokens, 0 (no limit) or more")
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"{value} is not a whole number of tokens, 0 (no limit) or more")
+        return value
 
     @field_validator("token_znode_version")
     @classmethod

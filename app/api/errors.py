@@ -41,6 +41,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.ConcurrentModification, 409),
     (errors.TooManyAttempts, 429),
     (errors.CapacityExhausted, 503),
+    (errors.TokenQuotaExceeded, 429),
     (errors.StoreUnavailable, 503),
 )
 

@@ -18,7 +18,7 @@ _DESCRIPTIONS = {
     415: "The request body is not sent as Content-Type: application/json",
     422: "The request does not validate",
     429: "Too many failed logins or token verifies from this address or for this principal; retry after "
-    "Retry-After seconds",
+    "Retry-After seconds. On a token create, also a per-user token quota reached (TOKEN_QUOTA_EXCEEDED)",
     503: "ZooKeeper or the audit database unreachable; retry after Retry-After seconds",
 }
 

@@ -230,14 +230,19 @@ class AclFilter:
 class AclSnapshot:
     """An immutable view of every ACL; replicas swap whole snapshots, so readers never lock."""
 
-    __slots__ = ("_by_pattern", "_prefixed")
+    __slots__ = ("_allowed", "_by_pattern", "_prefixed")
 
     def __init__(self, by_pattern: Mapping[ResourcePattern, frozenset[AccessControlEntry]] | None = None) -> None:
         self._by_pattern = {pattern: entries for pattern, entries in (by_pattern or {}).items() if entries}
         self._prefixed: dict[str, list[tuple[str, frozenset[AccessControlEntry]]]] = {}
+        # (principal, operation) of every Allow entry, by resource type, whatever the resource name.
+        self._allowed: dict[str, set[tuple[str, str]]] = {}
         for pattern, entries in self._by_pattern.items():
             if pattern.pattern_type is PatternType.PREFIXED:
                 self._prefixed.setdefault(pattern.resource_type, []).append((pattern.name, entries))
+            self._allowed.setdefault(pattern.resource_type, set()).update(
+                (entry.principal, entry.operation) for entry in entries if entry.permission == Permission.ALLOW
+            )
 
     def replace(self, pattern: ResourcePattern, entries: Iterable[AccessControlEntry]) -> AclSnapshot:
         updated = dict(self._by_pattern)
@@ -261,6 +266,15 @@ class AclSnapshot:
 
     def __len__(self) -> int:
         return sum(len(entries) for entries in self._by_pattern.values())
+
+    def allows_somewhere(self, resource_type: str, principal: KafkaPrincipal, operation: Operation) -> bool:
+        """Some Allow entry on a resource of this type could grant ``operation`` to ``principal`` (hosts
+        aside): without one, no resource of the type is granted to it, whatever its name."""
+        allowed = self._allowed.get(resource_type, set())
+        operations = {*_IMPLIED_BY.get(operation, frozenset({operation})), Operation.ALL}
+        return any(
+            (who, what) in allowed for who in (str(principal), WILDCARD_PRINCIPAL) for what in operations
+        )
 
 
 def acls_allow(
@@ -318,4 +332,12 @@ class AclAuthorizer:
             caller.host,
             operation,
             allow_everyone_if_no_acl_found=self._allow_if_none,
+        )
+
+    def may_authorize_some(self, caller: Caller, operation: Operation, resource_type: ResourceType) -> bool:
+        # A resource with no ACL at all is granted to everyone under allow.everyone.if.no.acl.found.
+        return (
+            self._allow_if_none
+            or self.is_super_user(caller.principal)
+            or self._snapshot().allows_somewhere(resource_type, caller.principal, operation)
         )

@@ -66,6 +66,11 @@ class Authorizer(Protocol):
 
     def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool: ...
 
+    def may_authorize_some(self, caller: Caller, operation: Operation, resource_type: ResourceType) -> bool:
+        """False only when ``authorize`` answers no for every name of ``resource_type`` (so a listing need not
+        ask about each one); True may overstate."""
+        ...
+
 
 def ensure_cluster_permission(
     authorizer: Authorizer, caller: Caller, operation: Operation, *, to: str, login_required: bool = False
@@ -89,4 +94,7 @@ class SuperUsersOnly:
         return principal in self._super_users
 
     def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool:
+        return self.is_super_user(caller.principal)
+
+    def may_authorize_some(self, caller: Caller, operation: Operation, resource_type: ResourceType) -> bool:
         return self.is_super_user(caller.principal)

@@ -17,6 +17,7 @@
     ├── ConcurrentModification      a compare-and-set lost against another writer
     ├── TooManyAttempts             too many failed logins or verifies; retry after ``retry_after_s``
     ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
+    ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
@@ -117,6 +118,12 @@ class CapacityExhausted(KtsError):
     def __init__(self, message: str, retry_after_s: int = 60) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class TokenQuotaExceeded(KtsError):
+    """A refusal by policy (audited as denied, like the Kafka refusals), answered 429."""
+
+    name = "TOKEN_QUOTA_EXCEEDED"
 
 
 class StoreUnavailable(KtsError):

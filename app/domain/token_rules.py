@@ -198,6 +198,27 @@ def paginate(ordered: Sequence[TokenInformation], *, limit: int, after: str | No
     return Page(page, page[-1].token_id if more and page else None)
 
 
+def may_see_others_tokens(caller: Caller, authorizer: Authorizer) -> bool:
+    """The caller may see some token it neither owns, renews nor requested (``may_describe``'s ACL paths);
+    when not, its listing is the tokens it holds and nothing else need be looked at."""
+    return authorizer.may_authorize_some(
+        caller, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN
+    ) or authorizer.may_authorize_some(caller, Operation.DESCRIBE_TOKENS, ResourceType.USER)
+
+
+def describe_page(ordered: Iterable[TokenInformation], caller: Caller, authorizer: Authorizer, *, limit: int) -> Page:
+    """The page ``paginate(describe(...))`` answers with no owner filter, from ``ordered``: every token in
+    token id order from the first after the cursor. Reads only as far as the first visible token past the
+    page (a super user's page costs its own length)."""
+    page: list[TokenInformation] = []
+    for token in ordered:
+        if may_describe(token, caller, authorizer):
+            if len(page) == limit:
+                return Page(page, page[-1].token_id if page else None)
+            page.append(token)
+    return Page(page, None)
+
+
 def expired_tokens(tokens: Iterable[TokenInformation], now_ms: int) -> list[TokenInformation]:
     """What a sweep deletes: tokens past their expiry or their maximum (Kafka's expireTokens)."""
     return sorted((token for token in tokens if token.is_expired(now_ms)), key=lambda token: token.token_id)

@@ -28,7 +28,7 @@ from typing import Protocol, TypeVar
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
-from app.domain.errors import CapacityExhausted, KafkaError, KtsError, StoreUnavailable
+from app.domain.errors import CapacityExhausted, KafkaError, KtsError, StoreUnavailable, TokenQuotaExceeded
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -194,8 +194,8 @@ class Auditor:
 
 def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
     code = error.code if isinstance(error, KafkaError) else None
-    # A full cluster refuses by rule, like Kafka's checks: denied, not a failure of kts or its stores.
-    outcome = Outcome.DENIED if isinstance(error, KafkaError | CapacityExhausted) else Outcome.FAILED
+    # A full cluster or a quota refuses by rule, like Kafka's checks: denied, not a failure of kts or its stores.
+    outcome = Outcome.DENIED if isinstance(error, KafkaError | CapacityExhausted | TokenQuotaExceeded) else Outcome.FAILED
     return event.ended(outcome, error_code=code, error=error.name)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -11,6 +11,7 @@ from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey
 
 R = TypeVar("R")
 
@@ -44,7 +45,18 @@ class TokenStore(Protocol):
 
     def list(self) -> list[StoredToken]: ...
 
-    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken: ...
+    def create(
+        self,
+        token: TokenInformation,
+        intent: str | None = None,
+        *,
+        quotas: Sequence[QuotaKey] = (),
+        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+    ) -> StoredToken:
+        """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
+        them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
+        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times."""
+        ...
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
@@ -66,6 +78,15 @@ class TokenView(Protocol):
     def tokens(self) -> list[StoredToken]: ...
 
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]: ...
+
+    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
+        """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``
+        (None: from the first)."""
+        ...
+
+    def live_count(self, key: QuotaKey, now_ms: int) -> int:
+        """How many tokens count against ``key``'s quota at ``now_ms`` (app/domain/token_quota.py)."""
+        ...
 
     def refresh(self, token_id: str) -> None: ...
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
@@ -14,12 +14,14 @@ from app.domain.errors import TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
+from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.capacity import CapacityGuard
 from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.token_quotas import TokenQuotas
 
 T = TypeVar("T")
 
@@ -55,9 +57,11 @@ class TokenService:
         auditor: Auditor,
         verify_guard: AttemptGuard | None = None,
         capacity: CapacityGuard | None = None,
+        quota: TokenQuota = TokenQuota(),  # noqa: B008 - frozen
     ) -> None:
         self._store = store
         self._capacity = capacity
+        self._quotas = TokenQuotas(quota, view, clock=clock, authorizer=authorizer)
         self._verify_guard = verify_guard
         self._view = view
         self._secret = secret
@@ -82,13 +86,15 @@ class TokenService:
         )
         token = self._auditor.decided(
             event,
-            lambda: token_rules.plan_create(
-                caller,
-                request,
-                token_id=token_id,
-                now_ms=self._clock.now_ms(),
-                policy=self._policy,
-                authorizer=self._authorizer,
+            lambda: self._quotas.checked(
+                token_rules.plan_create(
+                    caller,
+                    request,
+                    token_id=token_id,
+                    now_ms=self._clock.now_ms(),
+                    policy=self._policy,
+                    authorizer=self._authorizer,
+                )
             ),
         )
         self._admit(event, lambda guard: guard.admit_create())
@@ -132,10 +138,12 @@ class TokenService:
         limit: int,
         after: str | None,
     ) -> Page:
-        candidates = self._view.tokens() if owners is None else self._view.related_to(owners)
-        tokens = (stored.token for stored in candidates)
-        visible = token_rules.describe(tokens, caller, owners, self._authorizer)
-        page = token_rules.paginate(visible, limit=limit, after=after)
+        if owners is None and token_rules.may_see_others_tokens(caller, self._authorizer):
+            page = token_rules.describe_page(self._in_order(after, limit + 1), caller, self._authorizer, limit=limit)
+        else:  # those the filter names, or the caller holds: an index answers, then sort that few
+            candidates = self._view.related_to([caller.principal] if owners is None else owners)
+            visible = token_rules.describe((stored.token for stored in candidates), caller, owners, self._authorizer)
+            page = token_rules.paginate(visible, limit=limit, after=after)
         self._auditor.record(
             _event(
                 Action.TOKEN_DESCRIBE,
@@ -151,6 +159,15 @@ class TokenService:
     def now_ms(self) -> int:
         """The service's clock (injected), for views that mark tokens past their expiry."""
         return self._clock.now_ms()
+
+    def _in_order(self, after: str | None, chunk: int) -> Iterator[TokenInformation]:
+        """Every token in token id order from the first after ``after``, read ``chunk`` at a time."""
+        while True:
+            found = self._view.after(after, chunk)
+            yield from (stored.token for stored in found)
+            if len(found) < chunk:
+                return
+            after = found[-1].token.token_id
 
     def get(self, caller: Caller, token_id: str) -> TokenInformation:
         """The token, or TokenNotFound when it is absent or the caller may not see it (no existence leak)."""
@@ -194,7 +211,8 @@ class TokenService:
             self._auditor.decided(event, lambda: admit(guard))
 
     def _created(self, token: TokenInformation, intent: str) -> None:
-        self._view.apply(self._store.create(token, intent))  # this replica reads its own write at once
+        # Within the quotas; this replica reads its own write at once.
+        self._quotas.create(token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit))
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)

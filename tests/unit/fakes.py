@@ -6,7 +6,8 @@ a test inject failures or act as a concurrent writer; nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
@@ -21,6 +22,7 @@ from app.domain.errors import (
 )
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, counts_against
 from app.domain.token_secret import TokenSecret
 from app.service.ports import StoredToken
 
@@ -55,6 +57,7 @@ class FakeTokenStore:
         self.after_get: Callable[[str], None] | None = None
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
+        self.guards: dict[QuotaKey, int] = {}
 
     def _failing(self) -> None:
         if self.fail_with is not None:
@@ -73,8 +76,20 @@ class FakeTokenStore:
     def list(self) -> list[StoredToken]:
         return list(self.tokens.values())
 
-    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
+    def create(
+        self,
+        token: TokenInformation,
+        intent: str | None = None,
+        *,
+        quotas: Sequence[QuotaKey] = (),
+        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+    ) -> StoredToken:
+        """Quota guards as the ZooKeeper store keeps them: a version per key, moved on by each create."""
+        if admit is not None:
+            admit({key: self.guards.get(key, -1) for key in quotas})
         self._failing()
+        for key in quotas:
+            self.guards[key] = self.guards.get(key, -1) + 1
         if token.token_id in self.tokens:
             raise ConcurrentModification(f"Token {token.token_id} already exists.")
         stored = self.tokens[token.token_id] = StoredToken(token, 0)
@@ -177,6 +192,14 @@ class FakeTokenView:
             or stored.token.token_requester in wanted
             or wanted.intersection(stored.token.renewers)
         ]
+
+    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
+        ordered = sorted(self._tokens)
+        start = 0 if token_id is None else bisect_right(ordered, token_id)
+        return [self._tokens[found] for found in ordered[start : start + count]]
+
+    def live_count(self, key: QuotaKey, now_ms: int) -> int:
+        return sum(counts_against(key, stored.token, now_ms) for stored in self._tokens.values())
 
     def refresh(self, token_id: str) -> None:
         self.refreshed.append(token_id)

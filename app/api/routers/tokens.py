@@ -60,7 +60,7 @@ def _decode_cursor(cursor: str | None) -> str | None:
     "",
     status_code=status.HTTP_201_CREATED,
     response_model=CreatedToken,
-    responses=error_responses(400, 401, 403, 413, 422, 503),
+    responses=error_responses(400, 401, 403, 409, 413, 422, 429, 503),
 )
 def create_token(caller: CurrentCaller, tokens: Tokens, body: CreateTokenRequest | None = None) -> CreatedToken:
     body = body or CreateTokenRequest()  # an empty JSON body means all defaults

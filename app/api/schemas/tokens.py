@@ -18,7 +18,14 @@ from app.domain.token_secret import encode_hmac
 
 class CreateTokenRequest(RequestModel):
     owner: PrincipalText | None = Field(None, description="Create for another owner (needs CreateTokens).")
-    renewers: list[PrincipalText] = Field(default_factory=list, max_length=MAX_RENEWERS)
+    renewers: list[PrincipalText] = Field(
+        default_factory=list,
+        max_length=MAX_RENEWERS,
+        description=(
+            f"At most {MAX_RENEWERS}: the cap bounds one token znode, which every broker reads at start-up "
+            "(100 renewers of the longest ASCII principals make about 103 KiB)."
+        ),
+    )
     maxLifetimeMs: Int64 = Field(-1, description="<= 0: the server maximum; larger values are clamped.")
 
 

@@ -2,8 +2,10 @@
 refreshed from ``/delegation_token/token_changes`` (each notification names a token, which is re-read:
 present -> refresh, absent or unreadable -> drop). Tokens written by brokers or other replicas appear.
 
-Verify, describe and Bearer logins read only this cache. Indexes by HMAC (renew and expire name tokens
-by HMAC) and by principal (owner, renewer, requester: describe with an owner filter) keep them fast.
+Verify, describe and Bearer logins read only this cache. Indexes keep them fast: by HMAC (renew and expire
+name tokens by HMAC); by owner, by renewer and by requester (describe with an owner filter or for a caller
+who sees only the tokens they hold, and the quota counts); and every token id in order (a listing pages by
+token id, so a page costs its own length, not a sort of every token).
 """
 
 from __future__ import annotations
@@ -15,11 +17,14 @@ import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from itertools import islice
 
 from cachetools import TTLCache
+from sortedcontainers import SortedList
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, QuotaKind, counts_against
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
@@ -34,8 +39,30 @@ _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 TOMBSTONE_SECONDS = 120.0
 
 
-def _principals(token: TokenInformation) -> set[KafkaPrincipal]:
-    return {token.owner, token.token_requester, *token.renewers}
+class _PrincipalIndex:
+    """Token ids by one principal field of their tokens."""
+
+    def __init__(self, field: Callable[[TokenInformation], Iterable[KafkaPrincipal]]) -> None:
+        self._field = field
+        self._ids: defaultdict[KafkaPrincipal, set[str]] = defaultdict(set)
+
+    def get(self, principal: KafkaPrincipal) -> set[str]:
+        return self._ids.get(principal, set())
+
+    def add(self, token: TokenInformation) -> None:
+        for principal in self._field(token):
+            self._ids[principal].add(token.token_id)
+
+    def remove(self, token: TokenInformation) -> None:
+        for principal in self._field(token):
+            ids = self._ids.get(principal)
+            if ids is not None:
+                ids.discard(token.token_id)
+                if not ids:
+                    del self._ids[principal]
+
+    def clear(self) -> None:
+        self._ids.clear()
 
 
 class TokenCache:
@@ -47,7 +74,11 @@ class TokenCache:
         self._secret = secret
         self._tokens: dict[str, StoredToken] = {}
         self._by_hmac: dict[bytes, str] = {}
-        self._by_principal: defaultdict[KafkaPrincipal, set[str]] = defaultdict(set)
+        self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
+        self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
+        self._by_requester = _PrincipalIndex(lambda token: (token.token_requester,))
+        self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
+        self._ordered: SortedList = SortedList()  # every token id
         # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
         # cannot undo it: states are installed only when their znode version is newer than the cached one,
         # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
@@ -86,8 +117,21 @@ class TokenCache:
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
         """Tokens that any of ``principals`` owns, renews or requested."""
         with self._lock:
-            ids = set().union(*(self._by_principal.get(principal, ()) for principal in principals))
+            ids = set().union(*(index.get(principal) for principal in principals for index in self._indexes))
             return [self._tokens[token_id] for token_id in ids]
+
+    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
+        """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""
+        with self._lock:
+            ids = self._ordered.irange(minimum=token_id, inclusive=(False, True))
+            return [self._tokens[found] for found in islice(ids, count)]
+
+    def live_count(self, key: QuotaKey, now_ms: int) -> int:
+        """Tokens counted against ``key``'s quota at ``now_ms``: expired ones never count, swept or not."""
+        index = self._by_owner if key.kind is QuotaKind.OWNER else self._by_requester
+        with self._lock:
+            ids = index.get(key.principal)
+            return sum(counts_against(key, self._tokens[token_id].token, now_ms) for token_id in ids)
 
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""
@@ -152,7 +196,9 @@ class TokenCache:
             self._tombstones.clear()
             self._tokens.clear()
             self._by_hmac.clear()
-            self._by_principal.clear()
+            self._ordered.clear()
+            for index in self._indexes:
+                index.clear()
             for stored in loaded:
                 self._put(stored)
         self.loaded = True
@@ -162,17 +208,15 @@ class TokenCache:
         token = stored.token
         self._tokens[token.token_id] = stored
         self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
-        for principal in _principals(token):
-            self._by_principal[principal].add(token.token_id)
+        self._ordered.add(token.token_id)
+        for index in self._indexes:
+            index.add(token)
 
     def _drop(self, token_id: str) -> None:
         old = self._tokens.pop(token_id, None)
         if old is None:
             return
         self._by_hmac.pop(self._secret.hmac(token_id), None)
-        for principal in _principals(old.token):
-            ids = self._by_principal.get(principal)
-            if ids is not None:
-                ids.discard(token_id)
-                if not ids:
-                    del self._by_principal[principal]
+        self._ordered.discard(token_id)
+        for index in self._indexes:
+            index.remove(old.token)

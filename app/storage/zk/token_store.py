@@ -8,7 +8,7 @@ that tells brokers to re-read it. Either both happen or neither does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from kazoo.exceptions import NoNodeError
@@ -16,12 +16,13 @@ from kazoo.protocol.states import ZnodeStat
 
 from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey
 from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
-from app.storage.zk.transaction import ChangeTransaction
-from app.storage.zk.znodes import MalformedZNode, TokenChangeZNode, TokenZNode
+from app.storage.zk.transaction import ABSENT, ChangeTransaction
+from app.storage.zk.znodes import KtsZNodes, MalformedZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -73,12 +74,51 @@ class ZkTokenStore:
             return []
         return [stored for stored in self._read(token_ids).values() if stored is not None]
 
-    def create(self, token: TokenInformation, intent: str | None = None) -> StoredToken:
-        transaction = ChangeTransaction(self._zk)
-        transaction.create(TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version))
-        self._notify(transaction, token.token_id, intent)
-        transaction.commit(_subject(token.token_id))
-        return StoredToken(token, 0)
+    def create(
+        self,
+        token: TokenInformation,
+        intent: str | None = None,
+        *,
+        quotas: Sequence[QuotaKey] = (),
+        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+    ) -> StoredToken:
+        """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
+        compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
+        committed since ``admit`` judged the guards' versions. Brokers see the same bytes either way."""
+        subject = _subject(token.token_id)
+        retried = False
+
+        def attempt() -> StoredToken:
+            nonlocal retried
+            if retried:  # perhaps lost to a guard version this session's server had not seen yet
+                self._zk.sync()
+            retried = True
+            versions = self._guard_versions(quotas)
+            if admit is not None:
+                admit(versions)
+            transaction = ChangeTransaction(self._zk)
+            transaction.create(TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version))
+            self._notify(transaction, token.token_id, intent)
+            for key, version in versions.items():
+                transaction.write(KtsZNodes.quota_guard(key), b"", version)
+            transaction.commit(subject)
+            return StoredToken(token, 0)
+
+        return compare_and_set(attempt, subject) if quotas else attempt()
+
+    def _guard_versions(self, quotas: Sequence[QuotaKey]) -> dict[QuotaKey, int]:
+        if not quotas:
+            return {}
+        answers = self._zk.read_many([KtsZNodes.quota_guard(key) for key in quotas])
+        versions = {}
+        for key, answer in zip(quotas, answers, strict=True):
+            if isinstance(answer, NoNodeError):
+                versions[key] = ABSENT
+            elif isinstance(answer, Exception):
+                raise refused_read(answer, f"the quota guard of {key.principal}")
+            else:
+                versions[key] = answer[1].version
+        return versions
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None

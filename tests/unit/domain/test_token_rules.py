@@ -77,6 +77,11 @@ class FakeAuthorizer:
             return True
         return (caller.principal, operation, resource_type, name) in self.grants
 
+    def may_authorize_some(self, caller: Caller, operation: Operation, resource_type: ResourceType) -> bool:
+        return self.is_super_user(caller.principal) or any(
+            grant[:3] == (caller.principal, operation, resource_type) for grant in self.grants
+        )
+
 
 def deny_all() -> FakeAuthorizer:
     return FakeAuthorizer()

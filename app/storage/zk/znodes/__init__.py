@@ -4,7 +4,7 @@ one object with its path(s), ``encode`` and ``decode``. Paths are relative to th
 - ``TokenZNode``, ``TokenChangeZNode``       (tokens.py)        /delegation_token/...
 - ``UserConfigZNode``, ``ConfigChangeZNode`` (user_configs.py)  /config/users, /config/changes
 - ``AclZNode``, ``AclChangeZNode``           (acls.py)          /kafka-acl..., /kafka-acl-changes...
-- ``KtsZNodes``                              (kts.py)           /kts: audit intents, sweeper election
+- ``KtsZNodes``                              (kts.py)           /kts: audit intents, sweeper election, quota guards
 - ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
 
 Decoders raise ``MalformedZNode``. Wire formats live here and nowhere else (golden-byte tests in
@@ -24,6 +24,8 @@ from app.storage.zk.znodes.znode_acls import ZnodeAcls
 # Created on start so every later write can assume its parent exists, as brokers do.
 PERSISTENT_PATHS = (
     KtsZNodes.AUDIT_INTENTS,
+    KtsZNodes.OWNER_QUOTAS,
+    KtsZNodes.REQUESTER_QUOTAS,
     TokenZNode.ROOT,
     TokenChangeZNode.ROOT,
     UserConfigZNode.ROOT,
