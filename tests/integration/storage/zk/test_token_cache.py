@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
 from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
@@ -453,3 +454,67 @@ def test_a_reload_never_puts_back_a_version_older_than_this_replicas_own_refresh
     finally:
         store.release_follower.set()
         cache.stop()
+
+
+def test_after_pages_every_token_in_token_id_order_as_tokens_come_and_go(
+    cache: TokenCache, other_replica: ZkTokenStore
+) -> None:
+    ids = [f"Ordered{letter}AAAAAAAAAAAAAA" for letter in "DBECA"]
+    for token_id in ids:
+        other_replica.create(_token(token_id))
+    eventually(lambda: len(cache) == 5)
+
+    def page(after: str | None, count: int) -> list[str]:
+        return [stored.token.token_id for stored in cache.after(after, count)]
+
+    ordered = sorted(ids)
+    assert page(None, 10) == ordered
+    assert page(None, 2) == ordered[:2]
+    assert page(ordered[1], 2) == ordered[2:4]
+    assert page("OrderedBZ", 10) == ordered[2:]  # a cursor between two ids
+    assert page(ordered[-1], 10) == []
+
+    other_replica.change(ordered[2], lambda stored: TokenChange(None, None))  # deleted elsewhere
+    other_replica.create(_token("OrderedBBAAAAAAAAAAAAA"))
+    eventually(lambda: len(cache) == 5 and cache.get(ordered[2]) is None)
+    assert page(ordered[1], 2) == ["OrderedBBAAAAAAAAAAAAA", ordered[3]]
+
+
+def test_live_count_counts_owned_and_requested_for_others_never_expired_ones(
+    cache: TokenCache, other_replica: ZkTokenStore
+) -> None:
+    owner = QuotaKey(QuotaKind.OWNER, ALICE)
+    requester = QuotaKey(QuotaKind.REQUESTER, ALICE)
+    other_replica.create(_token("AliceLiveAAAAAAAAAAAAA", ALICE, expiry=NOW + DAY))
+    other_replica.create(_token("AliceShortAAAAAAAAAAAA", ALICE, expiry=NOW + 1000))
+    other_replica.create(_token("ForCarolAAAAAAAAAAAAAA", CAROL, requester=ALICE))
+    other_replica.create(_token("ForCarolShortAAAAAAAAA", CAROL, requester=ALICE, expiry=NOW + 1000))
+    other_replica.create(_token("BobRenewsAliceAAAAAAAA", BOB, renewers=(ALICE,)))
+    eventually(lambda: len(cache) == 5)
+
+    assert cache.live_count(owner, NOW) == 2
+    assert cache.live_count(requester, NOW) == 2  # its own tokens are not held for others
+    assert cache.live_count(QuotaKey(QuotaKind.OWNER, CAROL), NOW) == 2
+    later = NOW + 2000  # two have expired; nothing has deleted them
+    assert (cache.live_count(owner, later), cache.live_count(requester, later)) == (1, 1)
+    assert cache.live_count(QuotaKey(QuotaKind.OWNER, DAVE), NOW) == 0
+
+
+def test_the_indexes_match_the_tokens_after_a_reload(
+    zk_connect: str, zk: ZkConnection, cache: TokenCache, other_replica: ZkTokenStore
+) -> None:
+    for n in range(6):
+        other_replica.create(_token(f"Reloaded{n}AAAAAAAAAAAAA", ALICE if n % 2 else CAROL, requester=ALICE))
+    eventually(lambda: len(cache) == 6)
+    owned = QuotaKey(QuotaKind.OWNER, ALICE)
+    before = ([stored.token for stored in cache.after(None, 10)], cache.live_count(owned, NOW))
+
+    _expire_session(zk_connect, zk)
+    other_replica.create(_token("ReloadedLaterAAAAAAAAA", ALICE))
+    eventually(lambda: len(cache) == 7)
+
+    assert [stored.token for stored in cache.after(None, 10)] == sorted(
+        [*before[0], _token("ReloadedLaterAAAAAAAAA", ALICE)], key=lambda token: token.token_id
+    )
+    assert cache.live_count(owned, NOW) == before[1] + 1
+    assert cache.live_count(QuotaKey(QuotaKind.REQUESTER, ALICE), NOW) == 3

@@ -4,19 +4,20 @@ decide again on a lost race, chroot creation."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 import pytest
 from kazoo.client import KazooClient
 
-from app.domain.errors import ConcurrentModification, TokenExpired, TokenNotFound
+from app.domain.errors import ConcurrentModification, TokenExpired, TokenNotFound, TokenQuotaExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, QuotaKind
 from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.compare_and_set import MAX_ATTEMPTS
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
-from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes import KtsZNodes, TokenChangeZNode, TokenZNode
 
 
 def _token(token_id: str = "StoreTestTokenAAAAAAAA") -> TokenInformation:
@@ -205,3 +206,47 @@ def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:
     final = store.get(_token().token_id)
     assert final is not None
     assert final.token.expiry_timestamp == 2000 + len(accepted) == 2080
+
+
+def test_a_create_charged_to_quotas_moves_their_guards_and_loses_to_a_create_in_between(
+    store: ZkTokenStore, zk_connect: str, raw_zk: KazooClient
+) -> None:
+    alice = QuotaKey(QuotaKind.OWNER, KafkaPrincipal.user("alice"))
+    nimbus = QuotaKey(QuotaKind.REQUESTER, KafkaPrincipal("User", "nimbus/host@REALM"))
+    judged: list[dict[QuotaKey, int]] = []
+    store.create(_token("GuardedFirstAAAAAAAAAA"), quotas=[alice, nimbus], admit=lambda v: judged.append(dict(v)))
+    assert judged == [{alice: -1, nimbus: -1}]  # neither guard existed yet
+    assert raw_zk.get_children(KtsZNodes.OWNER_QUOTAS) == ["User%3Aalice"]
+    assert raw_zk.get_children(KtsZNodes.REQUESTER_QUOTAS) == ["User%3Animbus%2Fhost%40REALM"]
+    assert raw_zk.exists(KtsZNodes.quota_guard(alice)).version == 0
+
+    other = ZkConnection(zk_connect, session_timeout_ms=6000)
+    other.start()
+    try:
+        judged.clear()
+
+        def admit(versions: Mapping[QuotaKey, int]) -> None:
+            judged.append(dict(versions))
+            if len(judged) == 1:  # another replica creates for alice between the judgement and the write
+                ZkTokenStore(other).create(_token("GuardedElsewhereAAAAAA"), quotas=[alice])
+
+        store.create(_token("GuardedSecondAAAAAAAAA"), quotas=[alice], admit=admit)
+    finally:
+        other.stop()
+    assert judged == [{alice: 0}, {alice: 1}]  # judged again at the version the other create left
+    assert raw_zk.exists(KtsZNodes.quota_guard(alice)).version == 2
+    second = _token("GuardedSecondAAAAAAAAA")
+    assert raw_zk.get(TokenZNode.path(second.token_id))[0] == TokenZNode.encode(second)  # the bytes brokers read
+
+
+def test_what_admit_raises_ends_the_create_and_writes_nothing(store: ZkTokenStore, raw_zk: KazooClient) -> None:
+    key = QuotaKey(QuotaKind.OWNER, KafkaPrincipal.user("alice"))
+
+    def refuse(_: Mapping[QuotaKey, int]) -> None:
+        raise TokenQuotaExceeded("over")
+
+    with pytest.raises(TokenQuotaExceeded):
+        store.create(_token("RefusedByQuotaAAAAAAAA"), quotas=[key], admit=refuse)
+    assert raw_zk.exists(TokenZNode.path("RefusedByQuotaAAAAAAAA")) is None
+    assert raw_zk.exists(KtsZNodes.quota_guard(key)) is None
+    assert raw_zk.get_children(TokenChangeZNode.ROOT) == []
