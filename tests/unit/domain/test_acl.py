@@ -1093,3 +1093,38 @@ def test_the_warning_says_kts_issues_such_tokens_when_allowed_to() -> None:
 
 def test_no_super_users_no_warnings() -> None:
     assert super_user_grant_warnings(AclBinding(literal(USER, "*"), allow()), [], tokens_for_super_users=False) == []
+
+
+# --- may_authorize_some: may a listing skip asking about every token? --------------------------------------
+
+
+def _may_some(
+    acls: Mapping[ResourcePattern, Iterable[AccessControlEntry]],
+    operation: Operation = Operation.DESCRIBE_TOKENS,
+    resource_type: ResourceType = USER,
+    principal: KafkaPrincipal = ALICE,
+    **options: bool,
+) -> bool:
+    current = snapshot(acls)
+    authorizer = AclAuthorizer([ADMIN], lambda: current, **options)
+    return authorizer.may_authorize_some(Caller(principal, HOST), operation, resource_type)
+
+
+def test_may_authorize_some_is_false_only_without_any_allow_that_could_apply() -> None:
+    assert not _may_some({})
+    assert _may_some({}, principal=ADMIN)  # super users see everything
+    assert _may_some({}, allow_everyone_if_no_acl_found=True)  # a resource without ACLs is granted
+    assert _may_some({JOE_USER: [allow(ALICE, Operation.DESCRIBE_TOKENS)]})
+    assert _may_some({prefixed(USER, "User:j"): [allow("User:*", Operation.DESCRIBE_TOKENS)]})
+    assert _may_some({JOE_USER: [allow(ALICE, Operation.ALL)]})
+    assert not _may_some({JOE_USER: [allow(BOB, Operation.DESCRIBE_TOKENS)]})  # another principal's
+    assert not _may_some({JOE_USER: [deny(ALICE, Operation.DESCRIBE_TOKENS)]})  # a Deny grants nothing
+    assert not _may_some({JOE_USER: [allow(ALICE, Operation.CREATE_TOKENS)]})  # another operation
+    assert not _may_some({literal(TOPIC, "t"): [allow(ALICE, Operation.DESCRIBE_TOKENS)]})  # another type
+
+
+def test_may_authorize_some_follows_the_operations_that_imply_describe() -> None:
+    token = literal(TOKEN, "tok-1")
+    for implying in (Operation.DESCRIBE, Operation.READ, Operation.WRITE, Operation.DELETE, Operation.ALTER):
+        assert _may_some({token: [allow(ALICE, implying)]}, Operation.DESCRIBE, TOKEN)
+    assert not _may_some({token: [allow(ALICE, Operation.CREATE)]}, Operation.DESCRIBE, TOKEN)

@@ -29,9 +29,11 @@ from app.domain.token_rules import (
     SetExpiry,
     TokenPolicy,
     describe,
+    describe_page,
     matches_owner_filter,
     may_describe,
     may_manage,
+    may_see_others_tokens,
     paginate,
     plan_create,
     plan_expire,
@@ -937,3 +939,74 @@ def test_super_users_only_with_no_super_users_grants_nothing() -> None:
 def test_caller_is_token_authenticated_only_with_a_token_id() -> None:
     assert not caller(ALICE).token_authenticated
     assert token_caller(ALICE).token_authenticated
+
+
+# --- a listing read in token id order (describe_page) -----------------------------------------------------
+
+
+def _population() -> list[TokenInformation]:
+    principals = (ALICE, BOB, CAROL, DAVE, ADMIN)
+    return [
+        make_token(
+            f"tok-{n:03d}",
+            owner=principals[n % 5],
+            requester=principals[(n // 5) % 5],
+            renewers=(principals[(n // 25) % 5],) if n % 3 else (),
+        )
+        for n in range(60)
+    ]
+
+
+@pytest.mark.parametrize(
+    "authorizer",
+    [
+        deny_all(),
+        FakeAuthorizer(super_users=[STRANGER]),
+        FakeAuthorizer([(STRANGER, Operation.DESCRIBE_TOKENS, ResourceType.USER, str(CAROL))]),
+        FakeAuthorizer([(STRANGER, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-007")]),
+    ],
+    ids=["no-grants", "super-user", "describe-tokens-of-carol", "describe-one-token"],
+)
+@pytest.mark.parametrize("who", [STRANGER, ALICE])
+@pytest.mark.parametrize("limit", [1, 7, 100])
+def test_describe_page_walks_to_the_same_pages_as_paginate_over_describe(
+    authorizer: FakeAuthorizer, who: KafkaPrincipal, limit: int
+) -> None:
+    tokens = _population()
+    ordered = sorted(tokens, key=lambda token: token.token_id)
+    expected = describe(list(reversed(tokens)), caller(who), None, authorizer)
+    after: str | None = None
+    walked: list[TokenInformation] = []
+    while True:
+        remaining = (token for token in ordered if after is None or token.token_id > after)
+        page = describe_page(remaining, caller(who), authorizer, limit=limit)
+        assert page == paginate(expected, limit=limit, after=after)
+        walked += page.tokens
+        if page.next_after is None:
+            break
+        after = page.next_after
+    assert walked == expected
+
+
+def test_describe_page_reads_no_further_than_the_first_visible_token_past_the_page() -> None:
+    read: list[str] = []
+
+    def ordered() -> Iterable[TokenInformation]:
+        for token in sorted(_population(), key=lambda token: token.token_id):
+            read.append(token.token_id)
+            yield token
+
+    page = describe_page(ordered(), caller(ADMIN), FakeAuthorizer(super_users=[ADMIN]), limit=5)
+    assert [token.token_id for token in page.tokens] == read[:5]
+    assert page.next_after == "tok-004"
+    assert len(read) == 6
+
+
+def test_who_may_see_tokens_beyond_their_own() -> None:
+    assert not may_see_others_tokens(caller(ALICE), deny_all())
+    assert may_see_others_tokens(caller(ADMIN), FakeAuthorizer(super_users=[ADMIN]))
+    grant = (ALICE, Operation.DESCRIBE_TOKENS, ResourceType.USER, str(BOB))
+    assert may_see_others_tokens(caller(ALICE), FakeAuthorizer([grant]))
+    assert not may_see_others_tokens(caller(CAROL), FakeAuthorizer([grant]))
+    one_token = (ALICE, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-1")
+    assert may_see_others_tokens(caller(ALICE), FakeAuthorizer([one_token]))
