@@ -200,15 +200,17 @@ class TokenCache:
             for index in self._indexes:
                 index.clear()
             for stored in loaded:
-                self._put(stored)
+                self._put(stored, ordered=False)
+            self._ordered.update(self._tokens)  # one sort: several times faster than an insertion each
         self.loaded = True
         log.info("token cache loaded %d tokens", len(loaded))
 
-    def _put(self, stored: StoredToken) -> None:
+    def _put(self, stored: StoredToken, *, ordered: bool = True) -> None:
         token = stored.token
         self._tokens[token.token_id] = stored
         self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
-        self._ordered.add(token.token_id)
+        if ordered:
+            self._ordered.add(token.token_id)
         for index in self._indexes:
             index.add(token)
 
