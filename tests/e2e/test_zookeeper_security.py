@@ -17,7 +17,7 @@ from app.domain.scram import derive
 from app.storage.zk.client_security import client_security
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.user_store import ZkUserStore
-from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes import KtsZNodes, TokenChangeZNode, TokenZNode
 from tests.api.conftest import ALICE, basic
 from tests.conftest import SECRET, ZK_SASL_USERS, SaslZooKeeper
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
@@ -85,6 +85,7 @@ def test_serves_tokens_that_only_its_zookeeper_identity_can_read(
     other = sasl_zookeeper.client("other", connect=connect)
     try:
         assert as_kts.get_acls(TokenZNode.path(token_id))[0] == [KTS_ALL]
+        assert as_kts.get_acls(f"{KtsZNodes.OWNER_QUOTAS}/User%3Aalice")[0] == [KTS_ALL]  # the quota guard
         (notification,) = as_kts.get_children(TokenChangeZNode.ROOT)
         assert set(as_kts.get_acls(f"{TokenChangeZNode.ROOT}/{notification}")[0]) == {KTS_ALL, WORLD_READ}
         with pytest.raises(NoAuthError):
