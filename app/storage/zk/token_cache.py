@@ -76,7 +76,10 @@ class TokenCache:
         self._by_hmac: dict[bytes, str] = {}
         self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
         self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
-        self._by_requester = _PrincipalIndex(lambda token: (token.token_requester,))
+        # Only tokens requested for another owner: the owner index holds the rest (and memory is per token).
+        self._by_requester = _PrincipalIndex(
+            lambda token: (token.token_requester,) if token.token_requester != token.owner else ()
+        )
         self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
         self._ordered: SortedList = SortedList()  # every token id
         # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
