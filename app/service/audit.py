@@ -195,7 +195,8 @@ class Auditor:
 def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
     code = error.code if isinstance(error, KafkaError) else None
     # A full cluster or a quota refuses by rule, like Kafka's checks: denied, not a failure of kts or its stores.
-    outcome = Outcome.DENIED if isinstance(error, KafkaError | CapacityExhausted | TokenQuotaExceeded) else Outcome.FAILED
+    refused = isinstance(error, KafkaError | CapacityExhausted | TokenQuotaExceeded)
+    outcome = Outcome.DENIED if refused else Outcome.FAILED
     return event.ended(outcome, error_code=code, error=error.name)
 
 

@@ -24,13 +24,13 @@ MAX_BACKOFF_S = 0.04
 R = TypeVar("R")
 
 
-def compare_and_set(attempt: Callable[[], R], subject: Subject) -> R:
+def compare_and_set(attempt: Callable[[], R], subject: Subject, *, attempts: int = MAX_ATTEMPTS) -> R:
     def kept_changing(_: RetryCallState) -> NoReturn:
         raise ConcurrentModification(f"{subject.name} kept changing under concurrent requests; retry.")
 
     retrying = Retrying(
         retry=retry_if_exception_type(ConcurrentModification),
-        stop=stop_after_attempt(MAX_ATTEMPTS),
+        stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=BACKOFF_S, max=MAX_BACKOFF_S),
         retry_error_callback=kept_changing,
     )

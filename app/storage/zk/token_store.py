@@ -26,6 +26,7 @@ from app.storage.zk.znodes import KtsZNodes, MalformedZNode, TokenChangeZNode, T
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+QUOTA_ATTEMPTS = 32
 
 
 class ZkTokenStore:
@@ -104,7 +105,9 @@ class ZkTokenStore:
             transaction.commit(subject)
             return StoredToken(token, 0)
 
-        return compare_and_set(attempt, subject) if quotas else attempt()
+        # More rounds than a token change: a replica streaming creates for the same owner wins round after
+        # round while this one catches up, and a quota that one replica holds must not starve the other.
+        return compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS) if quotas else attempt()
 
     def _guard_versions(self, quotas: Sequence[QuotaKey]) -> dict[QuotaKey, int]:
         if not quotas:
