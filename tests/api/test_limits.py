@@ -290,3 +290,20 @@ def test_the_checked_in_document_has_no_float_bounds() -> None:
 
     assert [value for value in floats(json.loads(SNAPSHOT.read_text())) if value != int(value)] == []
     assert not [value for value in floats(json.loads(SNAPSHOT.read_text())) if abs(value) >= 2**53]
+
+
+def test_the_largest_token_a_request_can_make_stays_far_under_what_a_broker_can_read(
+    client: TestClient, raw_zk: KazooClient
+) -> None:
+    # Kafka stores principals URL-encoded: a 4-byte character becomes 12 bytes of the token znode. The body limit
+    # bounds what a request can carry, so the widest renewers it admits still make a znode a broker can read.
+    emoji = "\U0001f600"
+    renewers = ["User:" + emoji * 150 + f"{index:02d}" for index in range(MAX_RENEWERS)]
+    body = json.dumps({"renewers": renewers}, ensure_ascii=False).encode("utf-8")
+    while len(body) > MAX_BODY_BYTES:
+        renewers = [renewer[:-3] + renewer[-2:] for renewer in renewers]  # one character less each
+        body = json.dumps({"renewers": renewers}, ensure_ascii=False).encode("utf-8")
+    created = client.post("/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"})
+    assert created.status_code == 201, created.text
+    data, _ = raw_zk.get(f"/delegation_token/tokens/{created.json()['tokenId']}")
+    assert len(data) < 3 * MAX_BODY_BYTES + 1000 < 1_048_575  # what a Java client reads at most
