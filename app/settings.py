@@ -20,6 +20,7 @@ from pydantic import Field, PrivateAttr, SecretStr, ValidationError, field_valid
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from app.config_names.typos import likely_intended
 from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
 from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
@@ -33,6 +34,23 @@ _CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
 
 class ConfigError(Exception):
     """A setting is missing or invalid. The message is one line that names the key."""
+
+
+def is_http_listener_list(value: str) -> bool:
+    """Whether every entry of a ``listeners`` value is an http(s) URL (kts's), not a broker's ``NAME://host:port``."""
+    entries = [entry.strip() for entry in value.split(",")]
+    return all(urlsplit(entry).scheme.lower() in ("http", "https") for entry in entries)
+
+
+def _one_listener_url(value: str) -> str:
+    parts = urlsplit(value.strip())
+    if "," in value or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("must be one URL such as http://127.0.0.1:8080 or https://0.0.0.0:8443")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        raise ValueError("has an invalid port") from None
+    return value.strip()
 
 
 def property_key(field_name: str) -> str:
@@ -50,7 +68,8 @@ def read_properties(path: Path) -> dict[str, str]:
 
 
 class _PropertiesFile(PydanticBaseSettingsSource):
-    """Reads a properties file, keeping only the keys that name a setting."""
+    """Reads a properties file, keeping only the keys that name a setting. A key that is neither kts's nor
+    Kafka's but a likely misspelling of a kts key refuses the start (app/config_names/typos.py)."""
 
     def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
         super().__init__(settings_cls)
@@ -58,6 +77,9 @@ class _PropertiesFile(PydanticBaseSettingsSource):
         if path is not None:
             raw = read_properties(path)
             fields = {property_key(name): name for name in settings_cls.model_fields}
+            for key in raw:
+                if (intended := likely_intended(key, fields)) is not None:
+                    raise ConfigError(f"{key}: not a kts or Kafka key; did you mean {intended}?")
             self._values = {fields[key]: value for key, value in raw.items() if key in fields}
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
@@ -95,7 +117,10 @@ class Settings(BaseSettings):
     zookeeper_ssl_keyfile_password: SecretStr | None = None
     zookeeper_ssl_endpoint_identification_algorithm: str = "HTTPS"
     # service keys
-    listeners: str = "http://127.0.0.1:8080"
+    http_listeners: str = "http://127.0.0.1:8080"
+    # A broker's listeners (SASL_SSL://:9093,...) are not kts's: read only when every entry is an http(s) URL,
+    # as kts's own key before http.listeners existed (deprecated; see _listener_key).
+    listeners: str | None = None
     audit_db_url: str = "sqlite:///./kts-audit.db"
     audit_db_auto_migrate: bool = True
     ssl_certfile: Path | None = None
@@ -132,6 +157,7 @@ class Settings(BaseSettings):
     token_quota_exempt_super_users: bool = False
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
+    _listener_key_used: str = PrivateAttr(default="http.listeners")
 
     @field_validator("zookeeper_connect")
     @classmethod
@@ -186,17 +212,22 @@ class Settings(BaseSettings):
             raise ValueError("must name an SQLite or PostgreSQL database")
         return value
 
-    @field_validator("listeners")
+    @field_validator("http_listeners")
     @classmethod
     def _listener(cls, value: str) -> str:
-        parts = urlsplit(value.strip())
-        if "," in value or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("must be one URL such as http://127.0.0.1:8080 or https://0.0.0.0:8443")
-        try:
-            parts.port  # noqa: B018 - raises ValueError for a port out of range
-        except ValueError:
-            raise ValueError("has an invalid port") from None
-        return value.strip()
+        return _one_listener_url(value)
+
+    @model_validator(mode="after")
+    def _listener_key(self) -> Settings:
+        """Which key names the listener: http.listeners when given, else a ``listeners`` of http(s) URLs only."""
+        if "http_listeners" not in self.model_fields_set and self.listeners is not None:
+            if is_http_listener_list(self.listeners):
+                try:
+                    self.http_listeners = _one_listener_url(self.listeners)
+                except ValueError as exc:
+                    raise ValueError(f"listeners: {exc}") from None
+                self._listener_key_used = "listeners"
+        return self
 
     @field_validator("sasl_oauthbearer_jwks_endpoint_url")
     @classmethod
@@ -229,7 +260,10 @@ class Settings(BaseSettings):
                 "(set it, or KTS_DELEGATION_TOKEN_SECRET_KEY, to the brokers' secret)"
             )
         if self.listener_scheme == "https" and not (self.ssl_certfile and self.ssl_keyfile):
-            raise ValueError("listeners: an https listener needs ssl.certfile and ssl.keyfile")
+            raise ValueError(f"{self._listener_key_used}: an https listener needs ssl.certfile and ssl.keyfile")
+        if self.ssl_client_auth != "none" and self.listener_scheme == "http" and self._brokers_listeners:
+            # The brokers' setting for their SSL listeners (the file is a server.properties): not about kts's.
+            self.ssl_client_auth = "none"
         if self.ssl_client_auth != "none" and (self.listener_scheme != "https" or not self.ssl_cafile):
             raise ValueError("ssl.client.auth: client certificates need an https listener and ssl.cafile")
         for key in ("ssl_certfile", "ssl_keyfile", "ssl_cafile"):
@@ -281,16 +315,31 @@ class Settings(BaseSettings):
 
     @property
     def listener_scheme(self) -> str:
-        return urlsplit(self.listeners).scheme
+        return urlsplit(self.http_listeners).scheme
 
     @property
     def listener_host(self) -> str:
-        return urlsplit(self.listeners).hostname or "127.0.0.1"
+        return urlsplit(self.http_listeners).hostname or "127.0.0.1"
 
     @property
     def listener_port(self) -> int:
-        parts = urlsplit(self.listeners)
+        parts = urlsplit(self.http_listeners)
         return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @property
+    def _brokers_listeners(self) -> bool:
+        """Whether ``listeners`` is a broker's (``SASL_SSL://:9093``...), i.e. the file is a server.properties."""
+        return self.listeners is not None and not is_http_listener_list(self.listeners)
+
+    @property
+    def listeners_deprecation(self) -> str | None:
+        """The start-up warning when kts took its listener from the broker's key ``listeners``; else None."""
+        if self._listener_key_used != "listeners":
+            return None
+        return (
+            "listeners: kts reads its HTTP listener from http.listeners (KTS_HTTP_LISTENERS) now; listeners is "
+            "the brokers' key and will stop being read as kts's. Rename it to http.listeners."
+        )
 
     @classmethod
     def settings_customise_sources(

@@ -178,14 +178,14 @@ def test_healthcheck_asks_healthz_with_python_on_the_configured_port(runtime: St
     (healthcheck,) = runtime.arguments("HEALTHCHECK")
     command = json.loads(healthcheck[healthcheck.index("CMD") + len("CMD") :])
     assert command[:2] == ["python", "-c"]
-    assert "/healthz" in command[2] and "KTS_LISTENERS" in command[2]
+    assert "/healthz" in command[2] and "KTS_HTTP_LISTENERS" in command[2]
     compile(command[2], "<healthcheck>", "exec")  # valid Python
 
 
 def test_serves_on_8080_by_default(runtime: Stage) -> None:
     assert runtime.arguments("EXPOSE") == ["8080"]
     environment = " ".join(runtime.arguments("ENV"))
-    assert "KTS_LISTENERS=http://0.0.0.0:8080" in environment
+    assert "KTS_HTTP_LISTENERS=http://0.0.0.0:8080" in environment.split()
     assert [json.loads(entry) for entry in runtime.arguments("ENTRYPOINT")] == [["kts"]]
     assert [json.loads(entry) for entry in runtime.arguments("CMD")] == [["serve"]]
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -296,8 +295,9 @@ def test_the_config_map_starts_kts_serve(defaults: dict[str, dict[str, Any]], tm
     assert settings.zookeeper_session_timeout_ms == 18_000
     assert settings.token_znode_version == 3
     assert settings.audit_db_auto_migrate is True
-    # The environment overrides the file, so the Deployment repeats the file's listener in KTS_LISTENERS.
-    assert settings.listeners == env["KTS_LISTENERS"] == "http://0.0.0.0:8080"
+    # The environment overrides the file, so the Deployment repeats the file's listener in KTS_HTTP_LISTENERS.
+    assert settings.http_listeners == env["KTS_HTTP_LISTENERS"] == "http://0.0.0.0:8080"
+    assert settings.listeners_deprecation is None
     assert settings.listener_port == kts["ports"][0]["containerPort"]
 
 
@@ -331,7 +331,7 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
     assert settings.listener_port == 9090
     kts = container(objects)
     assert kts["ports"][0]["containerPort"] == 9090
-    assert {"name": "KTS_LISTENERS", "value": "http://0.0.0.0:9090"} in kts["env"]
+    assert {"name": "KTS_HTTP_LISTENERS", "value": "http://0.0.0.0:9090"} in kts["env"]
 
 
 def test_selectors_match_the_pods(everything: dict[str, dict[str, Any]]) -> None:
@@ -498,7 +498,7 @@ def test_defaults_start_an_http_listener_without_zookeeper_security(
     defaults: dict[str, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     settings, environment = settings_in_pod(defaults, tmp_path, monkeypatch)
-    assert settings.listeners == "http://0.0.0.0:8080"
+    assert settings.http_listeners == "http://0.0.0.0:8080"
     assert settings.ssl_certfile is None and settings.ssl_client_auth == "none"
     assert settings.zookeeper_security.login is None and settings.zookeeper_security.tls is None
     assert not settings.zookeeper_set_acl
@@ -511,7 +511,7 @@ def test_tls_listener_serves_the_certificate_secret(
 ) -> None:
     objects = by_kind(render(chart, {"tls": {"enabled": True, "secretName": "kts-tls"}, "containerPort": 8443}))
     settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
-    assert settings.listeners == "https://0.0.0.0:8443"
+    assert settings.http_listeners == "https://0.0.0.0:8443"
     assert settings.ssl_certfile is not None and settings.ssl_keyfile is not None
     assert settings.ssl_certfile.read_text() == "listener certificate"
     assert settings.ssl_keyfile.read_text() == "listener key"
@@ -685,22 +685,13 @@ def test_the_listener_key_is_named_in_one_helper_only() -> None:
     assert {name: count for name, count in mentions.items() if count and name != "_helpers.tpl"} == {}
     helpers = (templates / "_helpers.tpl").read_text(encoding="utf-8")
     (definition,) = re.findall(r'define "kts\.listenerKey" -}}\n(\S+)\n', helpers)
-    assert definition == "listeners"
+    assert definition == "http.listeners"
 
 
-def test_switching_the_listener_key_is_one_line(tmp_path: Path) -> None:
-    """When kts reads its listener from http.listeners (KTS_HTTP_LISTENERS), one line of _helpers.tpl changes."""
-    copy = tmp_path / "kts"
-    shutil.copytree(CHART, copy)
-    helpers = copy / "templates" / "_helpers.tpl"
-    text = helpers.read_text(encoding="utf-8")
-    switched = text.replace(
-        'define "kts.listenerKey" -}}\nlisteners\n', 'define "kts.listenerKey" -}}\nhttp.listeners\n'
-    )
-    assert [line for line in switched.splitlines() if line not in text.splitlines()] == ["http.listeners"]
-    helpers.write_text(switched, encoding="utf-8")
-    with helm.Chart.load(copy) as loaded:
-        objects = by_kind(render(loaded))
-    env = {entry["name"]: entry.get("value") for entry in container(objects)["env"]}
+def test_the_listener_is_kts_own_key_not_the_brokers(defaults: dict[str, dict[str, Any]]) -> None:
+    """kts's listener is http.listeners (KTS_HTTP_LISTENERS); ``listeners`` is left to the brokers' syntax."""
+    env = {entry["name"]: entry.get("value") for entry in container(defaults)["env"]}
     assert env["KTS_HTTP_LISTENERS"] == "http://0.0.0.0:8080" and "KTS_LISTENERS" not in env
-    assert "\nhttp.listeners=http://0.0.0.0:8080\n" in objects["ConfigMap"]["data"]["server.properties"]
+    properties = defaults["ConfigMap"]["data"]["server.properties"]
+    assert "\nhttp.listeners=http://0.0.0.0:8080\n" in properties
+    assert not re.search(r"^listeners=", properties, flags=re.MULTILINE)

@@ -55,7 +55,7 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path, tmp_path
             "allow.everyone.if.no.acl.found": "true",
             "ssl.principal.mapping.rules": "RULE:^CN=(.*?),.*$/$1/L,DEFAULT",
             "zookeeper.session.timeout.ms": "6000",
-            "listeners": "https://127.0.0.2:9000",
+            "http.listeners": "https://127.0.0.2:9000",
             "ssl.certfile": str(tmp_path / "cert.pem"),
             "ssl.keyfile": str(tmp_path / "key.pem"),
             "ssl.cafile": str(tmp_path / "ca.pem"),
@@ -214,8 +214,10 @@ def test_master_key_is_not_used_when_secret_key_is_present_but_empty(properties:
 INVALID_VALUES = [
     pytest.param("token.znode.version", "2", id="znode-version-2"),
     pytest.param("token.znode.version", "4", id="znode-version-4"),
-    pytest.param("listeners", "ftp://x", id="listener-ftp"),
-    pytest.param("listeners", "PLAINTEXT://:9092", id="listener-kafka-style"),
+    pytest.param("http.listeners", "ftp://x", id="http-listener-ftp"),
+    pytest.param("http.listeners", "PLAINTEXT://:9092", id="http-listener-kafka-style"),
+    pytest.param("http.listeners", "http://:8080", id="http-listener-without-host"),
+    pytest.param("http.listeners", "http://a:1,http://b:2", id="http-listener-list"),
     pytest.param("listeners", "http://:8080", id="listener-without-host"),
     pytest.param("listeners", "http://127.0.0.1:99999", id="listener-port-out-of-range"),
     pytest.param("listeners", "http://a:1,http://b:2", id="listener-list"),
@@ -257,16 +259,18 @@ def test_config_error_never_contains_the_secret(properties: Path, key: str, valu
 
 
 def test_https_listener_without_certificate_files_names_the_listener(properties: Path) -> None:
+    message = config_error(properties, {**REQUIRED, "http.listeners": "https://0.0.0.0:8443"})
+    assert message.startswith("http.listeners")
+    assert SECRET not in message
     message = config_error(properties, {**REQUIRED, "listeners": "https://0.0.0.0:8443"})
     assert message.startswith("listeners")
-    assert SECRET not in message
 
 
 def test_https_listener_with_only_a_certificate_is_refused(properties: Path, tmp_path: Path) -> None:
     message = config_error(
-        properties, {**REQUIRED, "listeners": "https://0.0.0.0:8443", "ssl.certfile": str(tmp_path / "c.pem")}
+        properties, {**REQUIRED, "http.listeners": "https://0.0.0.0:8443", "ssl.certfile": str(tmp_path / "c.pem")}
     )
-    assert message.startswith("listeners")
+    assert message.startswith("http.listeners")
 
 
 def test_https_listener_with_certificate_and_key(properties: Path, tmp_path: Path) -> None:
@@ -276,7 +280,7 @@ def test_https_listener_with_certificate_and_key(properties: Path, tmp_path: Pat
         properties,
         {
             **REQUIRED,
-            "listeners": "https://0.0.0.0:8443",
+            "http.listeners": "https://0.0.0.0:8443",
             "ssl.certfile": str(tmp_path / "cert.pem"),
             "ssl.keyfile": str(tmp_path / "key.pem"),
         },
@@ -309,7 +313,8 @@ def test_defaults_match_the_contract(properties: Path) -> None:
     assert settings.super_user_principals == []
     assert settings.allow_everyone_if_no_acl_found is False
     assert settings.ssl_principal_mapping_rules == "DEFAULT"
-    assert settings.listeners == "http://127.0.0.1:8080"
+    assert settings.http_listeners == "http://127.0.0.1:8080"
+    assert settings.listeners is None and settings.listeners_deprecation is None
     assert (settings.listener_scheme, settings.listener_host, settings.listener_port) == (
         "http",
         "127.0.0.1",

@@ -72,7 +72,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
     data_dir.mkdir(parents=True, exist_ok=True)
     zookeeper: EmbeddedZooKeeper | None = None
     overrides: dict[str, object] = {
-        "listeners": f"http://127.0.0.1:{port}",
+        "http_listeners": f"http://127.0.0.1:{port}",
         "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
     }
     if not os.environ.get("KTS_DELEGATION_TOKEN_SECRET_KEY"):
@@ -87,7 +87,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
         generated = _ensure_admin(settings)
-        console.print(f"[bold]kts dev[/bold] on [link]{settings.listeners}[/link]  (data in {data_dir})")
+        console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
         if generated:
             console.print(f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)")

@@ -98,6 +98,8 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         print(f"WARNING: {warning}", file=sys.stderr, flush=True)
     if (lenient := allow_everyone_warning(settings)) is not None:
         log.warning(lenient)
+    if (renamed := settings.listeners_deprecation) is not None:
+        log.warning(renamed)
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
     config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
     server = uvicorn.Server(config)

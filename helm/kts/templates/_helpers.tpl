@@ -42,7 +42,7 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 one listener, on every interface of the pod). The Deployment sets the variable as well as the file because the
 image's default variable would otherwise win over server.properties. The key is named here and nowhere else. */}}
 {{- define "kts.listenerKey" -}}
-listeners
+http.listeners
 {{- end }}
 
 {{- define "kts.listenerEnv" -}}

@@ -18,7 +18,7 @@ from tests.tls_material import CertificateAuthority
 
 def _settings(listeners: str, **extra: object) -> Settings:
     return load_settings(
-        zookeeper_connect="127.0.0.1:2181", delegation_token_secret_key=SECRET, listeners=listeners, **extra
+        zookeeper_connect="127.0.0.1:2181", delegation_token_secret_key=SECRET, http_listeners=listeners, **extra
     )
 
 
