@@ -5,6 +5,7 @@ only the services and views it exposes (``app/api/deps.py``). Nothing here runs 
 from __future__ import annotations
 
 import logging
+import secrets
 import ssl
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError
+from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
@@ -46,6 +48,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.notification_purger import NotificationPurger
+from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
@@ -108,6 +111,7 @@ class Runtime:
                 "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
             )
         self.zk.start()
+        ensure_cluster_secret(self.zk, TokenSecret(self.settings.secret_key))
         self.acl_cache.start()
         self.token_cache.start()
         self._child_lists()  # one reading at start: the capacity guard warns if a list is already past 80%
@@ -169,9 +173,19 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
 
 
 def check_zookeeper(settings: Settings) -> None:
-    """Connect once before serving, so an unreachable ZooKeeper or a rejected login is one line from the CLI
-    (StoreUnavailable) rather than a start-up traceback in the log."""
-    zk_connection(settings).check()
+    """Connect once before serving, so an unreachable ZooKeeper, a rejected login (StoreUnavailable) or a secret
+    key other than the cluster's (SecretKeyMismatch) is one line from the CLI rather than a start-up traceback
+    in the log."""
+    zk = zk_connection(settings)
+    zk.check(then=lambda: ensure_cluster_secret(zk, TokenSecret(settings.secret_key)))
+
+
+def ensure_cluster_secret(zk: ZkConnection, secret: TokenSecret) -> None:
+    """Refuse (SecretKeyMismatch) a secret other than the one whose fingerprint the cluster keeps; record it
+    when the cluster keeps none yet (docs/configuration.md#a-brokers-serverproperties)."""
+    store = ZkSecretFingerprintStore(zk)
+    if check_same_secret(store.record, secret, lambda: secrets.token_bytes(SALT_BYTES), store.PATH):
+        log.info("recorded the fingerprint of delegation.token.secret.key at %s", store.PATH)
 
 
 def build_runtime(

@@ -25,6 +25,7 @@ FAILURES: tuple[tuple[str, str, int, Callable[[BaseException], str]], ...] = (
     ("app.cli.client.acls", "RemovalNotConfirmed", 1, str),
     ("app.settings", "ConfigError", 2, lambda exc: f"configuration error: {exc}"),
     ("app.domain.errors", "StoreUnavailable", 1, lambda exc: str(getattr(exc, "message", exc))),
+    ("app.domain.secret_fingerprint", "SecretKeyMismatch", 1, str),
     ("app.storage.audit.migrations", "SchemaBehind", 2, str),
 )
 

@@ -33,6 +33,10 @@ class TokenSecret:
     def hmac(self, token_id: str) -> bytes:
         return hmac.digest(self._key, token_id.encode("utf-8"), "sha512")
 
+    def keyed_digest(self, message: bytes) -> bytes:
+        """HMAC-SHA256 of ``message`` keyed by the secret: a fingerprint that never reveals the key."""
+        return hmac.digest(self._key, message, "sha256")
+
     def matches(self, token_id: str, candidate: bytes) -> bool:
         """Constant-time comparison of a presented HMAC with the token's own."""
         return hmac.compare_digest(self.hmac(token_id), candidate)

@@ -61,7 +61,7 @@ def start_kts(
     from app.cli.server.embedded_zookeeper import free_port
 
     port = port or free_port()
-    env = kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_SERVICE_ID=name, **settings)
+    env = kts_env(KTS_HTTP_LISTENERS=f"http://127.0.0.1:{port}", KTS_SERVICE_ID=name, **settings)
     process = subprocess.Popen(
         [*KTS, "serve"],
         cwd=ROOT,

@@ -14,7 +14,7 @@ from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive
-from app.runtime import zk_connection
+from app.runtime import check_zookeeper, zk_connection
 from app.settings import Settings, load_settings, read_properties
 from app.storage.zk.user_store import ZkUserStore
 
@@ -87,6 +87,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
         generated = _ensure_admin(settings)
+        check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
         if generated:

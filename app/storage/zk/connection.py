@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
@@ -135,16 +136,21 @@ class ZkConnection:
                 ) from exc
             raise StoreUnavailable(f"cannot connect to ZooKeeper at {self._hosts}: {exc!r}") from exc
 
-    def check(self, timeout_s: float = 15.0) -> None:
-        """Connect once and disconnect: before serving, so that an unreachable ZooKeeper or a rejected login is
-        the one line of the StoreUnavailable raised. kazoo's own retry warnings are held back meanwhile
-        (logging is configured later, by serve(), and they would reach stderr around that line)."""
+    def check(self, timeout_s: float = 15.0, then: Callable[[], None] | None = None) -> None:
+        """Connect once, run ``then`` (a start-up check) and disconnect: before serving, so that an unreachable
+        ZooKeeper or a rejected login is the one line of the StoreUnavailable raised. kazoo's own retry warnings
+        are held back meanwhile (logging is configured later, by serve(), and they would reach stderr around
+        that line)."""
         kazoo_log = logging.getLogger("kazoo")
         level = kazoo_log.level
         kazoo_log.setLevel(logging.CRITICAL)
         try:
             self.start(timeout_s)
-            self.stop()
+            try:
+                if then is not None:
+                    then()
+            finally:
+                self.stop()
         finally:
             kazoo_log.setLevel(level)
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 from typing import Final
 
+from app.domain.secret_fingerprint import SecretFingerprint
 from app.domain.token_quota import QuotaKey
 from app.storage.zk.sanitizer import sanitize
+from app.storage.zk.znodes.malformed import MalformedZNode
 
 
 class KtsZNodes:
@@ -18,11 +23,14 @@ class KtsZNodes:
       sanitized as Kafka sanitizes user names): empty guards whose znode version counts the creates charged
       to that quota. Each create sets its guards' data, guarded by the versions the replica counted at, in
       the transaction that creates the token, so two replicas cannot both take the last unit of a quota
-      (app/service/token_quotas.py). One small znode per principal that ever created a token."""
+      (app/service/token_quotas.py). One small znode per principal that ever created a token.
+    - ``/kts/secret-key-fingerprint``: the keyed fingerprint of the cluster's secret key
+      (``SecretFingerprintZNode``)."""
 
     ROOT: Final = "/kts"
     AUDIT_INTENTS: Final = f"{ROOT}/audit-intents"
     SWEEPER_ELECTION: Final = f"{ROOT}/sweeper-election"
+    SECRET_FINGERPRINT: Final = f"{ROOT}/secret-key-fingerprint"
     TOKEN_QUOTAS: Final = f"{ROOT}/token-quotas"
     OWNER_QUOTAS: Final = f"{TOKEN_QUOTAS}/owner"
     REQUESTER_QUOTAS: Final = f"{TOKEN_QUOTAS}/requester"
@@ -39,3 +47,36 @@ class KtsZNodes:
     def audit_intent_event_id(name: str) -> int | None:
         """The event id an intent marker's znode name holds (None: not a marker)."""
         return int(name) if name.isdigit() else None
+
+
+class SecretFingerprintZNode:
+    """``/kts/secret-key-fingerprint``: ``{"version":1,"algorithm":"HMAC-SHA256","salt":"<base64>",
+    "fingerprint":"<base64>"}`` (app/domain/secret_fingerprint.py). Never the secret."""
+
+    PATH: Final = KtsZNodes.SECRET_FINGERPRINT
+    VERSION: Final = 1
+    ALGORITHM: Final = "HMAC-SHA256"
+
+    @staticmethod
+    def encode(fingerprint: SecretFingerprint) -> bytes:
+        doc = {
+            "version": SecretFingerprintZNode.VERSION,
+            "algorithm": SecretFingerprintZNode.ALGORITHM,
+            "salt": base64.b64encode(fingerprint.salt).decode("ascii"),
+            "fingerprint": base64.b64encode(fingerprint.digest).decode("ascii"),
+        }
+        return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+    @staticmethod
+    def decode(data: bytes) -> SecretFingerprint:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            if doc["version"] != SecretFingerprintZNode.VERSION or doc["algorithm"] != SecretFingerprintZNode.ALGORITHM:
+                raise MalformedZNode("secret key fingerprint of an unknown version or algorithm")
+            salt = base64.b64decode(doc["salt"], validate=True)
+            digest = base64.b64decode(doc["fingerprint"], validate=True)
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, binascii.Error) as exc:
+            raise MalformedZNode("secret key fingerprint znode is not the JSON kts writes") from exc
+        if not salt or len(digest) != 32:
+            raise MalformedZNode("secret key fingerprint znode holds no salt or a digest of the wrong length")
+        return SecretFingerprint(salt, digest)
