@@ -57,7 +57,7 @@ def serve_https(
     """Start ``kts serve`` on an https listener (``KTS_SSL_*`` in ``settings``); its URL once it answers."""
     port = free_port()
     env = kts_env(
-        KTS_LISTENERS=f"https://127.0.0.1:{port}",
+        KTS_HTTP_LISTENERS=f"https://127.0.0.1:{port}",
         KTS_ZOOKEEPER_CONNECT=zk_connect,
         KTS_DELEGATION_TOKEN_SECRET_KEY=secret,
         **settings,

@@ -9,9 +9,11 @@ The file is a Java properties file holding one way to authenticate (docs/cli.md#
   username is a token id and the password its HMAC (Bearer), otherwise it is a user's password (Basic);
 
 plus, with any of them or alone, ``ssl.certfile``/``ssl.keyfile`` (a client certificate), ``ssl.key.password``
-and ``ssl.cafile`` (the CAs to trust for an ``https://`` server). Other keys (``bootstrap.servers``,
-``security.protocol``, ...) are ignored, as Kafka's tools ignore what they do not use. Errors name the key and
-never echo a password or HMAC.
+and ``ssl.cafile`` (the CAs to trust for an ``https://`` server), or a Kafka client's own stores instead:
+``ssl.truststore.location``/``.type``/``.password`` (or ``ssl.truststore.certificates``) and
+``ssl.keystore.location``/``.type``/``.password`` (or ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``),
+JKS, PKCS12 or PEM (app/cli/client/key_stores.py). Other keys (``bootstrap.servers``, ``security.protocol``, ...)
+are ignored, as Kafka's tools ignore what they do not use. Errors name the key and never echo a password or HMAC.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from app.cli.client import key_stores
 from app.cli.client.arguments import DEFAULT_SERVER, SERVER_ENV
+from app.cli.client.key_stores import ClientIdentity
 from app.domain.jaas import PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE, JaasSyntaxError, parse_login_module
 from app.settings import ConfigError, read_properties
 
@@ -50,6 +54,8 @@ class CommandConfig:
     keyfile: Path | None = None
     key_password: str | None = field(default=None, repr=False)
     cafile: Path | None = None
+    trusted_pem: str | None = None  # from a trust store: the CAs to trust, as PEM text
+    identity: ClientIdentity | None = None  # from a key store: the client certificate chain and its key
 
     @property
     def authorization(self) -> tuple[str, str] | None:
@@ -68,12 +74,20 @@ class CommandConfig:
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context for an ``https://`` server, or None for the system defaults."""
-        if self.certfile is None and self.cafile is None:
+        if self.certfile is None and self.cafile is None and self.trusted_pem is None and self.identity is None:
             return None
         try:
-            context = ssl.create_default_context(cafile=str(self.cafile) if self.cafile else None)
+            context = ssl.create_default_context(
+                cafile=str(self.cafile) if self.cafile else None, cadata=self.trusted_pem
+            )
         except (ssl.SSLError, OSError) as exc:
-            raise ConfigError(f"ssl.cafile: cannot load {self.cafile}: {_reason(exc)}") from None
+            key = "ssl.cafile" if self.cafile else "ssl.truststore.location"
+            raise ConfigError(f"{key}: cannot load the CAs to trust: {_reason(exc)}") from None
+        if self.identity is not None:
+            try:
+                self.identity.load_into(context)
+            except (ssl.SSLError, OSError) as exc:
+                raise ConfigError(f"ssl.keystore.location: cannot use the client certificate: {_reason(exc)}") from None
         if self.certfile is not None:
             try:
                 context.load_cert_chain(
@@ -110,13 +124,49 @@ def parse_command_config(values: Mapping[str, str]) -> CommandConfig:
     certfile, keyfile, cafile = (_file(values, key) for key in ("ssl.certfile", "ssl.keyfile", "ssl.cafile"))
     if keyfile is not None and certfile is None:
         raise ConfigError("ssl.keyfile: needs ssl.certfile (the client certificate)")
+    trusted_pem = _trust_store(values)
+    if trusted_pem is not None and cafile is not None:
+        raise ConfigError("ssl.truststore.location: give the CAs to trust once, as ssl.cafile or as a trust store")
+    identity = _key_store(values)
+    if identity is not None and certfile is not None:
+        raise ConfigError("ssl.keystore.location: give the client certificate once, as ssl.certfile or as a key store")
     return CommandConfig(
         credential=credentials[0][1] if credentials else None,
         certfile=certfile,
         keyfile=keyfile,
         key_password=values.get("ssl.key.password") or None,
         cafile=cafile,
+        trusted_pem=trusted_pem,
+        identity=identity,
     )
+
+
+def _trust_store(values: Mapping[str, str]) -> str | None:
+    """The CAs of ``ssl.truststore.*`` as PEM text, or None when the file names no trust store."""
+    if values.get("ssl.truststore.certificates", "").strip():
+        return key_stores.inline_trusted_certificates(values["ssl.truststore.certificates"])
+    location = _file(values, "ssl.truststore.location")
+    if location is None:
+        return None
+    password = values.get("ssl.truststore.password") or None
+    return key_stores.trusted_certificates(location, values.get("ssl.truststore.type", ""), password)
+
+
+def _key_store(values: Mapping[str, str]) -> ClientIdentity | None:
+    """The client certificate and key of ``ssl.keystore.*``, or None when the file names no key store."""
+    store_password = values.get("ssl.keystore.password") or None
+    key_password = values.get("ssl.key.password") or store_password
+    if values.get("ssl.keystore.certificate.chain", "").strip() or values.get("ssl.keystore.key", "").strip():
+        return key_stores.inline_identity(
+            values.get("ssl.keystore.certificate.chain", ""),
+            values.get("ssl.keystore.key", ""),
+            key_password,
+            key="ssl.keystore.key",
+        )
+    location = _file(values, "ssl.keystore.location")
+    if location is None:
+        return None
+    return key_stores.client_identity(location, values.get("ssl.keystore.type", ""), store_password, key_password)
 
 
 def parse_sasl_jaas_config(text: str) -> Credential:
