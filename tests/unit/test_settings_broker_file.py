@@ -162,3 +162,11 @@ def test_every_key_of_the_broker_fixture_is_kafkas_or_kts() -> None:
 )
 def test_edit_distance(first: str, second: str, distance: int) -> None:
     assert edit_distance(first, second) == distance
+
+
+def test_http_listeners_from_the_environment_wins_over_the_files_listeners(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KTS_HTTP_LISTENERS", "http://127.0.0.5:9005")
+    settings = load_settings(write(tmp_path / "kts.properties", {**REQUIRED, "listeners": "http://127.0.0.2:9001"}))
+    assert settings.listener_port == 9005 and settings.listeners_deprecation is None
