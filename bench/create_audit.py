@@ -36,7 +36,7 @@ def _start(variant: str, zk: str, audit_url: str) -> tuple[subprocess.Popen[byte
     env = {key: value for key, value in os.environ.items() if not key.startswith("KTS_")} | {
         "KTS_ZOOKEEPER_CONNECT": zk,
         "KTS_DELEGATION_TOKEN_SECRET_KEY": "bench-secret",
-        "KTS_LISTENERS": f"http://127.0.0.1:{port}",
+        "KTS_HTTP_LISTENERS": f"http://127.0.0.1:{port}",
         "KTS_AUDIT_DB_URL": audit_url,
         "KTS_SERVICE_ID": f"bench-{variant}",
     }

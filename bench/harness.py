@@ -106,7 +106,7 @@ class Kts:
             "KTS_ZOOKEEPER_CONNECT": self.zk_connect,
             "KTS_DELEGATION_TOKEN_SECRET_KEY": SECRET,
             "KTS_SUPER_USERS": f"User:{ADMIN}",
-            "KTS_LISTENERS": f"http://127.0.0.1:{port}",
+            "KTS_HTTP_LISTENERS": f"http://127.0.0.1:{port}",
             "KTS_SERVICE_ID": name,
             "KTS_AUDIT_DB_URL": f"sqlite:///{self.workdir / (name + '-audit.db')}",
             # The suite's ZooKeeper runs with jute.maxbuffer=16777216 and no broker, so 100,000 tokens and their

@@ -51,7 +51,7 @@ class Replica:
         return f"http://127.0.0.1:{self.port}"
 
     def launch(self) -> None:
-        env = kts_env(KTS_LISTENERS=self.url, KTS_SERVICE_ID=self.name, **self.settings)
+        env = kts_env(KTS_HTTP_LISTENERS=self.url, KTS_SERVICE_ID=self.name, **self.settings)
         with (self.log_dir / f"{self.name}.log").open("a") as log:  # one log across restarts
             self.process = subprocess.Popen(
                 [*KTS, "serve"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True

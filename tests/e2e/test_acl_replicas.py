@@ -33,7 +33,7 @@ def replicas(zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Po
                 KTS_ZOOKEEPER_CONNECT=zk_connect,
                 KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
                 KTS_SUPER_USERS="User:admin",
-                KTS_LISTENERS=f"http://127.0.0.1:{port}",
+                KTS_HTTP_LISTENERS=f"http://127.0.0.1:{port}",
                 KTS_SERVICE_ID=f"replica-{index}",
             ),
             stdout=(tmp_path / f"replica-{index}.log").open("w"),

@@ -33,7 +33,7 @@ def test_serves_tokens_from_a_broker_style_properties_file(
     process = subprocess.Popen(
         [*KTS, "serve", "--config", str(config)],
         cwd=ROOT,
-        env=kts_env(KTS_LISTENERS=f"http://127.0.0.1:{port}", KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET),
+        env=kts_env(KTS_HTTP_LISTENERS=f"http://127.0.0.1:{port}", KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

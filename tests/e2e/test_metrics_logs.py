@@ -25,7 +25,7 @@ def serve(
 ) -> tuple[str, subprocess.Popen[str]]:
     port = free_port()
     env = kts_env(
-        KTS_LISTENERS=f"http://127.0.0.1:{port}",
+        KTS_HTTP_LISTENERS=f"http://127.0.0.1:{port}",
         KTS_ZOOKEEPER_CONNECT=zk_connect,
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_SERVICE_ID="metrics-e2e",

@@ -28,7 +28,7 @@ def test_plain_http_on_all_interfaces_warns_loudly(
         env=kts_env(
             KTS_ZOOKEEPER_CONNECT=zk_connect,
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-            KTS_LISTENERS=f"http://0.0.0.0:{port}",
+            KTS_HTTP_LISTENERS=f"http://0.0.0.0:{port}",
         ),
         stdout=stdout.open("w"),
         stderr=stderr.open("w"),

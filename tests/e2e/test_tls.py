@@ -45,7 +45,7 @@ def _serve(zk_connect: str, pki: dict[str, object], client_auth: str, rules: str
         env=kts_env(
             KTS_ZOOKEEPER_CONNECT=zk_connect,
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-            KTS_LISTENERS=f"https://127.0.0.1:{port}",
+            KTS_HTTP_LISTENERS=f"https://127.0.0.1:{port}",
             KTS_SSL_CERTFILE=str(server.cert),
             KTS_SSL_KEYFILE=str(server.key),
             KTS_SSL_CAFILE=str(ca.path),

@@ -56,7 +56,7 @@ def https_kts(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFac
         env=kts_env(
             KTS_ZOOKEEPER_CONNECT=f"{zookeeper.connect_string}/kts-tls-{uuid.uuid4().hex[:12]}",
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-            KTS_LISTENERS=f"https://127.0.0.1:{port}",
+            KTS_HTTP_LISTENERS=f"https://127.0.0.1:{port}",
             KTS_SSL_CERTFILE=str(server.cert),
             KTS_SSL_KEYFILE=str(server.key),
         ),
