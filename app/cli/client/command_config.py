@@ -155,7 +155,7 @@ def _trust_store(values: Mapping[str, str]) -> str | None:
 def _key_store(values: Mapping[str, str]) -> ClientIdentity | None:
     """The client certificate and key of ``ssl.keystore.*``, or None when the file names no key store."""
     store_password = values.get("ssl.keystore.password") or None
-    key_password = values.get("ssl.key.password") or store_password
+    key_password = values.get("ssl.key.password") or None
     if values.get("ssl.keystore.certificate.chain", "").strip() or values.get("ssl.keystore.key", "").strip():
         return key_stores.inline_identity(
             values.get("ssl.keystore.certificate.chain", ""),

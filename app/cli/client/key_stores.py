@@ -78,14 +78,15 @@ def inline_trusted_certificates(text: str) -> str:
 
 
 def client_identity(location: Path, store_type: str, password: str | None, key_password: str | None) -> ClientIdentity:
-    """The key entry of a key store (the first, as a Java client with one key entry uses it)."""
+    """The key entry of a key store (the first, as a Java client with one key entry uses it). ``password`` opens
+    the store (JKS, PKCS12), ``key_password`` its key (JKS: the store's when absent; PEM: an encrypted key)."""
     kind = _store_type("ssl.keystore.type", store_type)
     data = _read("ssl.keystore.location", location)
     if kind == "PEM":
         text = data.decode("utf-8", "replace")
         return inline_identity(text, text, key_password, key="ssl.keystore.location")
     if data[:4] in _JKS_MAGIC:
-        return _jks_identity(data, password, key_password)
+        return _jks_identity(data, password, key_password or password)
     try:
         key, certificate, extra = pkcs12.load_key_and_certificates(data, _bytes(password))
     except ValueError:
@@ -116,21 +117,24 @@ def inline_identity(chain_text: str, key_text: str, key_password: str | None, *,
 def _jks_trusted(data: bytes, password: str | None) -> list[x509.Certificate]:
     store = _jks_load("ssl.truststore", data, password)
     certificates = [x509.load_der_x509_certificate(entry.cert) for entry in store.certs.values()]
-    # A key store used as a trust store: Java trusts the chains of its key entries too.
+    # A key store used as a trust store: Java trusts the first certificate of each key entry too
+    # (sun.security.validator.TrustStoreUtil.getTrustedCerts).
     for entry in store.private_keys.values():
-        certificates.extend(x509.load_der_x509_certificate(der) for _, der in entry.cert_chain)
+        certificates.extend(x509.load_der_x509_certificate(der) for _, der in entry.cert_chain[:1])
     return certificates
 
 
 def _jks_identity(data: bytes, password: str | None, key_password: str | None) -> ClientIdentity:
     import jks
 
-    store = _jks_load("ssl.keystore", data, password, decrypt_keys=False)
+    store = _jks_load("ssl.keystore", data, password)
     if not store.private_keys:
         raise ConfigError("ssl.keystore.location: the JKS store holds no private key entry")
     entry = next(iter(store.private_keys.values()))
+    if key_password is None:
+        raise ConfigError("ssl.keystore.password: needed to open the key of the JKS store (or ssl.key.password)")
     try:  # with ssl.key.password, else the store's password, as a Java client does
-        entry.decrypt(key_password if key_password is not None else password)
+        entry.decrypt(key_password)
     except jks.util.DecryptionFailureException:
         raise ConfigError("ssl.key.password: cannot decrypt the key entry of the JKS store") from None
     chain = tuple(x509.load_der_x509_certificate(der) for _, der in entry.cert_chain)
@@ -138,7 +142,7 @@ def _jks_identity(data: bytes, password: str | None, key_password: str | None) -
     return ClientIdentity(chain, key)
 
 
-def _jks_load(prefix: str, data: bytes, password: str | None, *, decrypt_keys: bool = True) -> Any:
+def _jks_load(prefix: str, data: bytes, password: str | None) -> Any:
     try:
         import jks
     except ImportError:
@@ -147,7 +151,7 @@ def _jks_load(prefix: str, data: bytes, password: str | None, *, decrypt_keys: b
             "keytool -importkeystore -deststoretype PKCS12"
         ) from None
     try:
-        return jks.KeyStore.loads(data, password, try_decrypt_keys=decrypt_keys)
+        return jks.KeyStore.loads(data, password, try_decrypt_keys=False)  # keys: decrypted where needed
     except jks.util.KeystoreSignatureException:
         raise ConfigError(f"{prefix}.password: wrong password for the JKS store") from None
     except (jks.util.BadKeystoreFormatException, jks.util.UnsupportedKeystoreVersionException, ValueError):

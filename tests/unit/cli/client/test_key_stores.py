@@ -100,6 +100,7 @@ def test_a_jks_trust_store_without_its_password_is_read_unchecked(stores: Stores
             {"ssl.keystore.location": "jks_keystore", "ssl.keystore.password": PASSWORD, "ssl.key.password": WRONG},
             "ssl.key.password",
         ),
+        ({"ssl.keystore.location": "jks_keystore"}, "ssl.keystore.password"),
         ({"ssl.truststore.location": "jks_truststore", "ssl.truststore.type": "BCFKS"}, "ssl.truststore.type"),
         ({"ssl.truststore.location": "client_key", "ssl.truststore.type": "PEM"}, "ssl.truststore.location"),
         ({"ssl.truststore.location": "client_key"}, "ssl.truststore.location"),
@@ -164,3 +165,27 @@ def test_jks_without_the_jks_extra_says_how_to_get_it(stores: Stores, monkeypatc
     assert parse_command_config(
         {"ssl.truststore.location": str(stores.pkcs12_truststore), "ssl.truststore.password": PASSWORD}
     ).trusted_pem
+
+
+def test_a_jks_key_opens_with_the_store_password_when_no_key_password_is_given(stores: Stores) -> None:
+    config = parse_command_config(
+        {"ssl.keystore.location": str(stores.jks_keystore), "ssl.keystore.password": PASSWORD}
+    )
+    assert config.identity is not None and config.ssl_context() is not None
+
+
+def test_a_pem_key_store_ignores_the_store_password(stores: Stores, tmp_path: Path) -> None:
+    """A PEM key is opened with ssl.key.password only, as Kafka does; an unencrypted one needs none."""
+    combined = tmp_path / "client.pem"
+    combined.write_bytes(stores.client_cert.read_bytes() + stores.client_key.read_bytes())
+    config = parse_command_config(
+        {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(combined), "ssl.keystore.password": PASSWORD}
+    )
+    assert config.identity is not None
+
+
+def test_a_jks_trust_store_made_from_a_key_store_trusts_its_first_certificate(stores: Stores) -> None:
+    config = parse_command_config({"ssl.truststore.location": str(stores.jks_keystore)})
+    assert config.trusted_pem is not None
+    trusted = x509.load_pem_x509_certificates(config.trusted_pem.encode())
+    assert trusted == [x509.load_pem_x509_certificate(stores.client_cert.read_bytes())]
