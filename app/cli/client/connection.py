@@ -16,7 +16,8 @@ from app.cli.client.http_client import KtsClient, MissingCredentials
 
 MISSING_CREDENTIALS = (
     "no credentials: give a properties file with username= and password= (or token.id= and token.hmac=, "
-    "a Kafka client's sasl.jaas.config, or ssl.certfile= and ssl.keyfile= for a client certificate) "
+    "a Kafka client's sasl.jaas.config, or ssl.certfile= and ssl.keyfile= or ssl.keystore.location= for a client "
+    "certificate) "
     f"as --command-config FILE or in {COMMAND_CONFIG_ENV}=FILE"
 )
 
@@ -41,6 +42,6 @@ def open_client(
     ``auth`` logs in instead (a JWT file)."""
     server = server_url(args.server, os.environ)
     config = load_config(args) if config is None else config
-    if auth is None and config.credential is None and config.certfile is None:
+    if auth is None and config.credential is None and config.certfile is None and config.identity is None:
         raise MissingCredentials(MISSING_CREDENTIALS)
     return KtsClient(server, config, auth=auth)
