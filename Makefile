@@ -4,9 +4,11 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-# `make run` needs only ZooKeeper's jars; the tests also run PostgreSQL, Chromium and Spark's JDBC drivers.
+# `make run` needs only ZooKeeper's jars; the tests also run PostgreSQL, Chromium and Spark's JDBC drivers, and
+# build pyjks's twofish (a C extension without wheels) for the JKS key-store tests.
 RUN_APT_PACKAGES := zookeeper
-TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java
+TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java \
+	build-essential python3-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
