@@ -26,7 +26,7 @@ class ReportData:
     summary: dict[str, Any]
     span_start_ms: int
     span_end_ms: int
-    now_ms: int
+    as_of_ms: int  # when lingering tokens were judged
     top_n: int
     issued_by_owner: list[tuple[str, str, int]] = field(default_factory=list)  # date, owner, tokens
     issued_by_requester: list[tuple[str, str, int]] = field(default_factory=list)
@@ -100,7 +100,7 @@ def collect(
     events: int,
     span_start_ms: int,
     span_end_ms: int,
-    now_ms: int,
+    as_of_ms: int,
 ) -> ReportData:
     """The report's numbers from the written tables (``job.TABLES``); each query returns a bounded result."""
     compliance = tables["expiry_compliance"]
@@ -132,7 +132,7 @@ def collect(
         summary=summary,
         span_start_ms=span_start_ms,
         span_end_ms=span_end_ms,
-        now_ms=now_ms,
+        as_of_ms=as_of_ms,
         top_n=top_n,
         issued_by_owner=_daily_top(tables["tokens_issued_by_owner_daily"], "owner", top_n),
         issued_by_requester=_daily_top(tables["tokens_issued_by_requester_daily"], "token_requester", top_n),

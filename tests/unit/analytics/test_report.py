@@ -17,7 +17,7 @@ def data() -> ReportData:
         summary={"events": 42, "tokens_issued": 3, "burst_hours": 1},
         span_start_ms=T0,
         span_end_ms=T0 + 3_600_000,
-        now_ms=T0 + 3_600_000,
+        as_of_ms=T0 + 3_600_000,
         top_n=5,
         issued_by_owner=[("2023-11-14", HOSTILE, 2), ("2023-11-14", "User:bob", 1)],
         issued_by_requester=[("2023-11-14", "User:svc", 3)],
