@@ -46,7 +46,7 @@ class Chart:
 
 def _chart(figure: Figure, alt: str) -> Chart:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight", metadata={"Software": None})
+    figure.savefig(buffer, format="png", metadata={"Software": None})  # constrained layout fits it
     return Chart(alt, base64.b64encode(buffer.getvalue()).decode("ascii"))
 
 

@@ -38,7 +38,7 @@ but one-row spans and the report's bounded aggregates (``report_data.collect``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -51,6 +51,7 @@ from app.analytics import report, report_data, spark_internals, transforms
 from app.analytics.events_schema import EVENT_COLUMNS
 from app.analytics.progress import Progress, no_progress
 from app.analytics.session import size_shuffles
+from app.analytics.side_by_side import side_by_side
 from app.analytics.sources import AnalyticsError, Location, child, is_uri
 
 REPORT_FILE = "report.html"
@@ -212,9 +213,11 @@ def _derived_tables(written: dict[str, DataFrame]) -> dict[str, DataFrame]:
 
 
 def _write(tables: dict[str, DataFrame], out_dir: Location, progress: Progress = no_progress) -> None:
-    for name, table in tables.items():
-        (table.coalesce(1) if name in _SMALL_TABLES else table).write.mode("overwrite").parquet(child(out_dir, name))
-        progress(f"wrote {name}")
+    def writer(name: str) -> Callable[[], None]:
+        table = tables[name].coalesce(1) if name in _SMALL_TABLES else tables[name]
+        return lambda: table.write.mode("overwrite").parquet(child(out_dir, name))
+
+    side_by_side({name: writer(name) for name in tables}, on_done=lambda name: progress(f"wrote {name}"))
 
 
 def _read(spark: SparkSession, names: Iterable[str], out_dir: Location) -> dict[str, DataFrame]:

@@ -260,11 +260,16 @@ def denial_bursts(
 # --- the second pass: one row per token ----------------------------------------------------------------
 
 
+_ID_BITS = 21
+# A token change, as the lifecycle pass codes it; the removals (a deleting expire, a sweep) come last.
+_CREATED, _RENEWED, _RENEWED_BEFORE, _SHORTENED, _DELETED, _SWEPT = range(6)
+
+
 def _order_key() -> Column:
     """An event's place in time as one long: its timestamp, ties broken by the low 21 bits of its id.
     One long rather than a (timestamp, id) struct keeps every aggregation buffer fixed-width, which lets
     Spark aggregate by hashing instead of sorting the token changes."""
-    return F.shiftleft(F.col("timestamp"), 21).bitwiseOR(F.col("id").bitwiseAND(F.lit(0x1FFFFF)))
+    return F.shiftleft(F.col("timestamp"), _ID_BITS).bitwiseOR(F.col("id").bitwiseAND(F.lit((1 << _ID_BITS) - 1)))
 
 
 def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataFrame:
@@ -289,37 +294,44 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
     def on_create(value: Column) -> Column:
         return F.when(created, value)
 
-    parsed = changes.select(
+    # What crosses the shuffle is kept narrow: the change as a small code, its time inside its order key.
+    deleted = F.coalesce(details_flag("deleted"), F.lit(False))
+    change = (
+        F.when(created, _CREATED)
+        .when(action == RENEW, F.when(_since("timestamp", since_ms), _RENEWED).otherwise(_RENEWED_BEFORE))
+        .when(action == EXPIRE, F.when(deleted, _DELETED).otherwise(_SHORTENED))
+        .otherwise(_SWEPT)
+        .cast("byte")
+    )
+    slim = changes.select(
         "token_id",
         "owner",
         "token_requester",
-        "timestamp",
-        "action",
+        change.alias("change"),
         _order_key().alias("order_key"),
-        on_create(details_number("requestedMaxLifetimeMs")).alias("requestedMaxLifetimeMs"),
-        on_create(details_number("issueTimestamp")).alias("issueTimestamp"),
-        on_create(details_number("maxTimestamp")).alias("maxTimestamp"),
-        details_number("expiryTimestamp").alias("expiryTimestamp"),
-        F.when(action == EXPIRE, details_flag("deleted")).alias("deleted"),
+        on_create(details_number("requestedMaxLifetimeMs")).alias("requested"),
+        on_create(details_number("issueTimestamp")).alias("issued"),
+        on_create(details_number("maxTimestamp")).alias("maximum"),
+        details_number("expiryTimestamp").alias("expiry"),
     )
-    at, key, expiry = F.col("timestamp"), F.col("order_key"), F.col("expiryTimestamp")
-    renewed = (action == RENEW) & _since("timestamp", since_ms)
-    removal = (action == SWEEP) | ((action == EXPIRE) & F.coalesce(F.col("deleted"), F.lit(False)))
+    code, key, expiry = F.col("change"), F.col("order_key"), F.col("expiry")
+    at = F.shiftright(key, _ID_BITS)
+    made, renewed, removal = code == _CREATED, code == _RENEWED, code >= _DELETED
     return (
-        parsed.repartition("token_id")
+        slim.repartition("token_id")
         .groupBy("token_id", "owner", "token_requester")
         .agg(
-            F.max(F.when(created, at)).alias("created_at"),
-            F.max(F.when(created, F.col("requestedMaxLifetimeMs"))).alias("requested_max_lifetime_ms"),
-            F.max(F.when(created, F.col("issueTimestamp"))).alias("issue_timestamp"),
-            F.max(F.when(created, F.col("maxTimestamp"))).alias("max_timestamp"),
-            F.max(F.when(created, expiry)).alias("issued_expiry_timestamp"),
+            F.max(F.when(made, at)).alias("created_at"),
+            F.max("requested").alias("requested_max_lifetime_ms"),
+            F.max("issued").alias("issue_timestamp"),
+            F.max("maximum").alias("max_timestamp"),
+            F.max(F.when(made, expiry)).alias("issued_expiry_timestamp"),
             F.count(F.when(renewed, 1)).alias("renewals"),
             F.max(F.when(renewed, at)).alias("last_renewed_at"),
             F.max_by(expiry, F.when(renewed, key)).alias("renewed_expiry_timestamp"),
             F.max_by(expiry, F.when(~removal & expiry.isNotNull(), key)).alias("last_expiry_timestamp"),
             F.min(F.when(removal, at)).alias("removed_at"),
-            F.min_by(action == SWEEP, F.when(removal, key)).alias("removed_by_sweep"),
+            F.min_by(code == _SWEPT, F.when(removal, key)).alias("removed_by_sweep"),
             F.min_by(expiry, F.when(removal, key)).alias("removal_expiry_timestamp"),
         )
     )
