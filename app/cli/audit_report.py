@@ -6,7 +6,8 @@ a cluster::
 
     spark-submit --master yarn app/cli/audit_report.py --input hdfs:///audit --out hdfs:///reports/w42
 
-Progress goes to stderr as phase lines; the JVM's own output goes to a log file unless ``--verbose``.
+Progress goes to stderr as phase lines (spark-submit merges it into its stdout); the JVM's own output goes
+to a log file unless ``--verbose`` (under spark-submit it is spark-submit's).
 The summary goes to stdout. Exit codes: 0 written, 1 failed (one line on stderr), 2 bad usage.
 """
 

@@ -128,13 +128,14 @@ def kts_audit_report(*argv: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(ROOT / "app" / "cli" / "audit_report.py"), *argv],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=540,
         cwd=ROOT,
         env=environment | {"PYTHONPATH": str(ROOT)},
         check=False,
     )
 
 
+@pytest.mark.timeout(600)  # a JVM of its own, on a machine that may be loaded
 def test_the_command_reports_from_sqlite(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'audit.db'}"
     write_trail(database)
@@ -154,6 +155,7 @@ def test_the_command_reports_from_sqlite(tmp_path: Path) -> None:
     assert "WARN" not in done.stderr and "WARNING" not in done.stderr
 
 
+@pytest.mark.timeout(600)
 def test_the_command_fails_in_one_line_without_the_password(postgres: PostgresServer, tmp_path: Path) -> None:
     url = f"postgresql://postgres:Sup3rS3cret@127.0.0.1:{postgres.port}/no_such_database"
 

@@ -5,6 +5,7 @@ spark://...``, gives the same tables and the same page as ``local[2]``."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -19,11 +20,13 @@ import pyspark
 import pytest
 
 from app.analytics.job import TABLES
+from app.cli.audit_report import LOCAL_MASTER
 from bench.audit_synth import synthesize
 
 ROOT = Path(__file__).resolve().parents[3]
 MONDAY = 1_767_571_200_000  # 2026-01-05T00:00:00Z
 SPARK_HOME = Path(pyspark.__file__).parent  # a pip-installed pyspark is a whole Spark distribution
+PROGRESS_LINE = re.compile(r"^ *\d+\.\d s  ")  # app.analytics.progress.PhaseLines
 
 
 def free_port() -> int:
@@ -156,8 +159,12 @@ def test_the_report_on_a_standalone_cluster_matches_local(cluster: StandaloneClu
     local = report(events, tmp_path / "local", submit_to=None)
     assert local.returncode == 0, local.stderr[-3000:]
 
-    assert f"ready on {cluster.url}" in on_cluster.stderr  # spark-submit's master, not the default
-    assert on_cluster.stdout.replace("/cluster/", "/local/") == local.stdout
+    # spark-submit's PythonRunner merges the driver's stderr into its stdout: the progress lines come first.
+    progress = [line for line in on_cluster.stdout.splitlines() if PROGRESS_LINE.match(line)]
+    assert any(line.endswith(f"ready on {cluster.url}") for line in progress)  # spark-submit's master
+    results = [line for line in on_cluster.stdout.splitlines() if not PROGRESS_LINE.match(line)]
+    assert "\n".join(results).replace("/cluster/", "/local/") + "\n" == local.stdout
+    assert f"ready on {LOCAL_MASTER}" in local.stderr
     for name in TABLES:
         assert table_rows(tmp_path / "cluster" / name) == table_rows(tmp_path / "local" / name), name
     page = (tmp_path / "cluster" / "report.html").read_bytes()
