@@ -74,7 +74,7 @@ bench-quick: deps
 bench-audit: deps
 	$(PY) -m bench.create_audit
 
-# The audit report on local[2] over 10 million synthetic events (prints JSON: seconds and driver memory).
+# The audit report on local[2] over 10 million synthetic events against a scan-and-group-by ceiling (prints JSON).
 bench-report: deps
 	$(PY) -m bench.audit_report
 

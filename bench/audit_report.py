@@ -1,14 +1,18 @@
-"""The audit report over synthetic events on ``local[2]``: seconds per phase and the driver's peak memory.
-Prints one JSON document.
+"""The audit report over synthetic events, against a ceiling measured in the same run. Prints one JSON document.
 
-    python -m bench.audit_report [--events 10000000] [--days 30] [--seed 0] [--driver-memory 4g] [--work-dir DIR]
+    python -m bench.audit_report [--events 10000000] [--days 30] [--seed 0] [--master local[2]]
+                                 [--driver-memory 2g] [--input DIR] [--work-dir DIR]
 
-Phases: ``synthesize`` (``bench.audit_synth``, pyarrow, no Spark), ``spark_session`` (JVM
-start), ``report`` (``read_events`` + ``run_report``: every figure table and report.html). Memory: the peak
-resident set of this Python process (``ru_maxrss``: the generator and the report's collected aggregates)
-and of the Spark driver JVM (``VmHWM`` in /proc; in local mode the executors run inside it). The JVM's heap
-is ``--driver-memory`` (Spark's default of 1 GiB runs out caching 10 million events); it is passed through
-``PYSPARK_SUBMIT_ARGS`` unless that is set already.
+Phases: ``synthesize`` (``bench.audit_synth`` in a child process, so its memory is measured apart),
+``spark_session`` (JVM start), ``report`` (``read_events`` + ``run_report``: every table and report.html),
+then ``ceiling``: one full scan of the same Parquet (every column read) with one group-by (by token id,
+the report's widest key), written nowhere (Spark's ``noop`` sink). ``ratio`` is report / ceiling: how many
+such scans the whole report costs. The ceiling runs after the report, on a JVM as warm as the report's
+end, so the ratio is not flattered by the report warming the JVM up.
+
+Memory: the peak resident set of the Spark driver JVM (``VmHWM``; in local mode the executors run in it)
+after the report, of this Python process (``ru_maxrss``: the driver side of the report), and of the
+synthesis child. The driver heap is Spark's default (1 GiB) unless ``--driver-memory`` is given.
 """
 
 from __future__ import annotations
@@ -18,76 +22,121 @@ import json
 import os
 import resource
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.analytics.job import build_session, read_events, run_report
+from pyspark.sql import functions as F
+
+from app.analytics.job import run_report
+from app.analytics.progress import PhaseLines
+from app.analytics.session import JvmLog, build_session
+from app.analytics.sources import read_events
 from app.analytics.spark_internals import driver_jvm
-from bench.audit_synth import synthesize
 
 MASTER = "local[2]"
-START_MS = 1_767_571_200_000  # 2026-01-05T00:00:00Z, fixed so that runs are comparable
+START = "2026-01-05"  # fixed so that runs are comparable
 
 
 def _mib(kib: int) -> float:
     return round(kib / 1024, 1)
 
 
-def _jvm_status(pid: int) -> dict[str, float]:
-    """Peak (VmHWM) and current (VmRSS) resident memory of a process, from /proc."""
-    values: dict[str, float] = {}
+def _peak_rss_mib(pid: int) -> float | None:
+    """Peak resident memory of a live process (VmHWM in /proc)."""
     for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
         key, _, rest = line.partition(":")
-        if key in ("VmHWM", "VmRSS"):
-            values[key] = _mib(int(rest.split()[0]))
-    return values
+        if key == "VmHWM":
+            return _mib(int(rest.split()[0]))
+    return None
 
 
 def _size_mib(directory: Path) -> float:
     return round(sum(path.stat().st_size for path in directory.rglob("*.parquet")) / 2**20, 1)
 
 
-def run(events: int, days: int, seed: int, work_dir: Path, driver_memory: str) -> dict[str, Any]:
-    os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {driver_memory} pyspark-shell")
+def synthesize(events: int, days: int, seed: int, out: Path) -> dict[str, Any]:
+    """The generator in a child process: its time and its own peak memory."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.audit_synth", "--events", str(events), "--days", str(days),
+         "--seed", str(seed), "--start", START, "--out", str(out)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return {
+        "seconds": time.perf_counter() - started,
+        "peak_mib": _mib(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss),
+        "summary": done.stdout.strip(),
+    }
+
+
+def ceiling(spark: Any, input_dir: Path) -> float:
+    """Seconds for one full scan of every column with one group-by, computed and thrown away."""
+    events = read_events(spark, input_dir=input_dir)
+    strings = [name for name, kind in events.dtypes if kind == "string" and name != "token_id"]
+    numbers = [name for name, kind in events.dtypes if kind != "string"]
+    scan = events.groupBy("token_id").agg(
+        F.count(F.lit(1)).alias("events"),
+        *[F.max(F.length(name)).alias(name) for name in strings],
+        *[F.max(name).alias(name) for name in numbers],
+    )
+    started = time.perf_counter()
+    scan.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def run(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
+    if args.driver_memory:
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {args.driver_memory} pyspark-shell")
     seconds: dict[str, float] = {}
-    input_dir, out_dir = work_dir / "events", work_dir / "report"
+    input_dir, out_dir = args.input or work_dir / "events", work_dir / "report"
+    synthesis: dict[str, Any] = {}
+    if args.input is None:
+        synthesis = synthesize(args.events, args.days, args.seed, input_dir)
+        seconds["synthesize"] = synthesis.pop("seconds")
 
+    jvm_log = JvmLog()
+    progress = PhaseLines()
     started = time.perf_counter()
-    synthesized = synthesize(input_dir, events=events, days=days, seed=seed, start_ms=START_MS)
-    seconds["synthesize"] = time.perf_counter() - started
-    python_after_synthesis = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-
-    started = time.perf_counter()
-    spark = build_session(MASTER, app_name="kts-audit-report-bench")
+    spark = build_session(args.master, app_name="kts-audit-report-bench", jvm_log=jvm_log)
     seconds["spark_session"] = time.perf_counter() - started
     try:
         jvm_pid, jvm_heap_max = driver_jvm(spark)
+        progress(f"Spark {spark.version} ready on {spark.sparkContext.master}")
         started = time.perf_counter()
-        summary = run_report(spark, read_events(spark, input_dir=input_dir), out_dir, now_ms=synthesized.last_ms + 1)
+        summary = run_report(spark, read_events(spark, input_dir=input_dir), out_dir, progress=progress)
         seconds["report"] = time.perf_counter() - started
-        jvm = _jvm_status(jvm_pid)
+        jvm_peak = _peak_rss_mib(jvm_pid)
+        python_peak = _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        seconds["ceiling"] = ceiling(spark, input_dir)
+        progress(f"ceiling (one scan, one group-by): {seconds['ceiling']:.1f} s")
     finally:
         spark.stop()
+        jvm_log.discard()
 
     return {
         "benchmark": "audit_report",
-        "master": MASTER,
-        "spark_submit_args": os.environ["PYSPARK_SUBMIT_ARGS"],
-        "events": synthesized.events,
-        "tokens": synthesized.tokens,
-        "days": synthesized.days,
+        "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "load_average": [round(value, 2) for value in os.getloadavg()],
+        "cpus": os.cpu_count(),
+        "master": args.master,
+        "spark_submit_args": os.environ.get("PYSPARK_SUBMIT_ARGS", "(none: the default 1 GiB driver heap)"),
+        "events": summary["events"],
         "input_parquet_mib": _size_mib(input_dir),
-        "seconds": {name: round(value, 2) for name, value in seconds.items()}
-        | {"total": round(sum(seconds.values()), 2)},
-        "report_events_per_second": round(synthesized.events / seconds["report"]),
-        "driver_peak_memory_mib": {
-            "python_after_synthesis": _mib(python_after_synthesis),
-            "python": _mib(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss),
-            "jvm": jvm.get("VmHWM"),
-            "jvm_heap_max": round(jvm_heap_max / 2**20, 1),
+        "seconds": {name: round(value, 2) for name, value in seconds.items()},
+        "report_over_ceiling": round(seconds["report"] / seconds["ceiling"], 2),
+        "report_events_per_second": round(summary["events"] / seconds["report"]),
+        "peak_memory_mib": {
+            "driver_jvm": jvm_peak,
+            "driver_jvm_heap_max": round(jvm_heap_max / 2**20, 1),
+            "python_driver": python_peak,
+            "synthesis_child": synthesis.get("peak_mib"),
         },
+        "synthesis": synthesis.get("summary"),
         "report_summary": summary,
     }
 
@@ -97,17 +146,19 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=30)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--driver-memory", default="4g", help="the Spark driver JVM's heap (default 4g)")
+    parser.add_argument("--master", default=MASTER, help=f"Spark master (default {MASTER})")
+    parser.add_argument("--driver-memory", help="the Spark driver JVM's heap (default: Spark's, 1 GiB)")
+    parser.add_argument("--input", type=Path, help="events already synthesized (skips the synthesis)")
     parser.add_argument("--work-dir", type=Path, help="keep the events and the report here (default: a temp dir)")
     args = parser.parse_args()
     if args.work_dir is not None:
         if args.work_dir.exists() and any(args.work_dir.iterdir()):
             parser.error(f"--work-dir {args.work_dir} is not empty")
-        print(json.dumps(run(args.events, args.days, args.seed, args.work_dir, args.driver_memory), indent=2))
+        print(json.dumps(run(args, args.work_dir), indent=2))
         return
     work_dir = Path(tempfile.mkdtemp(prefix="kts-bench-audit-"))
     try:
-        print(json.dumps(run(args.events, args.days, args.seed, work_dir, args.driver_memory), indent=2))
+        print(json.dumps(run(args, work_dir), indent=2))
     finally:
         shutil.rmtree(work_dir, ignore_errors=True)
 

@@ -7,6 +7,7 @@ template embeds it as a data URI, so the page links to nothing.
 from __future__ import annotations
 
 import base64
+import colorsys
 import io
 from collections import defaultdict
 from collections.abc import Sequence
@@ -18,7 +19,23 @@ from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
 OTHERS = "(others)"
 NONE = "(none)"
-_COLOURS = ("#3b6ea5", "#e08a2c", "#4f9a5b", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
+OTHERS_COLOUR = "#9e9e9e"  # grey: the rest, never a colour of the palette
+# matplotlib's tab10 without its grey: the usual colours for up to nine series.
+_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#bcbd22", "#17becf")
+_GOLDEN = 0.618033988749895
+REFUSED, FAILED_LOGIN = _TAB10[3], _TAB10[1]
+
+
+def palette(count: int) -> list[str]:
+    """``count`` distinct colours, one per series, none of them the grey of ``OTHERS``. Beyond nine, hues
+    step by the golden ratio (so neighbours in a stack differ most) and lightness alternates."""
+    if count <= len(_TAB10):
+        return list(_TAB10[:count])
+    colours = []
+    for index in range(count):
+        red, green, blue = colorsys.hls_to_rgb((index * _GOLDEN) % 1.0, (0.38, 0.55, 0.72)[index % 3], 0.7)
+        colours.append(f"#{round(red * 255):02x}{round(green * 255):02x}{round(blue * 255):02x}")
+    return colours
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +46,7 @@ class Chart:
 
 def _chart(figure: Figure, alt: str) -> Chart:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", bbox_inches="tight", metadata={"Software": None})
+    figure.savefig(buffer, format="png", metadata={"Software": None})  # constrained layout fits it
     return Chart(alt, base64.b64encode(buffer.getvalue()).decode("ascii"))
 
 
@@ -52,13 +69,16 @@ def stacked_daily(rows: Sequence[tuple[str, str, int]], title: str) -> Chart:
         totals[label] += tokens
     labels = sorted(totals, key=lambda label: (label == OTHERS, -totals[label], label))
     counts = {(date, label): tokens for date, label, tokens in rows}
+    colours = iter(palette(sum(label != OTHERS for label in labels)))
     figure, axes = _figure()
     bottoms = [0] * len(dates)
-    for index, label in enumerate(labels):
+    for label in labels:
         heights = [counts.get((date, label), 0) for date in dates]
-        axes.bar(dates, heights, bottom=bottoms, label=label, color=_COLOURS[index % len(_COLOURS)])
+        colour = OTHERS_COLOUR if label == OTHERS else next(colours)
+        axes.bar(dates, heights, bottom=bottoms, label=label, color=colour)
         bottoms = [bottom + height for bottom, height in zip(bottoms, heights, strict=True)]
-    axes.set_ylabel("tokens issued")
+    axes.set_xlabel("day (UTC)")
+    axes.set_ylabel("tokens issued per day")
     _counts_on(axes.yaxis)
     axes.set_title(title)
     axes.tick_params(axis="x", labelrotation=60, labelsize=7)
@@ -89,15 +109,18 @@ def impersonation_matrix(rows: Sequence[tuple[str, str, int, int]]) -> Chart:
     return _chart(figure, "Requester to owner impersonation matrix")
 
 
-def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, ylabel: str) -> Chart:
+def bars(
+    labels: Sequence[str], series: dict[str, Sequence[float]], title: str, *, xlabel: str, ylabel: str
+) -> Chart:
     """Grouped bars: one group per label, one bar per series."""
     figure, axes = _figure(height=3.2)
     width = 0.8 / max(1, len(series))
-    for index, (name, values) in enumerate(series.items()):
+    for index, ((name, values), colour) in enumerate(zip(series.items(), palette(len(series)), strict=True)):
         positions = [x + (index - (len(series) - 1) / 2) * width for x in range(len(labels))]
-        axes.bar(positions, values, width=width, label=name, color=_COLOURS[index % len(_COLOURS)])
+        axes.bar(positions, values, width=width, label=name, color=colour)
     axes.set_xticks(range(len(labels)), labels, fontsize=8)
     _counts_on(axes.yaxis)
+    axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
     axes.set_title(title)
     if len(series) > 1:
@@ -111,11 +134,11 @@ def denials(rows: Sequence[tuple[str, int, int]], title: str) -> Chart:
     refusals = [refused for _name, refused, _auth in rows][::-1]
     failures = [auth for _name, _refused, auth in rows][::-1]
     figure, axes = _figure(height=max(2.0, 0.8 + 0.28 * len(rows)))
-    axes.barh(names, refusals, label="refused requests", color=_COLOURS[3])
-    axes.barh(names, failures, left=refusals, label="authentication failures", color=_COLOURS[1])
+    axes.barh(names, refusals, label="refused requests", color=REFUSED)
+    axes.barh(names, failures, left=refusals, label="authentication failures", color=FAILED_LOGIN)
     axes.tick_params(axis="y", labelsize=7)
     _counts_on(axes.xaxis)
-    axes.set_xlabel("denials")
+    axes.set_xlabel("denials (attempts) in the period")
     axes.set_title(title)
     axes.legend(fontsize=8)
     return _chart(figure, title)
@@ -126,11 +149,12 @@ def bursts(rows: Sequence[dict[str, Any]]) -> Chart:
     labels = [f"{burst['principal'] or NONE}\n{burst['hour']}" for burst in rows]
     figure, axes = _figure(height=max(2.0, 0.8 + 0.4 * len(rows)))
     positions = list(range(len(rows)))[::-1]
-    axes.barh(positions, [burst["denials"] for burst in rows], color=_COLOURS[3], label="denials in the hour")
+    axes.barh(positions, [burst["denials"] for burst in rows], color=REFUSED, label="denials in the hour")
     axes.scatter([burst["threshold"] for burst in rows], positions, marker="|", s=200, color="black", label="threshold")
     axes.set_yticks(positions, labels, fontsize=7)
     _counts_on(axes.xaxis)
-    axes.set_xlabel("denials per hour")
+    axes.set_xlabel("denials (attempts) per hour")
+    axes.set_ylabel("principal, hour (UTC)")
     axes.set_title("Bursts against each principal's own baseline")
     axes.legend(fontsize=8)
     return _chart(figure, "Denial bursts")

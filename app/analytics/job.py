@@ -1,8 +1,9 @@
-"""The audit report job: the Spark session, reading the events, writing the figure tables and the report.
+"""The audit report job: two passes over the events, the figure tables, and the report.
 
 ``run_report`` writes one Parquet table per figure under ``<out>/<table>/`` and ``<out>/report.html``.
-The tables, with their columns (each built by the ``transforms`` function of the same idea):
+The tables, with their columns (each built by the ``transforms`` function of the same name):
 
+- ``token_lifecycle``: one row per token with a settled change in the history (``transforms.token_lifecycle``)
 - ``tokens_issued_by_owner_daily``: ``date, owner, tokens`` (tokens issued per UTC day and owner)
 - ``tokens_issued_by_requester_daily``: ``date, token_requester, tokens``
 - ``impersonation_matrix``: ``token_requester, owner, tokens, refused`` (creates for another owner:
@@ -26,41 +27,38 @@ The tables, with their columns (each built by the ``transforms`` function of the
 - ``top_requesters``: ``rank, token_requester, tokens, for_others, owners, refused``
 
 Counts cover events in ``[since, until)``; facts about a token that predate ``since`` come from the
-history before ``until`` (see ``transforms``). The input is read twice: once to count the window, once
-to keep the denied events and settled token changes, parsed and slimmed, in Spark's disk cache, from
-which every table is built. Nothing reaches the driver but one-row spans and the report's small,
-bounded aggregates (``report_data.collect``).
+history before ``until``. The report is a function of its input and ``as_of`` (when lingering tokens are
+judged; default: the newest event of the history), never of the clock.
+
+How it runs: the first pass (``transforms.overview``) is small and kept in memory for the denial tables;
+the second (``transforms.token_lifecycle``) is written as ``token_lifecycle`` and every token table is
+read from that file. Tables derived from other tables read them as written. Nothing reaches the driver
+but one-row spans and the report's bounded aggregates (``report_data.collect``).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-import time
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from app.analytics import report, report_data, spark_internals, transforms
-from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, PARQUET_SCHEMA
+from app.analytics.events_schema import EVENT_COLUMNS
+from app.analytics.progress import Progress, no_progress
+from app.analytics.session import size_shuffles
+from app.analytics.side_by_side import side_by_side
+from app.analytics.sources import AnalyticsError, Location, child, is_uri
 
-JDBC_JARS = (Path("/usr/share/java/postgresql.jar"), Path("/usr/share/java/sqlite-jdbc.jar"))
-"""Debian's ``libpostgresql-jdbc-java`` and ``libxerial-sqlite-jdbc-java``; added when installed."""
-
-AUDIT_TABLE = "audit_events"
 REPORT_FILE = "report.html"
-Location = Path | str
-"""A local directory, or a Hadoop file system URI such as ``hdfs://namenode/audit`` for cluster runs."""
-_BOUNDS_QUERY = "(SELECT MIN(id) AS lo, MAX(id) AS hi, COUNT(*) AS n FROM audit_events) AS bounds"
-LOCAL_SHUFFLE_PARTITIONS = 4
-ROWS_PER_JDBC_PARTITION = 1_000_000
+ROWS_PER_SHUFFLE_PARTITION = 1_000_000
 
 TABLES: tuple[str, ...] = (
+    "token_lifecycle",
     "tokens_issued_by_owner_daily",
     "tokens_issued_by_requester_daily",
     "impersonation_matrix",
@@ -92,210 +90,40 @@ _SMALL_TABLES = frozenset(
 )
 
 
-class AnalyticsError(Exception):
-    """Bad input to the job (a URL it cannot read, a missing directory); the message is one line."""
+@dataclass(frozen=True, slots=True)
+class Period:
+    """What the report covers: the window's bounds as given, the span its events touch, when it judges."""
+
+    since_ms: int | None
+    until_ms: int | None
+    as_of_ms: int
+    span_start_ms: int
+    span_end_ms: int
+    events: int  # in the window
+    history_events: int  # before until
+    denied_events: int  # in the window
 
 
-def build_session(master: str | None = "local[2]", app_name: str = "kts-audit-report") -> SparkSession:
-    """A session for the report. ``master`` None leaves it to ``spark-submit`` or ``spark-defaults.conf``.
-    Local masters get few shuffle partitions, no web UI and error-only logs; Debian's JDBC jars join
-    ``spark.jars``."""
-    builder = SparkSession.builder.appName(app_name)
-    builder = builder.config("spark.sql.session.timeZone", "UTC").config("spark.ui.showConsoleProgress", "false")
-    jars = [str(jar) for jar in JDBC_JARS if jar.is_file()]
-    quiet_logging: Path | None = None
-    if master is None:
-        # Under spark-submit the JVM is up and its conf may hold --jars, which spark.jars must keep.
-        from pyspark import SparkConf
-
-        jars = [jar for jar in SparkConf().get("spark.jars", "").split(",") if jar] + jars
-    else:
-        builder = builder.master(master)
-        if master.startswith("local"):
-            # A host name resolving to loopback makes Spark warn and guess an interface; local needs none.
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-            quiet_logging = _quiet_log4j2_file()
-            builder = (
-                builder.config("spark.sql.shuffle.partitions", str(LOCAL_SHUFFLE_PARTITIONS))
-                .config("spark.ui.enabled", "false")
-                .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={quiet_logging.as_uri()}")
-            )
-    if jars:
-        builder = builder.config("spark.jars", ",".join(dict.fromkeys(jars)))
-    try:
-        spark = builder.getOrCreate()
-    finally:
-        if quiet_logging is not None:
-            quiet_logging.unlink(missing_ok=True)  # read once, when the JVM started
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+def period(span: Any, *, since_ms: int | None, until_ms: int | None, as_of_ms: int | None) -> Period:
+    """The period from ``transforms.span``'s row; ``as_of`` defaults to the newest event of the history."""
+    as_of = as_of_ms
+    if as_of is None:
+        as_of = span["newest_at"] if span["newest_at"] is not None else until_ms or since_ms or 0
+    first, last = span["first_at"], span["last_at"]
+    return Period(
+        since_ms=since_ms,
+        until_ms=until_ms,
+        as_of_ms=as_of,
+        span_start_ms=since_ms if since_ms is not None else (first if first is not None else as_of),
+        span_end_ms=until_ms if until_ms is not None else (last + 1 if last is not None else as_of),
+        events=int(span["events"]),
+        history_events=int(span["history_events"]),
+        denied_events=int(span["denied_events"]),
+    )
 
 
-_QUIET_LOG4J2 = """\
-rootLogger.level = error
-rootLogger.appenderRef.stderr.ref = stderr
-appender.console.type = Console
-appender.console.name = stderr
-appender.console.target = SYSTEM_ERR
-appender.console.layout.type = PatternLayout
-appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n
-logger.repl.name = org.apache.spark.repl.Main
-logger.repl.level = error
-"""
-# PySpark counts as a shell: Spark announces a default level unless the repl logger's equals the root's.
-
-
-def _quiet_log4j2_file() -> Path:
-    """A log4j2 configuration for the local JVM: errors only, so a command's own output stays readable."""
-    descriptor, name = tempfile.mkstemp(prefix="kts-log4j2-", suffix=".properties")
-    with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-        file.write(_QUIET_LOG4J2)
-    return Path(name)
-
-
-# --- reading -------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class JdbcSource:
-    """A JDBC URL and its connection properties, from an ``audit.db.url``. ``repr`` hides the password."""
-
-    url: str
-    properties: dict[str, str] = field(repr=False)
-    shown: str
-
-    def __str__(self) -> str:
-        return self.shown
-
-
-def jdbc_source(db_url: str) -> JdbcSource:
-    """``sqlite:///path`` or ``postgresql[+driver]://user:pw@host:port/db[?key=value]`` as JDBC."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        url = make_url(db_url)
-    except ArgumentError:
-        raise AnalyticsError("--db must be an SQLAlchemy URL such as sqlite:///audit.db") from None
-    shown = url.render_as_string(hide_password=True)
-    backend = url.get_backend_name()
-    if backend == "sqlite":
-        if not url.database or url.database == ":memory:":
-            raise AnalyticsError(f"{shown} names no SQLite database file")
-        path = Path(url.database).expanduser().resolve()
-        if not path.is_file():
-            raise AnalyticsError(f"the SQLite database {path} does not exist")
-        return JdbcSource(f"jdbc:sqlite:{path}", {"driver": "org.sqlite.JDBC"}, shown)
-    if backend == "postgresql":
-        if not url.database:
-            raise AnalyticsError(f"{shown} names no database")
-        host = url.host or "localhost"
-        host = f"[{host}]" if ":" in host else host
-        properties = {"driver": "org.postgresql.Driver"}
-        properties |= {key: str(value) for key, value in url.query.items() if isinstance(value, str)}
-        if url.username:
-            properties["user"] = url.username
-        if url.password is not None:
-            properties["password"] = str(url.password)
-        return JdbcSource(f"jdbc:postgresql://{host}:{url.port or 5432}/{url.database}", properties, shown)
-    raise AnalyticsError(f"unsupported audit database {backend!r}: use sqlite:///... or postgresql://...")
-
-
-def is_uri(location: Location) -> bool:
-    """A Hadoop file system URI (``hdfs://``, ``s3a://``, ``file:/``) rather than a local path."""
-    return isinstance(location, str) and ":/" in location
-
-
-def _child(location: Location, name: str) -> str:
-    return f"{str(location).rstrip('/')}/{name}" if is_uri(location) else str(Path(location) / name)
-
-
-def read_events(spark: SparkSession, *, input_dir: Location | None = None, db_url: str | None = None) -> DataFrame:
-    """The audit events in ``EVENT_SCHEMA``, from an exported Parquet directory (a local path or a Hadoop
-    URI) or the audit database."""
-    if (input_dir is None) == (db_url is None):
-        raise AnalyticsError("give exactly one of an input directory and a database URL")
-    if input_dir is not None:
-        if not is_uri(input_dir) and not Path(input_dir).is_dir():
-            raise AnalyticsError(f"the input directory {input_dir} does not exist")
-        return spark.read.schema(PARQUET_SCHEMA).parquet(str(input_dir)).select(*EVENT_COLUMNS)
-    assert db_url is not None
-    return _read_jdbc(spark, jdbc_source(db_url))
-
-
-def _read_jdbc(spark: SparkSession, source: JdbcSource) -> DataFrame:
-    """The audit table, split by ``id`` ranges into parallel reads. Only its id bounds reach the driver."""
-    bounds = spark.read.jdbc(
-        source.url,
-        _BOUNDS_QUERY,
-        properties=source.properties,
-    ).first()
-    properties = {**source.properties, "fetchsize": "10000"}
-    if bounds is None or bounds["n"] == 0:
-        raw = spark.read.jdbc(source.url, AUDIT_TABLE, properties=properties)
-    else:
-        partitions = max(1, min(spark.sparkContext.defaultParallelism * 4, int(bounds["n"]) // ROWS_PER_JDBC_PARTITION))
-        raw = spark.read.jdbc(
-            source.url,
-            AUDIT_TABLE,
-            column="id",
-            lowerBound=int(bounds["lo"]),
-            upperBound=int(bounds["hi"]) + 1,
-            numPartitions=partitions,
-            properties=properties,
-        )
-    # Drivers map column types their own way (SQLite's INTEGER id is an int); settle on EVENT_SCHEMA.
-    return raw.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in EVENT_SCHEMA.fields])
-
-
-# --- the report ----------------------------------------------------------------------------------------
-
-
-def base_tables(
-    history: DataFrame,
-    *,
-    since_ms: int | None,
-    now_ms: int,
-    span_start_ms: int,
-    span_end_ms: int,
-    top_n: int,
-) -> dict[str, DataFrame]:
-    """The tables built from the events (``transforms.report_events`` of the history)."""
-    window = transforms.in_window(history, since_ms=since_ms)
-    creations = transforms.token_creations(window)
-    denied = transforms.denials(window)
-    return {
-        "tokens_issued_by_owner_daily": transforms.issued_per_day(creations, "owner"),
-        "tokens_issued_by_requester_daily": transforms.issued_per_day(creations, "token_requester"),
-        "impersonation_matrix": transforms.impersonation_matrix(window),
-        "lifetime_distribution": transforms.lifetime_distribution(creations),
-        "token_renewals": transforms.token_renewals(history, since_ms=since_ms),
-        "expiry_compliance": transforms.expiry_compliance(history, now_ms=now_ms, since_ms=since_ms),
-        "denials_by_principal": transforms.denials_by_principal(denied),
-        "refusals_by_action": transforms.refusals_by_action(denied),
-        "denial_bursts": transforms.denial_bursts(denied, span_start_ms=span_start_ms, span_end_ms=span_end_ms),
-        "top_owners": transforms.top_owners(window, top_n=top_n),
-        "top_requesters": transforms.top_requesters(window, top_n=top_n),
-    }
-
-
-def derived_tables(base: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """The distributions of per-token tables: built from those tables as written, not from the events
-    again, so the joins behind ``token_renewals`` and ``expiry_compliance`` run once."""
-    return {
-        "renew_count_distribution": transforms.renew_count_distribution(base["token_renewals"]),
-        "max_lifetime_use": transforms.max_lifetime_use(base["token_renewals"]),
-        "overdue_distribution": transforms.overdue_distribution(base["expiry_compliance"]),
-    }
-
-
-def _write(tables: dict[str, DataFrame], out_dir: Location) -> None:
-    for name, table in tables.items():
-        (table.coalesce(1) if name in _SMALL_TABLES else table).write.mode("overwrite").parquet(_child(out_dir, name))
-
-
-def _read(spark: SparkSession, names: Iterable[str], out_dir: Location) -> dict[str, DataFrame]:
-    return {name: spark.read.parquet(_child(out_dir, name)) for name in names}
+def _time(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def run_report(
@@ -305,50 +133,95 @@ def run_report(
     *,
     since_ms: int | None = None,
     until_ms: int | None = None,
+    as_of_ms: int | None = None,
     top_n: int = 20,
-    now_ms: int | None = None,
+    progress: Progress = no_progress,
 ) -> dict[str, Any]:
-    """Writes every table of ``TABLES`` and ``report.html`` under ``out_dir``; returns the summary counts.
-    ``now_ms`` (default: ``until_ms``, else the wall clock) is when lingering tokens are judged."""
+    """Writes every table of ``TABLES`` and ``report.html`` under ``out_dir``; returns the summary counts."""
     if top_n < 1:
         raise AnalyticsError("top_n must be at least 1")
     if since_ms is not None and until_ms is not None and since_ms >= until_ms:
         raise AnalyticsError("since must be before until")
-    if now_ms is None:
-        now_ms = until_ms if until_ms is not None else int(time.time() * 1000)
     history = transforms.in_window(events.select(*EVENT_COLUMNS), until_ms=until_ms)
-    window = transforms.in_window(history, since_ms=since_ms)
-    span = window.agg(
-        F.count(F.lit(1)).alias("events"), F.min("timestamp").alias("first"), F.max("timestamp").alias("last")
-    ).first()
-    assert span is not None
-    event_count = int(span["events"])
-    span_start = since_ms if since_ms is not None else (span["first"] if span["first"] is not None else now_ms)
-    span_end = until_ms if until_ms is not None else (span["last"] + 1 if span["last"] is not None else now_ms)
 
-    # On disk, not in the heap: the report must run in a small driver, and the cache is read once per table,
-    # sequentially, which local disks serve well.
-    relevant = transforms.report_events(history).persist(StorageLevel.DISK_ONLY)
+    # Small (a row per distinct denial key, a few per core), read by five tables: kept, in memory while it fits.
+    size_shuffles(spark, 0, rows_per_partition=ROWS_PER_SHUFFLE_PARTITION)  # one per core
+    overview = transforms.overview(history, since_ms=since_ms).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        base = base_tables(
-            relevant, since_ms=since_ms, now_ms=now_ms, span_start_ms=span_start, span_end_ms=span_end, top_n=top_n
+        span = transforms.span(overview).first()
+        assert span is not None
+        covered = period(span, since_ms=since_ms, until_ms=until_ms, as_of_ms=as_of_ms)
+        progress(
+            f"read {covered.events:,} events in the window"
+            + (f" ({covered.history_events:,} before --until)" if covered.history_events != covered.events else "")
+            + f", {covered.denied_events:,} of them denied; tokens judged as of {_time(covered.as_of_ms)}"
         )
-        _write(base, out_dir)
-    finally:
-        relevant.unpersist()
-    _write(derived_tables(_read(spark, base, out_dir)), out_dir)
+        partitions = size_shuffles(spark, covered.history_events, rows_per_partition=ROWS_PER_SHUFFLE_PARTITION)
 
-    written = _read(spark, TABLES, out_dir)
+        _write({"token_lifecycle": transforms.token_lifecycle(history, since_ms=since_ms)}, out_dir)
+        lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
+        progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
+
+        _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
+    finally:
+        overview.unpersist()
+    _write(_derived_tables(_read(spark, ["token_renewals", "expiry_compliance"], out_dir)), out_dir, progress)
+
     data = report_data.collect(
-        written,
+        _read(spark, TABLES, out_dir),
         top_n=top_n,
-        events=event_count,
-        span_start_ms=span_start,
-        span_end_ms=span_end,
-        now_ms=now_ms,
+        events=covered.events,
+        span_start_ms=covered.span_start_ms,
+        span_end_ms=covered.span_end_ms,
+        as_of_ms=covered.as_of_ms,
     )
-    _write_text(spark, _child(out_dir, REPORT_FILE), report.render_html(data))
+    page = report.render_html(data)
+    _write_text(spark, child(out_dir, REPORT_FILE), page)
+    progress(f"{REPORT_FILE}: {page.count('<img')} charts, {len(page.encode()) // 1024:,} KiB")
     return data.summary
+
+
+def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
+    """The tables built from the token lifecycles and the denied events."""
+    issued = transforms.issued(lifecycle, since_ms=covered.since_ms)
+    return {
+        "tokens_issued_by_owner_daily": transforms.issued_per_day(issued, "owner"),
+        "tokens_issued_by_requester_daily": transforms.issued_per_day(issued, "token_requester"),
+        "impersonation_matrix": transforms.impersonation_matrix(issued, denied),
+        "lifetime_distribution": transforms.lifetime_distribution(issued),
+        "token_renewals": transforms.token_renewals(lifecycle, since_ms=covered.since_ms),
+        "expiry_compliance": transforms.expiry_compliance(
+            lifecycle, as_of_ms=covered.as_of_ms, since_ms=covered.since_ms
+        ),
+        "denials_by_principal": transforms.denials_by_principal(denied),
+        "refusals_by_action": transforms.refusals_by_action(denied),
+        "denial_bursts": transforms.denial_bursts(
+            denied, span_start_ms=covered.span_start_ms, span_end_ms=covered.span_end_ms
+        ),
+        "top_owners": transforms.top_owners(lifecycle, since_ms=covered.since_ms, top_n=top_n),
+        "top_requesters": transforms.top_requesters(issued, denied, top_n=top_n),
+    }
+
+
+def _derived_tables(written: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """The distributions of per-token tables, built from those tables as written."""
+    return {
+        "renew_count_distribution": transforms.renew_count_distribution(written["token_renewals"]),
+        "max_lifetime_use": transforms.max_lifetime_use(written["token_renewals"]),
+        "overdue_distribution": transforms.overdue_distribution(written["expiry_compliance"]),
+    }
+
+
+def _write(tables: dict[str, DataFrame], out_dir: Location, progress: Progress = no_progress) -> None:
+    def writer(name: str) -> Callable[[], None]:
+        table = tables[name].coalesce(1) if name in _SMALL_TABLES else tables[name]
+        return lambda: table.write.mode("overwrite").parquet(child(out_dir, name))
+
+    side_by_side({name: writer(name) for name in tables}, on_done=lambda name: progress(f"wrote {name}"))
+
+
+def _read(spark: SparkSession, names: Iterable[str], out_dir: Location) -> dict[str, DataFrame]:
+    return {name: spark.read.parquet(child(out_dir, name)) for name in names}
 
 
 def _write_text(spark: SparkSession, target: str, text: str) -> None:

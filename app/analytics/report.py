@@ -16,12 +16,14 @@ from app.analytics import charts
 from app.analytics.charts import NONE, Chart
 from app.analytics.report_data import ReportData
 from app.analytics.transforms import (
+    BURST_BASELINE_HOURS,
     BURST_MIN_DENIALS,
     BURST_STDDEVS,
     LIFETIME_BUCKETS,
     MAX_LIFETIME_USE_BUCKETS,
     OVERDUE_BUCKETS,
     SERVER_DEFAULT,
+    span_hours,
 )
 
 TEMPLATE = "report.html.j2"
@@ -96,7 +98,8 @@ def _charts(data: ReportData) -> dict[str, Chart | None]:
                 "granted": [granted.get(label, 0) for label in lifetime_labels],
             },
             "Requested and granted maximum lifetimes of issued tokens",
-            "tokens",
+            xlabel="maximum lifetime",
+            ylabel="tokens issued",
         )
         if requested or granted
         else None,
@@ -104,7 +107,8 @@ def _charts(data: ReportData) -> dict[str, Chart | None]:
             [str(renewals) for renewals, _tokens in data.renew_counts],
             {"tokens": [tokens for _renewals, tokens in data.renew_counts]},
             "Renewals per token",
-            "tokens",
+            xlabel="renewals in the period",
+            ylabel="tokens",
         )
         if data.renew_counts
         else None,
@@ -112,7 +116,8 @@ def _charts(data: ReportData) -> dict[str, Chart | None]:
             use_labels,
             {"tokens": [data.max_lifetime_use.get(label, 0) for label in use_labels]},
             "How far renewals reach into the maximum lifetime (renewed tokens)",
-            "tokens",
+            xlabel="expiry after the last renewal, as a share of the maximum lifetime",
+            ylabel="tokens",
         )
         if data.max_lifetime_use
         else None,
@@ -124,7 +129,8 @@ def _charts(data: ReportData) -> dict[str, Chart | None]:
                 if status in data.overdue
             },
             "Time past expiry",
-            "tokens",
+            xlabel="time from expiry to removal (or to the as-of time)",
+            ylabel="tokens",
         )
         if data.overdue
         else None,
@@ -146,5 +152,7 @@ def render_html(data: ReportData) -> str:
         "summary_labels": SUMMARY_LABELS,
         "burst_min_denials": BURST_MIN_DENIALS,
         "burst_stddevs": f"{BURST_STDDEVS:g}",
+        "burst_baseline_hours": BURST_BASELINE_HOURS,
+        "span_hours": span_hours(data.span_start_ms, data.span_end_ms),
     }
     return _environment().get_template(TEMPLATE).render(context)

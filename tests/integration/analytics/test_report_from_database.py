@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from app.analytics import job
+from app.analytics import sources
 from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA
-from app.analytics.job import build_session, read_events, run_report
+from app.analytics.job import run_report
+from app.analytics.session import build_session
+from app.analytics.sources import read_events
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
@@ -93,12 +95,12 @@ EXPECTED = [
 ]
 
 
-@pytest.mark.parametrize("rows_per_partition", [job.ROWS_PER_JDBC_PARTITION, 1])
+@pytest.mark.parametrize("rows_per_partition", [sources.ROWS_PER_JDBC_PARTITION, 1])
 def test_read_events_over_jdbc_returns_what_the_sink_wrote(
     spark: SparkSession, any_audit_db: str, rows_per_partition: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_trail(any_audit_db)
-    monkeypatch.setattr(job, "ROWS_PER_JDBC_PARTITION", rows_per_partition)  # 1: one id range per row
+    monkeypatch.setattr(sources, "ROWS_PER_JDBC_PARTITION", rows_per_partition)  # 1: one id range per row
 
     events = read_events(spark, db_url=any_audit_db)
 
@@ -112,7 +114,7 @@ def test_read_events_over_jdbc_returns_what_the_sink_wrote(
 def test_run_report_over_jdbc(spark: SparkSession, any_audit_db: str, tmp_path: Path) -> None:
     write_trail(any_audit_db)
 
-    summary = run_report(spark, read_events(spark, db_url=any_audit_db), tmp_path / "out", now_ms=T0 + 3 * H)
+    summary = run_report(spark, read_events(spark, db_url=any_audit_db), tmp_path / "out", as_of_ms=T0 + 3 * H)
 
     assert (summary["events"], summary["tokens_issued"], summary["impersonated_tokens"]) == (3, 1, 1)
     assert (summary["refusals"], summary["authentication_failures"]) == (1, 1)
@@ -126,28 +128,34 @@ def kts_audit_report(*argv: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(ROOT / "app" / "cli" / "audit_report.py"), *argv],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=540,
         cwd=ROOT,
         env=environment | {"PYTHONPATH": str(ROOT)},
         check=False,
     )
 
 
+@pytest.mark.timeout(600)  # a JVM of its own, on a machine that may be loaded
 def test_the_command_reports_from_sqlite(tmp_path: Path) -> None:
     database = f"sqlite:///{tmp_path / 'audit.db'}"
     write_trail(database)
 
     done = kts_audit_report(
-        "--db", database, "--out", str(tmp_path / "out"), "--master", "local[1]", "--until", "2023-11-16"
+        "--db", database, "--out", str(tmp_path / "out"), "--master", "local[1]", "--as-of", "2023-11-16"
     )
 
     assert done.returncode == 0, done.stderr
     assert f"wrote {tmp_path / 'out'}/report.html" in done.stdout
     assert "tokens_issued: 1\n" in done.stdout
-    assert "lingering_tokens: 1\n" in done.stdout  # expired at T0 + 1 d, judged at --until
+    assert "lingering_tokens: 1\n" in done.stdout  # expired at T0 + 1 d, judged at --as-of
     assert (tmp_path / "out" / "report.html").is_file()
+    # Progress on stderr, phase by phase; the JVM's own notices in a log file, not here.
+    assert "read 3 events in the window, 2 of them denied" in done.stderr
+    assert "token_lifecycle: 1 tokens" in done.stderr
+    assert "WARN" not in done.stderr and "WARNING" not in done.stderr
 
 
+@pytest.mark.timeout(600)
 def test_the_command_fails_in_one_line_without_the_password(postgres: PostgresServer, tmp_path: Path) -> None:
     url = f"postgresql://postgres:Sup3rS3cret@127.0.0.1:{postgres.port}/no_such_database"
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from app.analytics.job import build_session
+from app.analytics.session import build_session
 
 
 @pytest.fixture(scope="session")

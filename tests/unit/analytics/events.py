@@ -1,4 +1,5 @@
-"""Builders of hand-made audit events for the analytics tests, in ``EVENT_SCHEMA`` order."""
+"""Builders of hand-made audit events for the analytics tests, in ``EVENT_SCHEMA`` order. As the service
+does, every change of a token carries its owner and requester (``requester`` defaults to the owner)."""
 
 from __future__ import annotations
 
@@ -82,7 +83,14 @@ def create(
 
 
 def renew(
-    event_id: int, at: int, token_id: str, owner: str, expiry: int, *, outcome: str = "succeeded"
+    event_id: int,
+    at: int,
+    token_id: str,
+    owner: str,
+    expiry: int,
+    *,
+    outcome: str = "succeeded",
+    requester: str | None = None,
 ) -> tuple[Any, ...]:
     return event(
         event_id,
@@ -91,26 +99,36 @@ def renew(
         outcome,
         principal=owner,
         owner=owner,
-        token_requester=owner,
+        token_requester=requester or owner,
         token_id=token_id,
         details={"renewTimePeriodMs": -1, "expiryTimestamp": expiry},
     )
 
 
-def sweep(event_id: int, at: int, token_id: str, owner: str, expiry: int) -> tuple[Any, ...]:
+def sweep(
+    event_id: int, at: int, token_id: str, owner: str, expiry: int, *, requester: str | None = None
+) -> tuple[Any, ...]:
     return event(
         event_id,
         at,
         "token.sweep",
         owner=owner,
-        token_requester=owner,
+        token_requester=requester or owner,
         token_id=token_id,
         details={"expiryTimestamp": expiry, "maxTimestamp": expiry + DAY_MS},
     )
 
 
 def expire(
-    event_id: int, at: int, token_id: str, owner: str, *, deleted: bool, expiry: int, outcome: str = "succeeded"
+    event_id: int,
+    at: int,
+    token_id: str,
+    owner: str,
+    *,
+    deleted: bool,
+    expiry: int,
+    outcome: str = "succeeded",
+    requester: str | None = None,
 ) -> tuple[Any, ...]:
     return event(
         event_id,
@@ -119,7 +137,7 @@ def expire(
         outcome,
         principal=owner,
         owner=owner,
-        token_requester=owner,
+        token_requester=requester or owner,
         token_id=token_id,
         details={"expiryTimePeriodMs": expiry - at, "expiryTimestamp": expiry, "deleted": deleted},
     )

@@ -84,3 +84,17 @@ def test_unusable_sources_fail_in_one_line_before_spark_starts(
     assert err.startswith(message)
     assert err.count("\n") == 1
     assert "pw" not in err
+
+
+def test_the_default_master_is_the_one_the_docs_give() -> None:
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "analytics.md").read_text(encoding="utf-8")
+
+    assert audit_report.LOCAL_MASTER == "local[2]"
+    assert f"`--master` defaults to `{audit_report.LOCAL_MASTER}`" in docs
+    assert parse("--input", "i", "--out", "o").master is None  # chosen when run: spark-submit's, or the default
+
+
+def test_as_of_and_verbose_parse(tmp_path: Path) -> None:
+    args = parse("--input", str(tmp_path), "--out", "o", "--as-of", "2023-11-14T22:13:20Z", "--verbose")
+
+    assert (args.as_of, args.verbose) == (1_700_000_000_000, True)

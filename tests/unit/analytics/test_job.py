@@ -1,4 +1,4 @@
-"""The job's edges: database URLs as JDBC, reading the exported layout, and a whole report run."""
+"""Whole report runs on hand-made events: every table and the page, the window, determinism."""
 
 from __future__ import annotations
 
@@ -7,12 +7,10 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from app.analytics import transforms as t
-from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, partition_date_column
-from app.analytics.job import TABLES, AnalyticsError, jdbc_source, read_events, run_report
-from bench.audit_synth import synthesize
+from app.analytics.job import TABLES, run_report
+from app.analytics.sources import AnalyticsError
 from tests.unit.analytics.events import create, event, events_frame, expire, renew, rows, sweep
 
 H = t.HOUR_MS
@@ -20,94 +18,12 @@ D = t.DAY_MS
 T0 = 1_700_000_000_000
 
 
-# --- database URLs -------------------------------------------------------------------------------------
-
-
-def test_sqlite_url_becomes_a_jdbc_url_to_the_absolute_file(tmp_path: Path) -> None:
-    database = tmp_path / "audit.db"
-    database.touch()
-
-    source = jdbc_source(f"sqlite:///{database}")
-
-    assert source.url == f"jdbc:sqlite:{database}"
-    assert source.properties == {"driver": "org.sqlite.JDBC"}
-
-
-def test_postgresql_url_keeps_the_password_out_of_url_and_text() -> None:
-    source = jdbc_source("postgresql+psycopg://kts:s3cr%40t@db.example.com:6543/audit?sslmode=require")
-
-    assert source.url == "jdbc:postgresql://db.example.com:6543/audit"
-    assert source.properties == {
-        "driver": "org.postgresql.Driver",
-        "user": "kts",
-        "password": "s3cr@t",
-        "sslmode": "require",
-    }
-    assert "s3cr" not in str(source)
-    assert "s3cr" not in repr(source)
-    assert jdbc_source("postgresql://kts@[2001:db8::1]/audit").url == "jdbc:postgresql://[2001:db8::1]:5432/audit"
-
-
-@pytest.mark.parametrize(
-    ("url", "message"),
-    [
-        ("mysql://kts@db.example.com/audit", "unsupported audit database"),
-        ("not a url", "SQLAlchemy URL"),
-        ("sqlite://", "names no SQLite database"),
-        ("sqlite:///no/such/audit.db", "does not exist"),
-        ("postgresql://kts:pw@db.example.com", "names no database"),
-    ],
-)
-def test_unusable_database_urls_are_refused_in_one_line(url: str, message: str) -> None:
-    with pytest.raises(AnalyticsError, match=message) as raised:
-        jdbc_source(url)
-    assert "\n" not in str(raised.value)
-    assert ":pw@" not in str(raised.value)
-
-
-# --- reading the exported layout -----------------------------------------------------------------------
-
-
-def test_read_events_reads_the_date_partitioned_export(spark: SparkSession, tmp_path: Path) -> None:
-    events = events_frame(spark, [event(1, T0, "token.describe"), event(2, T0 + D, "authentication", "denied")])
-    events.withColumn("date", partition_date_column()).write.partitionBy("date").parquet(str(tmp_path / "audit"))
-    assert sorted(path.name for path in (tmp_path / "audit").glob("date=*")) == [
-        "date=2023-11-14",
-        "date=2023-11-15",
-    ]
-
-    found = read_events(spark, input_dir=tmp_path / "audit")
-
-    assert found.columns == list(EVENT_COLUMNS)
-    assert [field.dataType for field in found.schema.fields] == [field.dataType for field in EVENT_SCHEMA.fields]
-    assert rows(found, "id", "timestamp", "action") == [(1, T0, "token.describe"), (2, T0 + D, "authentication")]
-
-
-def test_read_events_reads_what_the_synthesiser_writes(spark: SparkSession, tmp_path: Path) -> None:
-    out = tmp_path / "events"
-    synthesize(out, events=2_000, days=2, seed=1, start_ms=T0)
-
-    events = read_events(spark, input_dir=out)
-
-    assert events.columns == list(EVENT_COLUMNS)
-    assert events.agg(F.count("id"), F.max("id")).first() == (2_000, 2_000)
-
-
-def test_read_events_needs_exactly_one_existing_source(spark: SparkSession, tmp_path: Path) -> None:
-    with pytest.raises(AnalyticsError, match="does not exist"):
-        read_events(spark, input_dir=tmp_path / "missing")
-    with pytest.raises(AnalyticsError, match="exactly one"):
-        read_events(spark)
-    with pytest.raises(AnalyticsError, match="exactly one"):
-        read_events(spark, input_dir=tmp_path, db_url="sqlite:///x.db")
-
-
 # --- a whole run ---------------------------------------------------------------------------------------
 
 
 def script(spark: SparkSession) -> DataFrame:
-    """A day of activity: 4 tokens (2 for another owner), 3 renewals, 1 sweep, 1 lingering token, 2 refused
-    requests and a burst of 6 failed logins."""
+    """Two days of activity: 4 tokens (2 for another owner), 3 renewals, 1 sweep, 1 lingering token, 2 refused
+    requests and a burst of 6 failed logins; a describe two days later gives the burst a baseline."""
     return events_frame(
         spark,
         [
@@ -117,10 +33,10 @@ def script(spark: SparkSession) -> DataFrame:
             create(4, T0 + 3, "c1", "User:carol", "User:carol", expiry=T0 + 3 * H),
             create(5, T0 + 4, None, "User:dave", "User:svc", outcome="denied"),
             renew(6, T0 + 10, "a1", "User:alice", T0 + 2 * H),
-            renew(7, T0 + 11, "b1", "User:bob", T0 + 2 * D),
-            renew(8, T0 + 12, "b1", "User:bob", T0 + 3 * D),
+            renew(7, T0 + 11, "b1", "User:bob", T0 + 2 * D, requester="User:svc"),
+            renew(8, T0 + 12, "b1", "User:bob", T0 + 3 * D, requester="User:svc"),
             sweep(9, T0 + 2 * H + 60_000, "a1", "User:alice", T0 + 2 * H),
-            expire(10, T0 + 13, "b2", "User:bob", deleted=True, expiry=T0 + 13),
+            expire(10, T0 + 13, "b2", "User:bob", deleted=True, expiry=T0 + 13, requester="User:svc"),
             event(11, T0 + 14, "token.describe", principal="User:alice"),
             event(12, T0 + 15, "acl.add", "denied", principal="User:bob", error_code=31, client_address="192.0.2.5"),
             *[
@@ -134,6 +50,7 @@ def script(spark: SparkSession) -> DataFrame:
                 )
                 for i in range(6)
             ],
+            event(30, T0 + 2 * D, "token.describe", principal="User:alice"),
         ],
     )
 
@@ -141,10 +58,10 @@ def script(spark: SparkSession) -> DataFrame:
 def test_run_report_writes_every_table_and_a_self_contained_report(spark: SparkSession, tmp_path: Path) -> None:
     out = tmp_path / "report"
 
-    summary = run_report(spark, script(spark), out, now_ms=T0 + 6 * H)
+    summary = run_report(spark, script(spark), out, as_of_ms=T0 + 6 * H)
 
     assert summary == {
-        "events": 18,
+        "events": 19,
         "tokens_issued": 4,
         "impersonated_tokens": 2,
         "impersonation_refused": 1,
@@ -175,6 +92,28 @@ def test_run_report_writes_every_table_and_a_self_contained_report(spark: SparkS
     assert not re.search(r"https?://|<script|<link|url\(|src=\"(?!data:)", page)
     assert '<dd id="summary-tokens_issued">4</dd>' in page
     assert "User:eve" in page
+    assert "2023-11-15 04:13:20 UTC" in page  # the as-of time
+
+
+def test_tokens_are_judged_as_of_the_newest_event_unless_told(spark: SparkSession, tmp_path: Path) -> None:
+    run_report(spark, script(spark), tmp_path / "report")
+
+    compliance = spark.read.parquet(str(tmp_path / "report" / "expiry_compliance"))
+    assert ("c1", "lingering", 2 * D - 3 * H) in rows(compliance, "token_id", "status", "overdue_ms")
+
+
+def test_two_runs_on_one_input_write_identical_tables_and_pages(spark: SparkSession, tmp_path: Path) -> None:
+    events = script(spark)
+    first = run_report(spark, events, tmp_path / "first", top_n=2)
+    second = run_report(spark, events, tmp_path / "second", top_n=2)
+
+    assert first == second
+    for name in TABLES:
+        table = spark.read.parquet(str(tmp_path / "first" / name))
+        again = spark.read.parquet(str(tmp_path / "second" / name))
+        assert rows(table, *table.columns) == rows(again, *table.columns), name
+    page = (tmp_path / "first" / "report.html").read_bytes()
+    assert page == (tmp_path / "second" / "report.html").read_bytes()
 
 
 def test_run_report_on_no_events_writes_empty_tables(spark: SparkSession, tmp_path: Path) -> None:
@@ -193,7 +132,7 @@ def test_run_report_on_no_events_writes_empty_tables(spark: SparkSession, tmp_pa
 def test_run_report_counts_only_the_window(spark: SparkSession, tmp_path: Path) -> None:
     summary = run_report(spark, script(spark), tmp_path / "late", since_ms=T0 + H, until_ms=T0 + 6 * H)
 
-    # Left: the sweep of a1, the 6 failed logins; c1 expired at T0 + 3 h and lingers at until.
+    # Left: the sweep of a1, the 6 failed logins; c1 expired at T0 + 3 h and lingers at the last of them.
     assert (summary["events"], summary["tokens_issued"], summary["swept_tokens"]) == (7, 0, 1)
     assert (summary["authentication_failures"], summary["lingering_tokens"], summary["renewals"]) == (6, 1, 0)
 

@@ -17,7 +17,7 @@ def data() -> ReportData:
         summary={"events": 42, "tokens_issued": 3, "burst_hours": 1},
         span_start_ms=T0,
         span_end_ms=T0 + 3_600_000,
-        now_ms=T0 + 3_600_000,
+        as_of_ms=T0 + 3_600_000,
         top_n=5,
         issued_by_owner=[("2023-11-14", HOSTILE, 2), ("2023-11-14", "User:bob", 1)],
         issued_by_requester=[("2023-11-14", "User:svc", 3)],
@@ -75,3 +75,16 @@ def test_summary_durations_and_times_are_readable() -> None:
     assert "1 d 1 h" in page  # 90 061 s overdue
     assert "still present" in page
     assert "Period: 2023-11-14 22:13:20 UTC to 2023-11-14 23:13:20 UTC." in page
+
+
+def test_the_most_denied_principals_are_named_in_text_burst_or_not() -> None:
+    quiet = data()
+    quiet.bursts = []
+
+    page = render_html(quiet)
+
+    table = page[page.index('<table id="denials-by-principal">') :]
+    table = table[: table.index("</table>")]
+    assert "<th>authentication failures</th>" in table
+    escaped = "User:&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;"
+    assert f'<td>{escaped}</td><td class="n">1</td><td class="n">6</td>' in table

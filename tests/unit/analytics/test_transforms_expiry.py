@@ -17,7 +17,7 @@ NOW = T0 + 10 * D
 
 @pytest.fixture
 def history(spark: SparkSession) -> DataFrame:
-    return t.with_details(
+    return t.token_lifecycle(
         events_frame(
             spark,
             [
@@ -48,7 +48,7 @@ def history(spark: SparkSession) -> DataFrame:
 
 
 def test_expiry_compliance_lists_every_token_that_outlived_its_expiry(history: DataFrame) -> None:
-    found = t.expiry_compliance(history, now_ms=NOW)
+    found = t.expiry_compliance(history, as_of_ms=NOW)
 
     assert rows(found, "token_id", "owner", "status", "expiry_timestamp", "removed_at", "overdue_ms") == [
         ("t1", "User:a", "swept", T0 + H, T0 + H + 30 * M, 30 * M),
@@ -61,19 +61,19 @@ def test_expiry_compliance_lists_every_token_that_outlived_its_expiry(history: D
 
 
 def test_expiry_compliance_counts_removals_in_the_window_and_every_lingering_token(history: DataFrame) -> None:
-    found = t.expiry_compliance(history, now_ms=NOW, since_ms=T0 + 90 * M)
+    found = t.expiry_compliance(history, as_of_ms=NOW, since_ms=T0 + 90 * M)
 
     assert rows(found, "token_id") == [("t1",), ("t2",), ("t3",), ("t5",), ("t6",)]
 
 
-def test_a_token_expiring_exactly_now_is_not_yet_lingering(history: DataFrame) -> None:
-    found = t.expiry_compliance(history, now_ms=T0 + 5 * H)
+def test_a_token_expiring_exactly_at_the_as_of_time_is_not_yet_lingering(history: DataFrame) -> None:
+    found = t.expiry_compliance(history, as_of_ms=T0 + 5 * H)
 
     assert "t2" not in {row[0] for row in rows(found, "token_id")}
 
 
 def test_overdue_distribution_buckets_by_status(history: DataFrame) -> None:
-    found = t.overdue_distribution(t.expiry_compliance(history, now_ms=NOW))
+    found = t.overdue_distribution(t.expiry_compliance(history, as_of_ms=NOW))
 
     assert rows(found, "status", "bucket_order", "bucket", "tokens") == [
         ("expired", 1, "< 1 min", 2),

@@ -6,7 +6,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from app.analytics import transforms as t
-from tests.unit.analytics.events import create, event, events_frame, renew, rows
+from tests.unit.analytics.events import create, event, events_frame, expire, renew, rows, sweep
 
 H = t.HOUR_MS
 D = t.DAY_MS
@@ -21,61 +21,65 @@ def test_in_window_keeps_since_inclusive_until_exclusive(spark: SparkSession) ->
     assert rows(t.in_window(events), "timestamp") == [(100,), (200,), (300,)]
 
 
-def test_with_details_parses_the_fields_and_the_utc_day(spark: SparkSession) -> None:
+def test_token_lifecycle_parses_each_tokens_settled_changes_into_one_row(spark: SparkSession) -> None:
     events = events_frame(
         spark,
         [
-            create(1, T0, "t1", "User:a", "User:a", requested=3 * H, issue=T0, expiry=T0 + H, maximum=T0 + 3 * H),
-            event(2, T0 - 80_000_001, "authentication", "denied", details={"scheme": "basic", "reason": "bad"}),
-            event(3, T0, "token.expire", details={"expiryTimePeriodMs": -1, "expiryTimestamp": T0, "deleted": True}),
-            (*event(4, 0, "token.verify")[:-1], "not json"),  # details is the last column
+            create(1, T0, "t1", "User:a", "User:svc", requested=3 * H, issue=T0, expiry=T0 + H, maximum=T0 + 3 * H),
+            renew(2, T0 + 10, "t1", "User:a", T0 + 2 * H, requester="User:svc"),
+            renew(3, T0 + 20, "t1", "User:a", T0 + 90 * 60_000, requester="User:svc"),  # shortened it
+            expire(4, T0 + 30, "t1", "User:a", deleted=True, expiry=T0 + 30, requester="User:svc"),
+            sweep(5, T0 + 40, "t1", "User:a", T0 + 40, requester="User:svc"),  # after its removal: not one
+            create(6, T0, "t2", "User:b", "User:b", outcome="pending"),
+            renew(7, T0, "t1", "User:a", T0 + 5 * H, outcome="failed", requester="User:svc"),
+            event(8, T0, "token.describe", token_id="t1"),
+            (*sweep(9, T0 + 50, "t3", "User:c", T0)[:-1], "not json"),  # details is the last column
         ],
     )
-    parsed = t.with_details(events)
 
-    assert rows(
-        parsed,
-        "id",
-        "date",
-        "requested_max_lifetime_ms",
-        "issue_timestamp",
-        "expiry_timestamp",
-        "max_timestamp",
-        "deleted",
-        "scheme",
-        "reason",
-    ) == [
-        (1, "2023-11-14", 3 * H, T0, T0 + H, T0 + 3 * H, None, None, None),
-        (2, "2023-11-13", None, None, None, None, None, "basic", "bad"),
-        (3, "2023-11-14", None, None, T0, None, True, None, None),
-        (4, "1970-01-01", None, None, None, None, None, None, None),
-    ]
+    found = {row["token_id"]: row.asDict() for row in t.token_lifecycle(events).collect()}
+
+    assert set(found) == {"t1", "t3"}
+    assert found["t1"] == {
+        "token_id": "t1",
+        "owner": "User:a",
+        "token_requester": "User:svc",
+        "created_at": T0,
+        "requested_max_lifetime_ms": 3 * H,
+        "issue_timestamp": T0,
+        "max_timestamp": T0 + 3 * H,
+        "issued_expiry_timestamp": T0 + H,
+        "renewals": 2,
+        "last_renewed_at": T0 + 20,
+        "renewed_expiry_timestamp": T0 + 90 * 60_000,
+        "last_expiry_timestamp": T0 + 90 * 60_000,
+        "removed_at": T0 + 30,
+        "removed_by_sweep": False,
+        "removal_expiry_timestamp": T0 + 30,
+    }
+    malformed = found["t3"]
+    assert (malformed["created_at"], malformed["removed_at"], malformed["removed_by_sweep"]) == (None, T0 + 50, True)
+    assert malformed["removal_expiry_timestamp"] is None
 
 
-def test_report_events_keeps_settled_token_changes_and_every_denial(spark: SparkSession) -> None:
+def test_token_lifecycle_orders_changes_of_the_same_millisecond_by_id(spark: SparkSession) -> None:
     events = events_frame(
         spark,
         [
             create(1, T0, "t1", "User:a", "User:a"),
-            create(2, T0, "t2", "User:a", "User:a", outcome="pending"),
-            renew(3, T0, "t1", "User:a", T0 + D),
-            renew(4, T0, "t1", "User:a", T0 + D, outcome="failed"),
-            event(5, T0, "token.expire", details={"deleted": True}),
-            event(6, T0, "token.sweep"),
-            event(7, T0, "token.describe"),
-            event(8, T0, "acl.add"),
-            event(9, T0, "acl.add", "denied", error_code=31),
-            event(10, T0, "authentication", "denied"),
-            event(11, T0, "token.verify", "denied"),
+            renew(3, T0 + 5, "t1", "User:a", T0 + 3 * H),
+            renew(2, T0 + 5, "t1", "User:a", T0 + 2 * H),
         ],
     )
 
-    assert rows(t.report_events(events), "id") == [(1,), (3,), (5,), (6,), (9,), (10,), (11,)]
+    (row,) = t.token_lifecycle(events).collect()
+
+    assert (row["renewals"], row["renewed_expiry_timestamp"]) == (2, T0 + 3 * H)
 
 
 def test_issued_per_day_by_owner_and_by_requester(spark: SparkSession) -> None:
-    creations = t.token_creations(
-        t.with_details(
+    creations = t.issued(
+        t.token_lifecycle(
             events_frame(
                 spark,
                 [
@@ -84,6 +88,7 @@ def test_issued_per_day_by_owner_and_by_requester(spark: SparkSession) -> None:
                     create(3, T0 + 2 * H, "t3", "User:alice", "User:svc"),  # 2023-11-15 00:13 UTC
                     create(4, T0 + 2 * H, "t4", "User:bob", "User:svc"),
                     create(5, T0, None, "User:bob", "User:svc", outcome="denied"),
+                    renew(6, T0 + 3 * H, "t0", "User:carol", T0 + D),  # created before the history
                 ],
             )
         )
@@ -114,15 +119,17 @@ def test_impersonation_matrix_counts_issued_and_refused_creates_for_other_owners
         ],
     )
 
-    assert rows(t.impersonation_matrix(events), "token_requester", "owner", "tokens", "refused") == [
+    matrix = t.impersonation_matrix(t.issued(t.token_lifecycle(events)), t.denials(t.overview(events)))
+
+    assert rows(matrix, "token_requester", "owner", "tokens", "refused") == [
         ("User:svc", "User:bob", 2, 0),
         ("User:svc", "User:carol", 0, 1),
     ]
 
 
 def test_lifetime_distribution_buckets_requested_and_granted_lifetimes(spark: SparkSession) -> None:
-    creations = t.token_creations(
-        t.with_details(
+    creations = t.issued(
+        t.token_lifecycle(
             events_frame(
                 spark,
                 [
@@ -149,7 +156,7 @@ def test_lifetime_distribution_buckets_requested_and_granted_lifetimes(spark: Sp
 
 def test_token_renewals_join_window_renewals_to_their_create_in_the_history(spark: SparkSession) -> None:
     since = T0 + 10 * H
-    history = t.with_details(
+    history = t.token_lifecycle(
         events_frame(
             spark,
             [
@@ -162,7 +169,8 @@ def test_token_renewals_join_window_renewals_to_their_create_in_the_history(spar
                 renew(7, T0 + H, "C", "User:c", T0 + 2 * D),  # before the window
                 renew(8, T0 + 13 * H, "D", "User:dan", T0 + 20 * H),  # created before the history began
             ],
-        )
+        ),
+        since_ms=since,
     )
 
     found = t.token_renewals(history, since_ms=since)
