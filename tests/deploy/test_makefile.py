@@ -21,6 +21,8 @@ TEST_ONLY_APT = {
     "chromium",
     "chromium-driver",
     "libpostgresql-jdbc-java",
+    "build-essential",
+    "python3-dev",
     "libxerial-sqlite-jdbc-java",
 }
 _APT_LOOP = re.compile(r"for p in ([^;]*); do dpkg -s")
