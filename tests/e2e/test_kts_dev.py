@@ -56,6 +56,41 @@ def test_dev_stack_starts_serves_and_stops_zookeeper(tmp_path: Path, processes: 
     assert "admin-pw" not in output
 
 
+def _modes(data_dir: Path) -> dict[str, int]:
+    modes = {".": data_dir.stat().st_mode & 0o777}
+    for path in data_dir.rglob("*"):
+        if not path.is_symlink():
+            modes[str(path.relative_to(data_dir))] = path.stat().st_mode & 0o777
+    return modes
+
+
+def test_the_data_dir_and_everything_in_it_is_private(tmp_path: Path, processes: list[subprocess.Popen[str]]) -> None:
+    """ZooKeeper's snapshots hold the admin's SCRAM verifier: every directory 0700, every file 0600, the ones
+    an older stack left world-readable included."""
+    data_dir = tmp_path / "dev"
+    (data_dir / "zookeeper" / "data").mkdir(parents=True)
+    data_dir.chmod(0o755)
+    left_behind = data_dir / "zookeeper" / "old.log"
+    left_behind.write_text("from an older stack\n")
+    left_behind.chmod(0o644)
+    port = free_port()
+    process = _start(data_dir, port, KTS_ADMIN_PASSWORD="admin-pw")
+    processes.append(process)
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url, process, timeout_s=60)
+    assert httpx.post(f"{url}/v1/tokens", json={}, headers=basic(("admin", "admin-pw"))).status_code == 201
+    running = _modes(data_dir)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=30)
+
+    snapshots = [name for name in _modes(data_dir) if "/version-2/" in name]
+    assert any("/log." in name for name in snapshots), sorted(running)  # the positive control: ZooKeeper wrote
+    for modes in (running, _modes(data_dir)):
+        for name, mode in modes.items():
+            expected = 0o700 if (data_dir / name).is_dir() else 0o600
+            assert mode == expected, f"{name} is {oct(mode)}"
+
+
 def test_generated_admin_password_is_printed_once_and_kept(
     tmp_path: Path, processes: list[subprocess.Popen[str]]
 ) -> None:

@@ -63,13 +63,30 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     return False
 
 
+def _keep_private(data_dir: Path) -> None:
+    """The data dir holds the secret key, the audit database and ZooKeeper's files (the admin's SCRAM
+    verifier among them): everything in it is the current user's only, 0700 for directories and 0600 for
+    files. The umask covers what is created from now on (ZooKeeper inherits it); chmod what a stack started
+    before this rule left behind."""
+    os.umask(0o077)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.chmod(0o700)
+    for root, directories, files in os.walk(data_dir):
+        for name in directories:
+            Path(root, name).chmod(0o700)
+        for name in files:
+            path = Path(root, name)
+            if not path.is_symlink():
+                path.chmod(0o600)
+
+
 def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -> int:
     # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
     # under a success message.
     if port_in_use(port):
         print(f"kts: port {port} on 127.0.0.1 is already in use; choose a free one with --port", file=sys.stderr)
         return 1
-    data_dir.mkdir(parents=True, exist_ok=True)
+    _keep_private(data_dir)
     zookeeper: EmbeddedZooKeeper | None = None
     overrides: dict[str, object] = {
         "http_listeners": f"http://127.0.0.1:{port}",

@@ -130,6 +130,7 @@ class EmbeddedZooKeeper:
             stdin=subprocess.DEVNULL,
             start_new_session=True,
             preexec_fn=_die_with_parent,
+            umask=0o077,  # its snapshots and logs hold SCRAM verifiers: readable by this user only
         )
         log.close()
         deadline = time.monotonic() + timeout_s
