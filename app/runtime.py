@@ -18,9 +18,10 @@ from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError
+from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
-from app.domain.throttle import FailureThrottle, ThrottlePolicy
+from app.domain.throttle import TOKEN_SUBJECT_PREFIX, FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
@@ -32,6 +33,7 @@ from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
+from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
@@ -47,6 +49,7 @@ from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.token_cache import TokenCache
@@ -55,6 +58,7 @@ from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
 
 log = logging.getLogger(__name__)
+UNREACHED = 2**31  # a throttle limit no client reaches
 
 
 @dataclass
@@ -76,6 +80,7 @@ class Runtime:
     reconciler: AuditReconciler
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
+    lockout_store: ZkLockoutStore
     readiness: Readiness
 
     def readings(self) -> RuntimeReadings:
@@ -88,6 +93,7 @@ class Runtime:
             leads_sweeper=lambda: self.sweeper_leadership.is_leader,
             zookeeper_state=lambda: self.zk.state.lower(),
             child_lists=self._child_lists,
+            replicas=self.lockout_store.replicas,
         )
 
     def _child_lists(self) -> list[ChildListFigures] | None:
@@ -112,6 +118,7 @@ class Runtime:
             )
         self.zk.start()
         ensure_cluster_secret(self.zk, TokenSecret(self.settings.secret_key))
+        self.lockout_store.start()
         self.acl_cache.start()
         self.token_cache.start()
         self._child_lists()  # one reading at start: the capacity guard warns if a list is already past 80%
@@ -137,17 +144,45 @@ def zk_connection(settings: Settings) -> ZkConnection:
     )
 
 
-def attempt_guard(settings: Settings, auditor: Auditor, clock: Clock, action: Action) -> AttemptGuard | None:
-    """The guard of one kind of attempt under the ``auth.failures.*`` settings; None when turned off."""
-    if settings.auth_failures_max == 0:
+def attempt_guard(
+    settings: Settings, auditor: Auditor, clock: Clock, action: Action, lockout: AccountLocks | None = None
+) -> AttemptGuard | None:
+    """The guard of one kind of attempt under the ``auth.failures.*`` settings and, for logins, the lockout;
+    None when both are turned off."""
+    if settings.auth_failures_max == 0 and lockout is None:
         return None
-    policy = ThrottlePolicy(
-        max_failures=settings.auth_failures_max,
-        address_max_failures=settings.auth_failures_address_max,
-        window_ms=settings.auth_failures_window_ms,
+    if settings.auth_failures_max == 0:
+        # The lockout alone: a throttle whose limits are never reached still groups the audit records of a
+        # locked account's refused attempts into bursts.
+        policy = ThrottlePolicy(
+            max_failures=UNREACHED,
+            address_max_failures=UNREACHED,
+            window_ms=settings.auth_failures_window_ms,
+            max_keys=settings.auth_throttle_max_keys,
+            counted_subjects=(),
+        )
+    else:
+        policy = ThrottlePolicy(
+            max_failures=settings.auth_failures_max,
+            address_max_failures=settings.auth_failures_address_max,
+            window_ms=settings.auth_failures_window_ms,
+            max_keys=settings.auth_throttle_max_keys,
+            # one rule per account: with the lockout on, user names are its to count, token ids the throttle's
+            counted_subjects=None if lockout is None else (TOKEN_SUBJECT_PREFIX,),
+        )
+    return AttemptGuard(FailureThrottle(policy, clock), auditor, action, lockout=lockout)
+
+
+def account_locks(
+    settings: Settings, store: ZkLockoutStore, auditor: Auditor, authorizer: AclAuthorizer, clock: Clock
+) -> AccountLocks:
+    policy = LockoutPolicy(
+        threshold=max(1, settings.auth_lockout_threshold),  # 0 (off): built for unlocking what is left only
+        window_ms=settings.auth_lockout_window_ms,
+        duration_ms=settings.auth_lockout_duration_ms,
         max_keys=settings.auth_throttle_max_keys,
     )
-    return AttemptGuard(FailureThrottle(policy, clock), auditor, action)
+    return AccountLocks(AccountLockout(policy, clock), store, auditor=auditor, authorizer=authorizer, clock=clock)
 
 
 def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | None:
@@ -223,8 +258,12 @@ def build_runtime(
     purger = NotificationPurger(
         zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
     )
+    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id)
+    locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
-    login_guard = attempt_guard(settings, auditor, clock, Action.AUTHENTICATION)
+    login_guard = attempt_guard(
+        settings, auditor, clock, Action.AUTHENTICATION, locks if settings.auth_lockout_threshold else None
+    )
     tokens = TokenService(
         token_store,
         token_cache,
@@ -265,6 +304,7 @@ def build_runtime(
             authorizer=authorizer,
             auditor=auditor,
             revocation=revocation if settings.token_revoke_on_credential_delete else None,
+            locks=locks,
         ),
         acls=AclService(
             acl_store,
@@ -299,6 +339,7 @@ def build_runtime(
             jwt=jwt_authenticator(settings, clock),
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
+        lockout_store=lockout_store,
         readiness=Readiness(
             zookeeper_connected=lambda: zk.connected,
             tokens_loaded=lambda: token_cache.loaded,

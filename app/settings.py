@@ -155,6 +155,10 @@ class Settings(BaseSettings):
     token_quota_per_owner: int = 500
     token_quota_per_requester: int = 5000  # tokens one principal holds for other owners
     token_quota_exempt_super_users: bool = False
+    # per-account lockout shared by every replica (app/domain/lockout.py); auth.lockout.threshold=0 turns it off
+    auth_lockout_threshold: int = Field(10, ge=0, le=1_000_000)
+    auth_lockout_window_ms: int = Field(900_000, ge=1)
+    auth_lockout_duration_ms: int = Field(900_000, ge=1)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
     _listener_key_used: str = PrivateAttr(default="http.listeners")

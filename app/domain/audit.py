@@ -25,6 +25,8 @@ class Action(StrEnum):
     ACL_REMOVE = "acl.remove"
     CREDENTIAL_SET = "credential.set"
     CREDENTIAL_DELETE = "credential.delete"
+    ACCOUNT_LOCK = "account.lock"  # too many failed logins for one user name (app/domain/lockout.py)
+    ACCOUNT_UNLOCK = "account.unlock"  # a super user unlocked it, or its lock was found expired
 
 
 class Outcome(StrEnum):

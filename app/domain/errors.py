@@ -16,6 +16,7 @@
     ├── CredentialNotFound          no SCRAM credential of that mechanism for that user
     ├── ConcurrentModification      a compare-and-set lost against another writer
     ├── TooManyAttempts             too many failed logins or verifies; retry after ``retry_after_s``
+    │   └── AccountLocked           too many failed logins for this user name, from anywhere
     ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
     ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
@@ -105,8 +106,8 @@ class ConcurrentModification(KtsError):
 class TooManyAttempts(KtsError):
     name = "TOO_MANY_ATTEMPTS"
 
-    def __init__(self, retry_after_s: int) -> None:
-        super().__init__(f"Too many failed attempts; retry after {retry_after_s} seconds.")
+    def __init__(self, retry_after_s: int, message: str | None = None) -> None:
+        super().__init__(message or f"Too many failed attempts; retry after {retry_after_s} seconds.")
         self.retry_after_s = retry_after_s
 
 
@@ -118,6 +119,16 @@ class CapacityExhausted(KtsError):
     def __init__(self, message: str, retry_after_s: int = 60) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
+
+
+class AccountLocked(TooManyAttempts):
+    name = "ACCOUNT_LOCKED"
+
+    def __init__(self, retry_after_s: int) -> None:
+        super().__init__(
+            retry_after_s,
+            f"This account is locked after too many failed logins; retry after {retry_after_s} seconds.",
+        )
 
 
 class TokenQuotaExceeded(KtsError):

@@ -3,6 +3,10 @@ without ever locking the legitimate user out from a clean address.
 
 Keys and limits. Each failed attempt is charged to three keys: the client address, the claimed subject
 (``User:<name>`` for a password, ``DelegationToken:<id>`` for an HMAC) and the (subject, address) pair.
+Addresses are grouped as networks hand them out: an IPv6 address counts as its /64 (one host gets a whole
+/64), an IPv4-mapped IPv6 address as the IPv4 address. With a per-account lockout (``app/domain/lockout.py``)
+user names are its to count: ``counted_subjects`` then names the subjects the two subject keys are kept
+for (the token ids), so that an account has one rule, not two.
 A key is a leaky bucket (GCRA) holding at most ``max_failures`` failures that drains one failure every
 ``window_ms / max_failures``: ``max_failures`` failures in a burst, then one more every
 ``window_ms / max_failures``; a key whose last failure is ``window_ms`` old is clean again.
@@ -37,6 +41,7 @@ Everything reads time from the injected clock; all state sits behind one lock (e
 
 from __future__ import annotations
 
+import ipaddress
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -52,8 +57,25 @@ ADDRESS_WIDE = "*"
 TOKEN_SUBJECT_PREFIX = "DelegationToken:"
 
 
+IPV6_GROUP_PREFIX = 64
+
+
 def token_subject(token_id: str) -> str:
     return TOKEN_SUBJECT_PREFIX + token_id
+
+
+def address_group(address: str) -> str:
+    """The key an address is counted under: an IPv6 address's /64 network, an IPv4-mapped IPv6 address's IPv4
+    address, any other address (or a name that is no address) as it is."""
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, IPV6_GROUP_PREFIX), strict=False))
+    return str(parsed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +110,11 @@ class ThrottlePolicy:
     address_max_failures: int = 100
     window_ms: int = 60_000
     max_keys: int = 100_000
+    # Subjects (by prefix) the per-subject and per-pair keys count; None: every subject.
+    counted_subjects: tuple[str, ...] | None = None
+
+    def counts(self, subject: str) -> bool:
+        return self.counted_subjects is None or subject.startswith(self.counted_subjects)
 
     def __post_init__(self) -> None:
         if self.max_keys < 1:
@@ -170,6 +197,7 @@ class FailureThrottle:
     def admit(self, address: str, subject: str | None) -> Admission:
         """Whether an attempt may have its credentials checked; a refusal counts in its burst."""
         subject = _bounded(subject)
+        address = address_group(address)
         now = self._clock.now_ms()
         with self._lock:
             summaries = self._expire(now)
@@ -182,11 +210,12 @@ class FailureThrottle:
     def failed(self, address: str, subject: str | None) -> AuditPlan:
         """Charge a failed credential check to its keys and its burst."""
         subject = _bounded(subject)
+        address = address_group(address)
         now = self._clock.now_ms()
         with self._lock:
             summaries = self._expire(now)
             self._charge(("address", address), self._address, now)
-            if subject is not None:
+            if subject is not None and self._policy.counts(subject):
                 self._charge(("subject", subject), self._pair, now)
                 self._charge(("pair", subject, address), self._pair, now)
             record = self._attempt((address, subject), subject, now, refused=False, summaries=summaries)
@@ -198,6 +227,7 @@ class FailureThrottle:
         if subject is None:
             return
         subject = subject[:MAX_SUBJECT_LENGTH]
+        address = address_group(address)
         with self._lock:
             pair = self._buckets.pop(("pair", subject, address), None)
             if pair is None:
@@ -206,6 +236,16 @@ class FailureThrottle:
             if shared is not None:
                 now = self._clock.now_ms() * self._pair.max_failures
                 shared.tat = max(now, shared.tat - max(0, pair.tat - now))
+
+    def refuse(self, address: str, subject: str | None, retry_after_ms: int) -> Admission:
+        """An attempt another rule refused (a locked account): counted in its burst like this rule's own."""
+        subject = _bounded(subject)
+        address = address_group(address)
+        now = self._clock.now_ms()
+        with self._lock:
+            summaries = self._expire(now)
+            record = self._attempt((address, subject), subject, now, refused=True, summaries=summaries)
+            return Admission(max(1, retry_after_ms), AuditPlan(record, tuple(summaries)))
 
     def flush(self) -> list[BurstSummary]:
         """Every unreported attempt, as summaries (at shutdown)."""

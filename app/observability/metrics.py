@@ -53,6 +53,7 @@ class RuntimeReadings:
     # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
     # renews are refused; None when ZooKeeper cannot be read.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
+    replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +152,11 @@ class _RuntimeCollector(Collector):
                 "kts_sweeper_leader",
                 "1 while this replica leads the expiry sweeper, else 0.",
                 value=1.0 if readings.leads_sweeper() else 0.0,
+            ),
+            GaugeMetricFamily(
+                "kts_replicas",
+                "Live replicas as this one sees them (the account lockout divides its threshold among them).",
+                value=readings.replicas(),
             ),
             zookeeper,
         ]

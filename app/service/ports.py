@@ -9,6 +9,7 @@ from typing import Generic, Protocol, TypeVar
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
@@ -139,4 +140,21 @@ class ChildListGauge(Protocol):
 
     def oldest_notification_created_ms(self) -> int | None:
         """When the oldest token change notification was created (None: there is none)."""
+        ...
+
+
+class LockoutStore(Protocol):
+    """Per-account locks every replica sees (app/domain/lockout.py), and how many replicas share them."""
+
+    def replicas(self) -> int: ...
+
+    def locked_until(self, account: str) -> int | None:
+        """The latest end of the account's published locks, expired ones included; None: none."""
+        ...
+
+    def publish(self, lock: Lock) -> None: ...
+
+    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
+        """Delete the account's locks (only those ended by ``expired_by_ms`` when given); the ends of the
+        locks this call deleted."""
         ...

@@ -5,10 +5,12 @@ from __future__ import annotations
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
 from app.domain.credentials import Mechanism
+from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.revocation import RevocationReason, RevokeSelector
 from app.domain.scram import derive
 from app.service.audit import Auditor
+from app.service.lockout import AccountLocks
 from app.service.ports import UserStore
 from app.service.revocation import TokenRevocation
 
@@ -21,6 +23,7 @@ class UserCredentialService:
         authorizer: Authorizer,
         auditor: Auditor,
         revocation: TokenRevocation | None = None,
+        locks: AccountLocks | None = None,
     ) -> None:
         """With ``revocation`` (token.revoke.on.credential.delete=true), a user whose last credential is
         deleted loses its tokens: a token authenticates as its owner, who should no longer get in."""
@@ -28,6 +31,13 @@ class UserCredentialService:
         self._authorizer = authorizer
         self._auditor = auditor
         self._revocation = revocation
+        self._locks = locks
+
+    def unlock(self, caller: Caller, user_name: str) -> bool:
+        """Lift the lockout of ``user_name`` on every replica (super users only); whether it was locked."""
+        if self._locks is None:
+            raise StoreUnavailable("Account locks are not available on this replica.")
+        return self._locks.unlock(caller, user_name)
 
     def _authorize(self, caller: Caller, event: AuditEvent) -> None:
         self._auditor.decided(

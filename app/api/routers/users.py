@@ -1,4 +1,5 @@
-"""``/v1/users/{name}/credentials``: SCRAM credentials in Kafka's format (set, delete, describe)."""
+"""``/v1/users/{name}/credentials``: SCRAM credentials in Kafka's format (set, delete, describe);
+``/v1/users/{name}/lockout``: lifting the per-account lockout."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from app.api.schemas.users import (
     CredentialResponse,
     MechanismIterations,
     SetCredentialRequest,
+    UnlockResponse,
     UserCredentials,
     UserName,
 )
@@ -52,3 +54,13 @@ def delete_credential(
 ) -> CredentialResponse:
     users.delete(caller, name, mechanism)
     return CredentialResponse(user=name, mechanism=mechanism, deleted=True)
+
+
+@router.delete(
+    "/{name}/lockout",
+    response_model=UnlockResponse,
+    responses=error_responses(401, 403, 415, 422, 503),
+)
+def unlock(name: UserNamePath, caller: CurrentCaller, users: Users) -> UnlockResponse:
+    """Unlock an account locked after too many failed logins, on every replica. Super users only."""
+    return UnlockResponse(user=name, wasLocked=users.unlock(caller, name))

@@ -50,3 +50,8 @@ class UserCredentials(BaseModel):
     credentials: list[MechanismIterations] = Field(
         description="The user's SCRAM mechanisms and iteration counts; empty when the user has none."
     )
+
+
+class UnlockResponse(BaseModel):
+    user: str
+    wasLocked: bool = Field(description="Whether the account was locked (on any replica that published its lock).")

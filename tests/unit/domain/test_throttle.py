@@ -16,6 +16,7 @@ from app.domain.throttle import (
     FailureThrottle,
     Limit,
     ThrottlePolicy,
+    address_group,
     token_subject,
 )
 from tests.unit.fakes import FakeClock
@@ -379,7 +380,7 @@ def test_many_addresses_cannot_grow_memory_past_max_keys(clock: FakeClock) -> No
     throttle = make(clock, max_failures=3, address_max=5, max_keys=50)
     evicted: list[BurstSummary] = []
     for n in range(5_000):
-        address = f"2001:db8::{n:x}"
+        address = f"2001:db8:{n:x}::1"  # one /64 each: addresses of one /64 share a key
         for _ in range(2):
             admission = throttle.admit(address, ALICE)
             plan = admission.audit if admission.refused else throttle.failed(address, ALICE)
@@ -407,3 +408,52 @@ def test_concurrent_failures_are_all_counted(clock: FakeClock) -> None:
         thread.join()
     assert recorded.count(True) == 1
     assert [(s.attempts, s.refused) for s in throttle.flush()] == [(3_999, 0)]
+
+
+# -- address groups
+
+
+@pytest.mark.parametrize(
+    ("address", "group"),
+    [
+        ("192.0.2.7", "192.0.2.7"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("2001:db8:1:2::99", "2001:db8:1:2::/64"),
+        ("2001:0db8:0001:0002:0000:0000:0000:0001", "2001:db8:1:2::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("::1", "::/64"),
+        ("testclient", "testclient"),
+        ("", ""),
+    ],
+)
+def test_an_ipv6_address_counts_as_its_64_and_a_mapped_one_as_ipv4(address: str, group: str) -> None:
+    assert address_group(address) == group
+
+
+def test_addresses_of_one_ipv6_64_share_the_address_limit(clock: FakeClock) -> None:
+    throttle = make(clock, address_max=5)
+    for n in range(5):
+        assert not throttle.admit(f"2001:db8:7:7::{n + 1:x}", f"User:u{n}").refused
+        throttle.failed(f"2001:db8:7:7::{n + 1:x}", f"User:u{n}")
+    assert throttle.admit("2001:db8:7:7:ffff::1", "User:someone").refused
+    assert not throttle.admit("2001:db8:7:8::1", "User:someone").refused  # the next /64 is another client
+
+
+# -- a lockout counts the accounts
+
+
+def test_subjects_not_counted_leave_only_the_address_rule(clock: FakeClock) -> None:
+    throttle = FailureThrottle(ThrottlePolicy(3, 100, WINDOW, 1000, counted_subjects=("DelegationToken:",)), clock)
+    fail(throttle, ATTACKER, ALICE, times=10)  # users are the lockout's to count: never refused here
+    token = token_subject("t1")
+    fail(throttle, ATTACKER, token, times=3)
+    assert throttle.admit(ATTACKER, token).refused
+
+
+def test_a_refusal_by_another_rule_counts_in_its_burst(clock: FakeClock) -> None:
+    throttle = make(clock)
+    first = throttle.refuse(ATTACKER, ALICE, 5_000)
+    assert (first.retry_after_ms, first.audit.record_attempt) == (5_000, True)
+    assert not throttle.refuse(ATTACKER, ALICE, 4_000).audit.record_attempt
+    assert [(s.address, s.subject, s.attempts, s.refused) for s in throttle.flush()] == [(ATTACKER, ALICE, 1, 1)]

@@ -5,7 +5,7 @@ one object with its path(s), ``encode`` and ``decode``. Paths are relative to th
 - ``UserConfigZNode``, ``ConfigChangeZNode`` (user_configs.py)  /config/users, /config/changes
 - ``AclZNode``, ``AclChangeZNode``           (acls.py)          /kafka-acl..., /kafka-acl-changes...
 - ``KtsZNodes``, ``SecretFingerprintZNode``   (kts.py)           /kts: audit intents, sweeper election, quota guards,
-                                                                 secret key fingerprint
+                                                                 secret key fingerprint, lockouts
 - ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
 
 Decoders raise ``MalformedZNode``. Wire formats live here and nowhere else (golden-byte tests in
@@ -25,6 +25,8 @@ from app.storage.zk.znodes.znode_acls import ZnodeAcls
 # Created on start so every later write can assume its parent exists, as brokers do.
 PERSISTENT_PATHS = (
     KtsZNodes.AUDIT_INTENTS,
+    KtsZNodes.SWEEPER_ELECTION,
+    KtsZNodes.LOCKOUTS,
     KtsZNodes.OWNER_QUOTAS,
     KtsZNodes.REQUESTER_QUOTAS,
     TokenZNode.ROOT,

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 from typing import Final
+from urllib.parse import quote
 
 from app.domain.secret_fingerprint import SecretFingerprint
 from app.domain.token_quota import QuotaKey
 from app.storage.zk.sanitizer import sanitize
 from app.storage.zk.znodes.malformed import MalformedZNode
+
+# A key longer than this is replaced by its hash: names stay short, so that the lockout parent's child list
+# (read whole by every replica's watch) stays far below ZooKeeper's packet limit.
+MAX_LOCKOUT_KEY_LENGTH = 200
 
 
 class KtsZNodes:
@@ -18,14 +24,21 @@ class KtsZNodes:
       pending. It is created in the same transaction as the change, so its presence proves the change
       happened (app/service/audit.py).
     - ``/kts/sweeper-election``: the election of the replica that sweeps expired tokens (kazoo's Election
-      recipe creates and names the contenders' znodes below it).
+      recipe creates and names the contenders' znodes below it). Every live replica contends, so the
+      contenders are also the count of live replicas (the lockout's share).
     - ``/kts/token-quotas/owner/<principal>`` and ``/kts/token-quotas/requester/<principal>`` (the principal
       sanitized as Kafka sanitizes user names): empty guards whose znode version counts the creates charged
       to that quota. Each create sets its guards' data, guarded by the versions the replica counted at, in
       the transaction that creates the token, so two replicas cannot both take the last unit of a quota
       (app/service/token_quotas.py). One small znode per principal that ever created a token.
     - ``/kts/secret-key-fingerprint``: the keyed fingerprint of the cluster's secret key
-      (``SecretFingerprintZNode``)."""
+      (``SecretFingerprintZNode``).
+    - ``/kts/lockouts/<account key>@<until ms>@<sequence>``: a per-account lock, published by the replica
+      whose failed-login count reached its share (app/domain/lockout.py). The name holds all a replica needs
+      (which account, until when), so the child list alone is the state; the data, for operators, is JSON
+      ``{"lockedAtMs", "untilMs", "failures", "serviceId"}``. The sequence makes every lock a new znode: a
+      lock is never changed, only deleted (released by a super user, or when it is found expired). The key
+      is the user name URL-encoded, or ``%%`` and its SHA-256 when that is long."""
 
     ROOT: Final = "/kts"
     AUDIT_INTENTS: Final = f"{ROOT}/audit-intents"
@@ -34,10 +47,38 @@ class KtsZNodes:
     TOKEN_QUOTAS: Final = f"{ROOT}/token-quotas"
     OWNER_QUOTAS: Final = f"{TOKEN_QUOTAS}/owner"
     REQUESTER_QUOTAS: Final = f"{TOKEN_QUOTAS}/requester"
+    LOCKOUTS: Final = f"{ROOT}/lockouts"
 
     @staticmethod
     def quota_guard(key: QuotaKey) -> str:
         return f"{KtsZNodes.TOKEN_QUOTAS}/{key.kind.value}/{sanitize(str(key.principal))}"
+
+    @staticmethod
+    def lockout_key(account: str) -> str:
+        """The part of a lock's name that says which account (any text: NUL and lone surrogates included)."""
+        raw = account.encode("utf-8", "surrogatepass")
+        key = quote(raw, safe="")
+        if len(key) > MAX_LOCKOUT_KEY_LENGTH:
+            return "%%" + hashlib.sha256(raw).hexdigest()
+        return key
+
+    @staticmethod
+    def lockout_prefix(account: str, until_ms: int) -> str:
+        """Create with ``sequence=True``: ZooKeeper appends the sequence number."""
+        return f"{KtsZNodes.LOCKOUTS}/{KtsZNodes.lockout_key(account)}@{until_ms}@"
+
+    @staticmethod
+    def lockout_name(name: str) -> tuple[str, int] | None:
+        """(account key, until ms) of a lock's znode name; None: not a lock."""
+        parts = name.split("@")
+        if len(parts) != 3 or not parts[1].isdigit() or not parts[0]:
+            return None
+        return parts[0], int(parts[1])
+
+    @staticmethod
+    def encode_lockout(*, locked_at_ms: int, until_ms: int, failures: int, service_id: str) -> bytes:
+        document = {"lockedAtMs": locked_at_ms, "untilMs": until_ms, "failures": failures, "serviceId": service_id}
+        return json.dumps(document, separators=(",", ":")).encode()
 
     @staticmethod
     def audit_intent(event_id: int) -> str:
