@@ -69,7 +69,7 @@ def _concrete_errors() -> list[errors.KtsError]:
     for kind in subclasses(errors.KtsError):
         if kind in (errors.KafkaError,):
             continue  # abstract: only its subclasses carry a code
-        made.append(errors.TooManyAttempts(3) if kind is errors.TooManyAttempts else kind("a sentence."))
+        made.append(kind(3) if issubclass(kind, errors.TooManyAttempts) else kind("a sentence."))
     return made
 
 
