@@ -135,6 +135,11 @@ class Settings(BaseSettings):
     token_revoke_on_credential_delete: bool = False  # a user left without SCRAM credentials loses its tokens
     token_revoke_on_acl_delete: bool = False  # a requester loses the tokens a removed CreateTokens grant allowed
     metrics_auth_required: bool = False  # true: /metrics needs Describe on the cluster
+    # HTTP server limits (app/cli/server/uvicorn_h11.py): slow or greedy clients cannot hold the server
+    http_request_timeout_ms: int = Field(10_000, ge=100, le=600_000)  # a whole request, headers and body
+    http_keepalive_timeout_ms: int = Field(5_000, ge=100, le=600_000)  # an idle kept-alive connection
+    http_max_connections: int = Field(1_000, ge=1)  # open at once; beyond it requests get 503
+    http_max_connections_per_address: int = Field(100, ge=1)  # open at once from one address (IPv6: its /64)
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
     auth_failures_max: int = Field(10, ge=0)  # per claimed principal and per (principal, client address)
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims

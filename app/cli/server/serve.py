@@ -20,7 +20,7 @@ import uvicorn
 from app.api.app import create_app
 from app.cli.server.logging_config import LogFormat, configure_logging
 from app.cli.server.tls import hardened_context
-from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol
+from app.cli.server.uvicorn_h11 import limited_protocol
 from app.domain.errors import StoreUnavailable
 from app.settings import Settings, allow_everyone_warning
 from app.storage.audit import migrations
@@ -62,6 +62,12 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "proxy_headers": False,
         "server_header": False,
         "log_level": "info",
+        "http": limited_protocol(
+            request_timeout_s=settings.http_request_timeout_ms / 1000,
+            max_connections_per_address=settings.http_max_connections_per_address,
+        ),
+        "timeout_keep_alive": settings.http_keepalive_timeout_ms / 1000,
+        "limit_concurrency": settings.http_max_connections,
     }
     if settings.listener_scheme == "https":
         options |= {
@@ -69,7 +75,6 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
             "ssl_keyfile": str(settings.ssl_keyfile),
             "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
             "ssl_context_factory": hardened_context,
-            "http": TlsAwareH11Protocol,
         }
         if settings.ssl_cafile is not None:
             options["ssl_ca_certs"] = str(settings.ssl_cafile)

@@ -17,7 +17,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
-from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol
+from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol, limited_protocol
 from tests.tls_material import CertificateAuthority
 
 ADAPTER = "app/cli/server/uvicorn_h11.py"
@@ -132,3 +132,37 @@ def test_the_server_still_says_whether_it_started() -> None:
     """app/cli/server/serve.py exits 1 when ``Server.started`` stays False (the listener could not bind)."""
     server = uvicorn.Server(uvicorn.Config(RecordingApp()))
     assert server.started is False, f"{CHANGED}: uvicorn.Server has no started flag"
+
+
+def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one() -> None:
+    """What LimitedH11Protocol relies on besides its base: ``data_received``, ``connection_lost``, ``loop``,
+    ``client`` and h11's ``conn.their_state`` reaching DONE once a request is read."""
+    protocol_class = limited_protocol(request_timeout_s=0.2, max_connections_per_address=1)
+
+    async def exchange() -> tuple[bytes, bool]:
+        app = RecordingApp()
+        config = uvicorn.Config(app, http=protocol_class, proxy_headers=False, log_config=None)
+        loop = asyncio.get_running_loop()
+        whole = protocol_class(config, ServerState(), {}, _loop=loop)
+        served = MemoryTransport(None)
+        whole.connection_made(served)
+        whole.data_received(REQUEST)
+        async with asyncio.timeout(10):
+            while b"\r\n\r\nok" not in served.written:
+                await asyncio.sleep(0.01)
+        whole.connection_lost(None)
+
+        partial = protocol_class(config, ServerState(), {}, _loop=loop)
+        slow = MemoryTransport(None)
+        partial.connection_made(slow)
+        partial.data_received(REQUEST[:10])
+        async with asyncio.timeout(10):
+            while not slow.closed:
+                await asyncio.sleep(0.01)
+        return served.written, slow.closed
+
+    written, slow_closed = asyncio.run(exchange())
+    assert written.startswith(b"HTTP/1.1 200"), f"{CHANGED}: a whole request was not served ({written[:80]!r})"
+    assert slow_closed
+    assert "data_received" in vars(TlsAwareH11Protocol.__mro__[1]), f"{CHANGED}: no data_received"
+    assert "connection_lost" in vars(TlsAwareH11Protocol.__mro__[1]), f"{CHANGED}: no connection_lost"
