@@ -61,13 +61,16 @@ class Authenticator:
             return self._audited(presented, host, client_cert_pem)
         token_id = presented.claimed_token_id
         subject = presented.claimed_principal or (token_subject(token_id) if token_id else None)
-        self._guard.admit(host, subject, lambda: _denied(presented, "Too many failed attempts."))
+        # Only a password can be guessed: the account lockout counts and refuses Basic logins alone (a forged
+        # JWT naming a user must not lock that user's workloads out).
+        password = isinstance(presented.login, BasicLogin)
+        self._guard.admit(host, subject, lambda: _denied(presented, "Too many failed attempts."), lockable=password)
         try:
             caller = self._authenticate(presented, host, client_cert_pem)
         except NotAuthenticated as exc:
-            self._guard.failed(host, subject, _denied(presented, exc.message))
+            self._guard.failed(host, subject, _denied(presented, exc.message), lockable=password)
             raise
-        self._guard.succeeded(host, subject)
+        self._guard.succeeded(host, subject, lockable=password)
         return caller
 
     def _audited(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:

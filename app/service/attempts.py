@@ -49,18 +49,21 @@ class AttemptGuard:
         self._action = action
         self._lockout = lockout
 
-    def _account(self, subject: str | None) -> str | None:
-        """The account the lockout counts for ``subject``; None when it counts none."""
-        if self._lockout is None or subject is None or not subject.startswith(ACCOUNT_PREFIX):
+    def _account(self, subject: str | None, lockable: bool) -> str | None:
+        """The account the lockout counts for ``subject``; None when it counts none (``lockable``: the
+        attempt presents a password)."""
+        if not lockable or self._lockout is None or subject is None or not subject.startswith(ACCOUNT_PREFIX):
             return None
         return subject
 
-    def admit(self, address: str, subject: str | None, describe: Callable[[], AuditEvent]) -> None:
+    def admit(
+        self, address: str, subject: str | None, describe: Callable[[], AuditEvent], *, lockable: bool = False
+    ) -> None:
         """Raise TooManyAttempts while ``address`` (claiming ``subject``) is throttled. ``describe`` builds
         the attempt's own denied event, called only when it has to be recorded."""
         admission = self._throttle.admit(address, subject)
         locked = False
-        account = self._account(subject)
+        account = self._account(subject, lockable)
         if not admission.refused and account is not None and self._lockout is not None:
             wait_ms = self._lockout.wait_ms(account)
             if wait_ms:
@@ -80,15 +83,15 @@ class AttemptGuard:
         )
         raise AccountLocked(retry_after_s) if locked else TooManyAttempts(retry_after_s)
 
-    def failed(self, address: str, subject: str | None, event: AuditEvent) -> None:
+    def failed(self, address: str, subject: str | None, event: AuditEvent, *, lockable: bool = False) -> None:
         self._write(self._throttle.failed(address, subject), lambda: event)
-        account = self._account(subject)
+        account = self._account(subject, lockable)
         if account is not None and self._lockout is not None:
             self._lockout.failed(account)
 
-    def succeeded(self, address: str, subject: str | None) -> None:
+    def succeeded(self, address: str, subject: str | None, *, lockable: bool = False) -> None:
         self._throttle.succeeded(address, subject)
-        account = self._account(subject)
+        account = self._account(subject, lockable)
         if account is not None and self._lockout is not None:
             self._lockout.succeeded(account)
 
