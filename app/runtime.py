@@ -21,7 +21,7 @@ from app.domain.errors import KtsError
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
-from app.domain.throttle import TOKEN_SUBJECT_PREFIX, FailureThrottle, ThrottlePolicy
+from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
@@ -167,8 +167,6 @@ def attempt_guard(
             address_max_failures=settings.auth_failures_address_max,
             window_ms=settings.auth_failures_window_ms,
             max_keys=settings.auth_throttle_max_keys,
-            # one rule per account: with the lockout on, user names are its to count, token ids the throttle's
-            counted_subjects=None if lockout is None else (TOKEN_SUBJECT_PREFIX,),
         )
     return AttemptGuard(FailureThrottle(policy, clock), auditor, action, lockout=lockout)
 

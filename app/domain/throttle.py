@@ -5,8 +5,8 @@ Keys and limits. Each failed attempt is charged to three keys: the client addres
 (``User:<name>`` for a password, ``DelegationToken:<id>`` for an HMAC) and the (subject, address) pair.
 Addresses are grouped as networks hand them out: an IPv6 address counts as its /64 (one host gets a whole
 /64), an IPv4-mapped IPv6 address as the IPv4 address. With a per-account lockout (``app/domain/lockout.py``)
-user names are its to count: ``counted_subjects`` then names the subjects the two subject keys are kept
-for (the token ids), so that an account has one rule, not two.
+password logins are its to count: their failures are charged to the address alone (``count_subject``), so
+that an account has one rule, not two; ``counted_subjects`` can restrict the subject keys by prefix.
 A key is a leaky bucket (GCRA) holding at most ``max_failures`` failures that drains one failure every
 ``window_ms / max_failures``: ``max_failures`` failures in a burst, then one more every
 ``window_ms / max_failures``; a key whose last failure is ``window_ms`` old is clean again.
@@ -207,15 +207,16 @@ class FailureThrottle:
                 record = self._attempt((address, burst_subject), subject, now, refused=True, summaries=summaries)
             return Admission(retry, AuditPlan(record, tuple(summaries)))
 
-    def failed(self, address: str, subject: str | None) -> AuditPlan:
-        """Charge a failed credential check to its keys and its burst."""
+    def failed(self, address: str, subject: str | None, *, count_subject: bool = True) -> AuditPlan:
+        """Charge a failed credential check to its keys and its burst; with ``count_subject`` False only to its
+        address (another rule, the account lockout, counts the subject)."""
         subject = _bounded(subject)
         address = address_group(address)
         now = self._clock.now_ms()
         with self._lock:
             summaries = self._expire(now)
             self._charge(("address", address), self._address, now)
-            if subject is not None and self._policy.counts(subject):
+            if subject is not None and count_subject and self._policy.counts(subject):
                 self._charge(("subject", subject), self._pair, now)
                 self._charge(("pair", subject, address), self._pair, now)
             record = self._attempt((address, subject), subject, now, refused=False, summaries=summaries)

@@ -31,7 +31,7 @@ class AttemptRule(Protocol):
 
     def admit(self, address: str, subject: str | None) -> Admission: ...
 
-    def failed(self, address: str, subject: str | None) -> AuditPlan: ...
+    def failed(self, address: str, subject: str | None, *, count_subject: bool = True) -> AuditPlan: ...
 
     def succeeded(self, address: str, subject: str | None) -> None: ...
 
@@ -84,8 +84,8 @@ class AttemptGuard:
         raise AccountLocked(retry_after_s) if locked else TooManyAttempts(retry_after_s)
 
     def failed(self, address: str, subject: str | None, event: AuditEvent, *, lockable: bool = False) -> None:
-        self._write(self._throttle.failed(address, subject), lambda: event)
         account = self._account(subject, lockable)
+        self._write(self._throttle.failed(address, subject, count_subject=account is None), lambda: event)
         if account is not None and self._lockout is not None:
             self._lockout.failed(account)
 
