@@ -195,9 +195,9 @@ def test_current_acls_are_kafkas_blocks_one_per_resource_pattern() -> None:
 
 def test_adding_block_and_enum_names() -> None:
     pattern = ("DelegationToken", "abc", "LITERAL")
-    assert kafka_text.adding_block(pattern, [("User:ops", "10.0.0.1", "DescribeTokens", "Allow")]) == (
+    assert kafka_text.adding_block(pattern, [("User:ops", "198.51.100.1", "DescribeTokens", "Allow")]) == (
         "Adding ACLs for resource `ResourcePattern(resourceType=DELEGATION_TOKEN, name=abc, patternType=LITERAL)`: \n"
-        " \t(principal=User:ops, host=10.0.0.1, operation=DESCRIBE_TOKENS, permissionType=ALLOW) \n"
+        " \t(principal=User:ops, host=198.51.100.1, operation=DESCRIBE_TOKENS, permissionType=ALLOW) \n"
     )
 
 
