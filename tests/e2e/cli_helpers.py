@@ -15,6 +15,7 @@ from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import put_user
 from tests.conftest import SECRET, write_properties
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
+from tests.tls_material import CertificateAuthority
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
@@ -52,14 +53,29 @@ def jaas_config(directory: Path, username: str, password: str, *, token: bool = 
 
 
 def serve_https(
-    processes: list[subprocess.Popen[str]], log: Path, zk_connect: str, secret: str, **settings: str
+    processes: list[subprocess.Popen[str]],
+    log: Path,
+    zk_connect: str,
+    secret: str,
+    ca: CertificateAuthority,
+    *,
+    client_auth: str,
+    mapping_rules: str,
+    **settings: str,
 ) -> str:
-    """Start ``kts serve`` on an https listener (``KTS_SSL_*`` in ``settings``); its URL once it answers."""
+    """Start ``kts serve`` on an https listener with a server certificate from ``ca``, which also signs the client
+    certificates it trusts (``client_auth``, mapped by ``mapping_rules``); its URL once it answers."""
+    server = ca.issue("server", server=True, CN="localhost")
     port = free_port()
     env = kts_env(
         KTS_HTTP_LISTENERS=f"https://127.0.0.1:{port}",
         KTS_ZOOKEEPER_CONNECT=zk_connect,
         KTS_DELEGATION_TOKEN_SECRET_KEY=secret,
+        KTS_SSL_CERTFILE=str(server.cert),
+        KTS_SSL_KEYFILE=str(server.key),
+        KTS_SSL_CAFILE=str(ca.path),
+        KTS_SSL_CLIENT_AUTH=client_auth,
+        KTS_SSL_PRINCIPAL_MAPPING_RULES=mapping_rules,
         **settings,
     )
     process = subprocess.Popen(
@@ -67,7 +83,7 @@ def serve_https(
     )
     processes.append(process)
     url = f"https://127.0.0.1:{port}"
-    context = ssl.create_default_context(cafile=settings["KTS_SSL_CAFILE"])
+    context = ssl.create_default_context(cafile=str(ca.path))
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         assert process.poll() is None, "kts serve exited"

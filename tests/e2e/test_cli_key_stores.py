@@ -26,17 +26,14 @@ def service(
     tmp_path: Path, zk_connect: str, processes: list[subprocess.Popen[str]]
 ) -> tuple[str, CertificateAuthority]:
     ca = CertificateAuthority(tmp_path)
-    server = ca.issue("server", server=True, CN="localhost")
     url = serve_https(
         processes,
         tmp_path / "kts.log",
         zk_connect,
         SECRET,
-        KTS_SSL_CERTFILE=str(server.cert),
-        KTS_SSL_KEYFILE=str(server.key),
-        KTS_SSL_CAFILE=str(ca.path),
-        KTS_SSL_CLIENT_AUTH="required",
-        KTS_SSL_PRINCIPAL_MAPPING_RULES=r"RULE:^CN=svc-(.*?),.*$/$1-service/,DEFAULT",
+        ca,
+        client_auth="required",
+        mapping_rules=r"RULE:^CN=svc-(.*?),.*$/$1-service/,DEFAULT",
     )
     return url, ca
 

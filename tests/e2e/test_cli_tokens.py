@@ -183,18 +183,15 @@ def test_a_client_certificate_from_the_command_config(
     zk_connect: str, processes: list[subprocess.Popen[str]], tmp_path: Path
 ) -> None:
     ca = CertificateAuthority(tmp_path)
-    server = ca.issue("server", server=True, CN="localhost")
     alice = ca.issue("alice", CN="Alice", OU="eng", O="acme", C="US")
     url = serve_https(
         processes,
         tmp_path / "kts.log",
         zk_connect,
         SECRET,
-        KTS_SSL_CERTFILE=str(server.cert),
-        KTS_SSL_KEYFILE=str(server.key),
-        KTS_SSL_CAFILE=str(ca.path),
-        KTS_SSL_CLIENT_AUTH="required",
-        KTS_SSL_PRINCIPAL_MAPPING_RULES=r"RULE:^CN=([^,]+),OU=eng,O=acme,C=US$/$1/L,DEFAULT",
+        ca,
+        client_auth="required",
+        mapping_rules=r"RULE:^CN=([^,]+),OU=eng,O=acme,C=US$/$1/L,DEFAULT",
     )
     config = write_properties(
         tmp_path / "tls.properties",

@@ -271,18 +271,15 @@ def test_a_certificate_login_learns_its_principal_and_then_renews(
     """With a client certificate the sidecar cannot know its principal before the service tells it (as
     ``tokenRequester``): the first token for another owner is replaced by one naming the sidecar a renewer."""
     ca = CertificateAuthority(tmp_path)
-    server = ca.issue("server", server=True, CN="localhost")
     spark = ca.issue("spark", CN="svc-spark", O="acme")
     url = serve_https(
         processes,
         tmp_path / "kts.log",
         zk_connect,
         SECRET,
-        KTS_SSL_CERTFILE=str(server.cert),
-        KTS_SSL_KEYFILE=str(server.key),
-        KTS_SSL_CAFILE=str(ca.path),
-        KTS_SSL_CLIENT_AUTH="requested",
-        KTS_SSL_PRINCIPAL_MAPPING_RULES=r"RULE:^CN=svc-(.*?),.*$/$1-service/,DEFAULT",
+        ca,
+        client_auth="requested",
+        mapping_rules=r"RULE:^CN=svc-(.*?),.*$/$1-service/,DEFAULT",
         KTS_SUPER_USERS="User:admin",
         KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(EXPIRY_MS),
         KTS_DELEGATION_TOKEN_MAX_LIFETIME_MS="600000",
