@@ -21,10 +21,12 @@ from app.domain.errors import KtsError
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.sweep_schedule import SweepSchedule
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.domain.token_share import SharePolicy
 from app.leader.duties import side_by_side
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
@@ -37,6 +39,7 @@ from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
+from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -52,6 +55,7 @@ from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
+from app.storage.zk.share_ledgers import ZkShareLedgers
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
@@ -89,6 +93,8 @@ class Runtime:
             cached_tokens=lambda: len(self.token_cache),
             acl_entries=lambda: len(self.acl_cache.snapshot()),
             sweep_runs=lambda: self.sweeper.runs_total,
+            early_sweep_runs=lambda: self.sweeper.early_runs_total,
+            expired_tokens=lambda: self.token_cache.expired_count(self.tokens.now_ms()),
             swept_tokens=lambda: self.sweeper.deleted_total,
             leads_sweeper=lambda: self.sweeper_leadership.is_leader,
             zookeeper_state=lambda: self.zk.state.lower(),
@@ -247,11 +253,19 @@ def build_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
+    capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),
-        CapacityPolicy(settings.zookeeper_children_max_bytes),
+        capacity_policy,
         clock=clock,
         next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
+    )
+    shares = TokenShares(
+        SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
+        token_cache,
+        ZkShareLedgers(zk),
+        clock=clock,
+        authorizer=authorizer,
     )
     purger = NotificationPurger(
         zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
@@ -281,15 +295,22 @@ def build_runtime(
             per_requester=settings.token_quota_per_requester,
             exempt_super_users=settings.token_quota_exempt_super_users,
         ),
+        shares=shares,
     )
-    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    revocation = TokenRevocation(
+        token_store, token_cache, authorizer=authorizer, auditor=auditor, charge=shares.charge_deletions
+    )
+    schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, capacity_policy)
     sweeper = Sweeper(
         token_store,
         token_cache,
         auditor=auditor,
         clock=clock,
-        interval_ms=settings.delegation_token_expiry_check_interval_ms,
+        interval_ms=schedule.interval_ms,
         room=capacity.sweep_room,
+        early_threshold=schedule.threshold,
+        near_capacity=capacity.near_limit,
+        charge=shares.charge_deletions,
     )
     return Runtime(
         settings=settings,

@@ -13,6 +13,7 @@ from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
+from app.domain.token_share import ShareLedger
 
 R = TypeVar("R")
 
@@ -24,12 +25,36 @@ class StoredToken:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerState:
+    """One principal's share ledger as read (app/domain/token_share.py): an empty ledger at version
+    ``NO_LEDGER`` when it has none yet."""
+
+    ledger: ShareLedger
+    version: int
+
+
+NO_LEDGER = -1
+
+
+class ShareCharge(Protocol):
+    """A charge to one principal's share ledger, written in the same transaction as a token write, compare-and-set
+    on the ledger's version: ``decide`` gets the ledger as read and answers its new state, or raises to refuse the
+    write. On a lost race the store reads again and asks again."""
+
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+
+    def decide(self, state: LedgerState) -> ShareLedger: ...
+
+
+@dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
-    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), and what the
-    caller wants back from the attempt that was written."""
+    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the
+    caller wants back from the attempt that was written, and the share charge written with it, if any."""
 
     token: TokenInformation | None
     result: R
+    charge: ShareCharge | None = None
 
 
 class TokenStore(Protocol):
@@ -53,19 +78,32 @@ class TokenStore(Protocol):
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
-        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times."""
+        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times.
+        With ``charge``: its ledger is read, decided and written in the same transaction."""
         ...
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
     ) -> tuple[StoredToken | None, R]:
         """Compare-and-set: read the token, let ``decide`` answer its new state, write that guarded by the
-        version read; on a lost race read and decide again (``decide`` may run several times; what it raises
-        ends the change). Returns what was written (None: deleted) and ``decide``'s result. Raises
-        TokenNotFound when the token does not exist, ConcurrentModification when it kept changing."""
+        version read (with the answer's share charge, if any, decided on the ledger as read now); on a lost
+        race read and decide again (``decide`` may run several times; what it raises ends the change). Returns
+        what was written (None: deleted) and ``decide``'s result. Raises TokenNotFound when the token does not
+        exist, ConcurrentModification when it kept changing."""
+        ...
+
+
+class ShareLedgerStore(Protocol):
+    """The principals' share ledgers, for charges made apart from a token write (the sweep's and bulk
+    revocation's deletions, charged before they are made)."""
+
+    def charge(self, charges: Sequence[ShareCharge]) -> None:
+        """Read every charge's ledger, decide it, and write them all in one transaction guarded by the versions
+        read; on a lost race read and decide again. ConcurrentModification when they kept changing."""
         ...
 
 
@@ -87,6 +125,15 @@ class TokenView(Protocol):
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """How many tokens count against ``key``'s quota at ``now_ms`` (app/domain/token_quota.py)."""
+        ...
+
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        """How many tokens ``principal`` requested (for itself or others), expired ones included: those in
+        ZooKeeper, charged to its share (app/domain/token_share.py)."""
+        ...
+
+    def expired_count(self, now_ms: int) -> int:
+        """How many tokens are past their expiry or maximum at ``now_ms``: what a sweep would delete."""
         ...
 
     def refresh(self, token_id: str) -> None: ...

@@ -7,7 +7,8 @@ with one ``token.revoke`` event summing up the whole. Tokens go ``BATCH`` at a t
 transaction each (one audit commit before and one after). A token deleted meanwhile by someone else is
 skipped; a batch refused because a token in it changed or went is retried token by token (the refused
 attempt stays on record as failed), so a concurrent renew cannot save a token and a concurrent expire
-cannot fail the revoke.
+cannot fail the revoke. Each batch's deletions are charged to their requesters' shares before the batch is
+deleted, as the sweep's are (app/service/token_shares.py); a revocation is never refused for a share.
 """
 
 from __future__ import annotations
@@ -31,11 +32,21 @@ BATCH = 500
 
 
 class TokenRevocation:
-    def __init__(self, store: TokenStore, view: TokenView, *, authorizer: Authorizer, auditor: Auditor) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        view: TokenView,
+        *,
+        authorizer: Authorizer,
+        auditor: Auditor,
+        charge: Callable[[list[TokenInformation]], None] | None = None,
+    ) -> None:
+        """``charge``: charges deletions to their requesters' shares, before they are made."""
         self._store = store
         self._view = view
         self._authorizer = authorizer
         self._auditor = auditor
+        self._charge = charge
 
     def revoke(self, caller: Caller, selector: RevokeSelector) -> list[str]:
         """``POST /v1/tokens/revoke``: for super users and principals with Alter on the cluster, never for a
@@ -121,6 +132,8 @@ class TokenRevocation:
         present = [stored for stored in current.values() if stored is not None]
         if not present:
             return []
+        if self._charge is not None:
+            self._charge([stored.token for stored in present])
         try:
             self._auditor.mutations(
                 [event(stored.token) for stored in present],

@@ -5,7 +5,9 @@ present -> refresh, absent or unreadable -> drop). Tokens written by brokers or 
 Verify, describe and Bearer logins read only this cache. Indexes keep them fast: by HMAC (renew and expire
 name tokens by HMAC); by owner, by renewer and by requester (describe with an owner filter or for a caller
 who sees only the tokens they hold, and the quota counts); and every token id in order (a listing pages by
-token id, so a page costs its own length, not a sort of every token).
+token id, so a page costs its own length, not a sort of every token). Two counts serve the fair shares and the
+sweep's schedule: tokens per requester, and every token's end (the earlier of its expiry and maximum) in order,
+so "how many have expired" is a bisection.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import math
 import re
 import threading
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
 
@@ -82,6 +84,8 @@ class TokenCache:
         )
         self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
         self._ordered: SortedList = SortedList()  # every token id
+        self._ends: SortedList = SortedList()  # every token's end (min of expiry and max), repeated as need be
+        self._requested: Counter[KafkaPrincipal] = Counter()  # tokens per requester
         # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
         # cannot undo it: states are installed only when their znode version is newer than the cached one,
         # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
@@ -135,6 +139,15 @@ class TokenCache:
         with self._lock:
             ids = index.get(key.principal)
             return sum(counts_against(key, self._tokens[token_id].token, now_ms) for token_id in ids)
+
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        """Tokens ``principal`` requested (for itself or others), expired ones included."""
+        return self._requested.get(principal, 0)
+
+    def expired_count(self, now_ms: int) -> int:
+        """Tokens past their expiry or maximum (``TokenInformation.is_expired``): those whose end is before now."""
+        with self._lock:
+            return int(self._ends.bisect_left(now_ms))
 
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""
@@ -200,11 +213,14 @@ class TokenCache:
             self._tokens.clear()
             self._by_hmac.clear()
             self._ordered.clear()
+            self._ends.clear()
+            self._requested.clear()
             for index in self._indexes:
                 index.clear()
             for stored in loaded:
                 self._put(stored, ordered=False)
             self._ordered.update(self._tokens)  # one sort: several times faster than an insertion each
+            self._ends.update(_end(stored.token) for stored in loaded)
         self.loaded = True
         log.info("token cache loaded %d tokens", len(loaded))
 
@@ -214,6 +230,8 @@ class TokenCache:
         self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
         if ordered:
             self._ordered.add(token.token_id)
+            self._ends.add(_end(token))
+        self._requested[token.token_requester] += 1
         for index in self._indexes:
             index.add(token)
 
@@ -223,5 +241,15 @@ class TokenCache:
             return
         self._by_hmac.pop(self._secret.hmac(token_id), None)
         self._ordered.discard(token_id)
+        self._ends.discard(_end(old.token))  # one of the equal ends: which one does not matter to a count
+        requester = old.token.token_requester
+        self._requested[requester] -= 1
+        if self._requested[requester] <= 0:
+            del self._requested[requester]
         for index in self._indexes:
             index.remove(old.token)
+
+
+def _end(token: TokenInformation) -> int:
+    """The instant after which the token is expired (``is_expired``: strictly past it)."""
+    return min(token.expiry_timestamp, token.max_timestamp)

@@ -17,12 +17,13 @@ from kazoo.protocol.states import ZnodeStat
 from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
+from app.storage.zk.share_ledgers import add_charge, ledger_state
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
-from app.storage.zk.znodes import KtsZNodes, MalformedZNode, TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -82,10 +83,12 @@ class ZkTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
         compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
-        committed since ``admit`` judged the guards' versions. Brokers see the same bytes either way."""
+        committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
+        ledger, read in the same round trip. Brokers see the same bytes either way."""
         subject = _subject(token.token_id)
         retried = False
 
@@ -94,7 +97,7 @@ class ZkTokenStore:
             if retried:  # perhaps lost to a guard version this session's server had not seen yet
                 self._zk.sync()
             retried = True
-            versions = self._guard_versions(quotas)
+            versions, ledger = self._guard_versions(quotas, charge)
             if admit is not None:
                 admit(versions)
             transaction = ChangeTransaction(self._zk)
@@ -102,26 +105,35 @@ class ZkTokenStore:
             self._notify(transaction, token.token_id, intent)
             for key, version in versions.items():
                 transaction.write(KtsZNodes.quota_guard(key), b"", version)
+            if charge is not None and ledger is not None:
+                add_charge(transaction, charge, ledger)
             transaction.commit(subject)
             return StoredToken(token, 0)
 
         # More rounds than a token change: a replica streaming creates for the same owner wins round after
         # round while this one catches up, and a quota that one replica holds must not starve the other.
-        return compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS) if quotas else attempt()
+        guarded = quotas or charge is not None
+        return compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS) if guarded else attempt()
 
-    def _guard_versions(self, quotas: Sequence[QuotaKey]) -> dict[QuotaKey, int]:
-        if not quotas:
-            return {}
-        answers = self._zk.read_many([KtsZNodes.quota_guard(key) for key in quotas])
+    def _guard_versions(
+        self, quotas: Sequence[QuotaKey], charge: ShareCharge | None
+    ) -> tuple[dict[QuotaKey, int], LedgerState | None]:
+        paths = [KtsZNodes.quota_guard(key) for key in quotas]
+        if charge is not None:
+            paths.append(ShareLedgerZNode.path(charge.principal))
+        if not paths:
+            return {}, None
+        answers = self._zk.read_many(paths)
         versions = {}
-        for key, answer in zip(quotas, answers, strict=True):
+        for key, answer in zip(quotas, answers, strict=False):
             if isinstance(answer, NoNodeError):
                 versions[key] = ABSENT
             elif isinstance(answer, Exception):
                 raise refused_read(answer, f"the quota guard of {key.principal}")
             else:
                 versions[key] = answer[1].version
-        return versions
+        ledger = None if charge is None else ledger_state(charge.principal, answers[-1])
+        return versions, ledger
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
@@ -139,6 +151,9 @@ class ZkTokenStore:
             transaction = ChangeTransaction(self._zk)
             transaction.write(TokenZNode.path(token_id), new, stored.version)
             self._notify(transaction, token_id, intent)
+            if change.charge is not None:
+                path = ShareLedgerZNode.path(change.charge.principal)
+                add_charge(transaction, change.charge, ledger_state(change.charge.principal, self._zk.get(path)))
             transaction.commit(_subject(token_id))
             written = None if change.token is None else StoredToken(change.token, stored.version + 1)
             return written, change.result
