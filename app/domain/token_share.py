@@ -120,7 +120,7 @@ class ShareLedger:
 
     def charged(self, count: int, now_ms: int) -> ShareLedger:
         """This ledger with ``count`` more notifications written at ``now_ms``, without the minutes no longer
-        counted (so a ledger holds at most 18 minutes)."""
+        counted (so a ledger holds at most 17 minutes)."""
         kept = {minute: held for minute, held in self.minutes if now_ms < _counted_until(minute)}
         if count > 0:
             kept[_minute(now_ms)] = kept.get(_minute(now_ms), 0) + count

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
@@ -46,6 +47,7 @@ class Harness:
         now: int = NOW,
         interval_ms: int = 3_600_000,
         room: Callable[[], int] | None = None,
+        **options: Any,
     ) -> None:
         tokens = list(tokens)
         self.clock = FakeClock(now)
@@ -60,6 +62,7 @@ class Harness:
             clock=self.clock,
             interval_ms=interval_ms,
             room=room,
+            **options,
         )
 
     @property
@@ -358,3 +361,67 @@ def test_a_sweep_deletes_only_as_many_tokens_as_the_notification_list_has_room_f
     room[0] = 10  # the leader purged old notifications meanwhile
     assert harness.sweeper.sweep() == 2
     assert harness.store.tokens == {}
+
+
+class SteppingTimer:
+    """A monotonic timer that moves ``step_s`` on each reading: every check of the loop is seconds apart."""
+
+    def __init__(self, step_s: float) -> None:
+        self.now_s = 0.0
+        self.step_s = step_s
+
+    def __call__(self) -> float:
+        self.now_s += self.step_s
+        return self.now_s
+
+
+def _run_until_a_deletion(harness: Harness) -> None:
+    lost = threading.Event()
+    harness.store.after_delete = lambda _token_id: lost.set()
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=30)
+    lost.set()
+    runner.join(timeout=5)
+    assert not runner.is_alive()
+
+
+def test_expired_tokens_piling_up_bring_the_sweep_forward_long_before_the_interval() -> None:
+    expired = [_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)]
+    harness = Harness(expired, interval_ms=3_600_000, early_threshold=3, timer=SteppingTimer(10.0))
+    _run_until_a_deletion(harness)
+    assert harness.sweeper.early_runs_total == 1 and harness.sweeper.runs_total == 1
+    assert sorted(harness.deleted_ids) == ["Expired0", "Expired1", "Expired2"]
+
+
+def test_fewer_expired_tokens_wait_for_the_interval_unless_a_list_is_near_its_limit() -> None:
+    near = threading.Event()
+    harness = Harness(
+        [_stored("Expired", expiry=NOW - 1)],
+        interval_ms=3_600_000,
+        early_threshold=3,
+        near_capacity=lambda: near.is_set(),
+        timer=SteppingTimer(10.0),
+    )
+    lost = threading.Event()
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=2.5)  # two looks, nothing due
+    assert harness.sweeper.runs_total == 0
+    near.set()
+    harness.store.after_delete = lambda _token_id: lost.set()
+    runner.join(timeout=30)
+    assert harness.deleted_ids == ["Expired"] and harness.sweeper.early_runs_total == 1
+
+
+def test_a_batch_is_charged_to_its_requesters_before_it_is_deleted() -> None:
+    order: list[str] = []
+    tokens = [
+        _stored("Mine", expiry=NOW - 1),
+        _stored("Theirs", expiry=NOW - 1, requester=CAROL),
+        _stored("Live", expiry=NOW + 1),
+    ]
+    harness = Harness(tokens, charge=lambda batch: order.append("charge:" + ",".join(t.token_id for t in batch)))
+    harness.store.after_delete = lambda token_id: order.append(f"delete:{token_id}")
+    assert harness.sweeper.sweep() == 2
+    assert order == ["charge:Mine,Theirs", "delete:Mine", "delete:Theirs"]

@@ -137,7 +137,7 @@ class SecretFingerprintZNode:
 
 class ShareLedgerZNode:
     """``/kts/token-shares/<principal>``: ``{"version":1,"notifications":[[<minute start, epoch ms>,<count>],...]}``,
-    oldest minute first (app/domain/token_share.py). At most 18 minutes: a ledger stays under 500 bytes."""
+    oldest minute first (app/domain/token_share.py). At most 17 minutes: a ledger stays under 500 bytes."""
 
     VERSION: Final = 1
 
