@@ -43,7 +43,7 @@ def test_the_default_share_is_a_twentieth_of_the_budget() -> None:
 
 @pytest.mark.parametrize("ratio", [-0.1, 1.01])
 def test_a_ratio_outside_0_to_1_is_refused(ratio: float) -> None:
-    with pytest.raises(ValueError, match="token.write.share.ratio"):
+    with pytest.raises(ValueError, match=r"token\.write\.share\.ratio"):
         SharePolicy.of(DEFAULT_MAX_BYTES, ratio)
     assert share_problem(DEFAULT_MAX_BYTES, ratio) is not None
 
