@@ -55,7 +55,6 @@ from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
-from app.storage.zk.share_ledgers import ZkShareLedgers
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
@@ -263,7 +262,6 @@ def build_runtime(
     shares = TokenShares(
         SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
         token_cache,
-        ZkShareLedgers(zk),
         clock=clock,
         authorizer=authorizer,
     )
@@ -297,9 +295,7 @@ def build_runtime(
         ),
         shares=shares,
     )
-    revocation = TokenRevocation(
-        token_store, token_cache, authorizer=authorizer, auditor=auditor, charge=shares.charge_deletions
-    )
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
     schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, capacity_policy)
     sweeper = Sweeper(
         token_store,
@@ -310,7 +306,7 @@ def build_runtime(
         room=capacity.sweep_room,
         early_threshold=schedule.threshold,
         near_capacity=capacity.near_limit,
-        charge=shares.charge_deletions,
+        shares=shares,
     )
     return Runtime(
         settings=settings,

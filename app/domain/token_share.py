@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import datetime
 import enum
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.domain.capacity import NOTIFICATION_RETENTION_MS, ChildList
 from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
 
 DEFAULT_RATIO = 0.05
 MINUTE_MS = 60_000
@@ -46,6 +48,9 @@ NOTIFICATION_BYTES = ChildList.TOKEN_CHANGES.entry_bytes
 # A create adds a token, its notification and its notification to come: a share must hold at least that.
 MIN_SHARE_BYTES = max(TOKEN_BYTES, 2 * NOTIFICATION_BYTES)
 UNKNOWN_RETRY_AFTER_S = 60
+# A batch of deletions (the sweep's, a bulk revocation's) writes the ledger of each of its tokens' requesters in
+# its own transaction: a few hundred bytes each, so a batch names at most this many requesters.
+MAX_REQUESTERS_PER_BATCH = 50
 KEY = "token.write.share.ratio"
 
 
@@ -200,3 +205,23 @@ def _retry_after_s(now_ms: int, room_ms: int | None) -> int:
 def _iso(epoch_ms: int) -> str:
     moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def deletion_batches(
+    tokens: Iterable[TokenInformation], *, size: int, max_requesters: int = MAX_REQUESTERS_PER_BATCH
+) -> list[list[TokenInformation]]:
+    """``tokens`` in batches for deletion: grouped by requester (so that a batch charges few ledgers), each of
+    at most ``size`` tokens and ``max_requesters`` requesters; by token id within a requester."""
+    batches: list[list[TokenInformation]] = []
+    batch: list[TokenInformation] = []
+    requesters: set[KafkaPrincipal] = set()
+    for token in sorted(tokens, key=lambda token: (str(token.token_requester), token.token_id)):
+        new_requester = token.token_requester not in requesters
+        if len(batch) == size or (new_requester and len(requesters) == max_requesters):
+            batches.append(batch)
+            batch, requesters = [], set()
+        batch.append(token)
+        requesters.add(token.token_requester)
+    if batch:
+        batches.append(batch)
+    return batches

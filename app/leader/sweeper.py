@@ -10,7 +10,8 @@ sweep deletes only as many as the capacity guard says fit (``room``), leaving th
 The leader sweeps every interval, and early when expired tokens pile up or a list nears its limit
 (app/domain/sweep_schedule.py): tokens made to expire at once would otherwise hold their entries, against the
 cluster and their requester's share, for up to an interval. Each batch's deletions are charged to their
-requesters' shares before the batch is deleted (``charge``, app/service/token_shares.py)."""
+requesters' shares in the batch's own transaction (app/service/token_shares.py), so batches are grouped by
+requester (``deletion_batches``)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ from app.domain.clock import Clock
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.sweep_schedule import SweepReason, SweepSchedule
 from app.domain.token import TokenInformation
+from app.domain.token_share import deletion_batches
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenStore, TokenView
+from app.service.ports import ShareCharge, StoredToken, TokenStore, TokenView
+from app.service.token_shares import TokenShares
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,12 @@ class Sweeper:
         room: Callable[[], int] | None = None,
         early_threshold: int | None = None,
         near_capacity: Callable[[], bool] | None = None,
-        charge: Callable[[list[TokenInformation]], None] | None = None,
+        shares: TokenShares | None = None,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
         """``early_threshold``: expired tokens that bring a sweep forward (None: every interval only);
-        ``near_capacity``: whether a list is near its limit; ``charge``: charges a batch's deletions to
-        their requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired)."""
+        ``near_capacity``: whether a list is near its limit; ``shares``: to charge deletions to their
+        requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired)."""
         self._store = store
         self._room = room
         self._view = view
@@ -63,7 +66,7 @@ class Sweeper:
         self._clock = clock
         self._schedule = SweepSchedule(interval_ms, early_threshold or sys.maxsize)
         self._near_capacity = near_capacity or (lambda: False)
-        self._charge = charge
+        self._shares = shares
         self._timer = timer
         self._pause_warned_s: float | None = None
         # Read by the metrics at each scrape.
@@ -102,14 +105,16 @@ class Sweeper:
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
-        for start in range(0, len(doomed), BATCH):
+        planned = 0
+        for batch in deletion_batches(doomed, size=BATCH):
             if lost is not None and lost.is_set():
                 break  # leadership gone: another replica sweeps now
-            batch = doomed[start : start + BATCH]
+            left = len(doomed) - planned
+            planned += len(batch)
             if self._room is not None:
                 batch = batch[: self._room()]
                 if not batch:
-                    self._warn_paused(len(doomed) - start)
+                    self._warn_paused(left)
                     break
             deleted += self._sweep_batch(batch)
         if deleted:
@@ -130,44 +135,54 @@ class Sweeper:
     def _sweep_batch(self, batch: list[TokenInformation]) -> int:
         """Delete a batch in one transaction (one audit commit before, one after). If any token changed
         since it was read, the whole transaction is refused; then each is deleted on its own, so the
-        token that changed survives and the others still go. The deletions are charged to their requesters'
-        shares first: a deletion that then fails leaves a charge for a notification never written, which
-        only errs on the side of refusing, for 16 minutes."""
+        token that changed survives and the others still go. Each deletion is charged to its requester's
+        share in the same transaction."""
         current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
         now = self._clock.now_ms()
         still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
         if not still:
             return 0
-        if self._charge is not None:
-            self._charge([stored.token for stored in still])
+        charges = self._charges([stored.token for stored in still])
         try:
             self._auditor.mutations(
                 [_event(stored) for stored in still],
                 lambda intents: self._store.delete_many(
-                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)]
+                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)],
+                    charges,
                 ),
             )
         except (ConcurrentModification, TokenNotFound):
             return sum(self._sweep_one(stored) for stored in still)
+        self._settle(charges)
         for stored in still:
             self._deleted(stored.token.token_id)
         return len(still)
+
+    def _charges(self, tokens: list[TokenInformation]) -> list[ShareCharge]:
+        return [] if self._shares is None else self._shares.deletion_charges(tokens)
+
+    def _settle(self, charges: list[ShareCharge]) -> None:
+        if self._shares is not None:
+            for charge in charges:
+                self._shares.settle(charge)
 
     def _sweep_one(self, judged: StoredToken) -> int:
         current = self._store.get(judged.token.token_id)
         if current is None or not current.token.is_expired(self._clock.now_ms()):
             return 0
         event = _event(current)
+        charges = self._charges([current.token])
         try:
-            self._auditor.mutation(event, self._deleting(current), succeeded=_succeeded(event))
+            self._auditor.mutation(event, self._deleting(current, charges), succeeded=_succeeded(event))
         except (ConcurrentModification, TokenNotFound):
             return 0  # renewed or expired by a request meanwhile: that request wins
+        self._settle(charges)
         self._deleted(current.token.token_id)
         return 1
 
-    def _deleting(self, stored: StoredToken) -> Callable[[str], None]:
+    def _deleting(self, stored: StoredToken, charges: list[ShareCharge]) -> Callable[[str], None]:
         def delete(intent: str) -> None:
-            self._store.delete_many([(stored.token.token_id, stored.version, intent)])
+            self._store.delete_many([(stored.token.token_id, stored.version, intent)], charges)
 
         return delete
 

@@ -64,9 +64,10 @@ class TokenStore(Protocol):
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
-        transaction or none (ConcurrentModification, or TokenNotFound when one is gone)."""
+        transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
+        principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
         ...
 
     def list(self) -> list[StoredToken]: ...
@@ -94,16 +95,6 @@ class TokenStore(Protocol):
         race read and decide again (``decide`` may run several times; what it raises ends the change). Returns
         what was written (None: deleted) and ``decide``'s result. Raises TokenNotFound when the token does not
         exist, ConcurrentModification when it kept changing."""
-        ...
-
-
-class ShareLedgerStore(Protocol):
-    """The principals' share ledgers, for charges made apart from a token write (the sweep's and bulk
-    revocation's deletions, charged before they are made)."""
-
-    def charge(self, charges: Sequence[ShareCharge]) -> None:
-        """Read every charge's ledger, decide it, and write them all in one transaction guarded by the versions
-        read; on a lost race read and decide again. ConcurrentModification when they kept changing."""
         ...
 
 

@@ -14,10 +14,10 @@ cache first takes in every change notified so far.
 **Who is charged what.** A create, renew or expire that keeps the token is judged and charged to the caller
 (one notification; a create also adds a token, counted by the cache). A deletion (an expire that deletes, a
 revocation, the sweep) is never refused: it is charged to the token's requester, because the notification it
-writes is the one that token was holding room for, and it stays 15 minutes more. The sweep and bulk
-revocation charge a batch's requesters in one transaction *before* deleting the batch, on purpose: if the
-deletion then fails, the ledgers hold a notification that was never written, which errs on the side of
-refusing for 16 minutes; the other order could let a principal's notifications go uncounted.
+writes is the one that token was holding room for, and it stays 15 minutes more. The sweep and bulk revocation
+charge a batch's requesters in the batch's own transaction (one ledger write per requester; a batch names few,
+app/domain/token_share.py ``deletion_batches``), so a token is never counted twice, as a token and as its
+deletion's notification, nor left uncounted.
 
 **What is not counted.** Tokens and notifications that brokers write themselves (clients creating, renewing or
 expiring through a broker, brokers sweeping in ZooKeeper mode) are outside every share: kts cannot refuse them,
@@ -42,11 +42,11 @@ from cachetools import LRUCache, TTLCache
 from app.domain import token_share
 from app.domain.authorization import Authorizer
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, TokenWriteShareExceeded
+from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import SharePolicy, ShareWrite
-from app.service.ports import LedgerState, ShareCharge, ShareLedgerStore, TokenView
+from app.service.ports import LedgerState, ShareCharge, TokenView
 
 log = logging.getLogger(__name__)
 REMEMBERED = 100_000  # principals whose last seen ledger this replica keeps for its first judgement
@@ -78,14 +78,12 @@ class TokenShares:
         self,
         policy: SharePolicy,
         view: TokenView,
-        ledgers: ShareLedgerStore,
         *,
         clock: Clock,
         authorizer: Authorizer,
     ) -> None:
         self.policy = policy
         self._view = view
-        self._ledgers = ledgers
         self._clock = clock
         self._authorizer = authorizer
         self._lock = threading.Lock()
@@ -136,23 +134,14 @@ class TokenShares:
         with turn:
             yield
 
-    def charge_deletions(self, tokens: Iterable[TokenInformation]) -> None:
-        """Charge the deletions of ``tokens`` to their requesters, before they are made (module doc). Never
-        stops a deletion: ledgers that kept changing are logged and left uncharged."""
+    def deletion_charges(self, tokens: Iterable[TokenInformation]) -> list[ShareCharge]:
+        """The charges of deleting ``tokens`` at once (a sweep's or a revocation's batch): one per requester
+        held to a share, never refused. Settle each once the batch is deleted."""
         counts: dict[KafkaPrincipal, int] = {}
         for token in tokens:
             if self.holds(token.token_requester):
                 counts[token.token_requester] = counts.get(token.token_requester, 0) + 1
-        charges = [_Deletions(self, principal, count) for principal, count in sorted(counts.items(), key=str)]
-        if not charges:
-            return
-        try:
-            self._ledgers.charge(charges)
-        except ConcurrentModification as exc:
-            log.warning("deleting %d tokens without charging their requesters' shares: %s", len(counts), exc.message)
-            return
-        for charge in charges:
-            self.settle(charge)
+        return [_Deletions(self, principal, count) for principal, count in sorted(counts.items(), key=str)]
 
     def _decide(
         self, principal: KafkaPrincipal, write: ShareWrite | None, state: LedgerState
@@ -192,7 +181,7 @@ class TokenShares:
 
 
 class _Deletions(_Charge):
-    """``count`` deletions charged to one requester at once (the sweep's and bulk revocation's batches)."""
+    """``count`` deletions charged to one requester at once (a sweep's or a bulk revocation's batch)."""
 
     def __init__(self, shares: TokenShares, principal: KafkaPrincipal, count: int) -> None:
         super().__init__(shares, principal, None)

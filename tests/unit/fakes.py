@@ -151,12 +151,17 @@ class FakeTokenStore:
             return written, decision.result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
-        """All or nothing, like a ZooKeeper multi-op transaction."""
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+        """All or nothing, like a ZooKeeper multi-op transaction, charges included."""
         for token_id, version, _ in deletions:
             self._current(token_id, version)
+        ledgers = [self.ledgers.decide(charge) for charge in charges]
         for token_id, version, intent in deletions:
             self.delete(token_id, version, intent)
+        if charges:
+            self.ledgers.charges.append([charge.principal for charge in charges])
+        for principal, ledger in ledgers:
+            self.ledgers.put(principal, ledger)
 
     def renew(self, token_id: str, expiry: int) -> None:
         """Another replica's renew: a new version of the token."""
@@ -165,8 +170,8 @@ class FakeTokenStore:
 
 
 class FakeShareLedgers:
-    """Share ledgers by principal with their versions (the ``ShareLedgerStore`` port); ``charge`` writes
-    all or none."""
+    """Share ledgers by principal with their versions, charged with the token store's writes; ``charges``
+    records the principals each batch of deletions charged."""
 
     def __init__(self) -> None:
         self.ledgers: dict[KafkaPrincipal, tuple[ShareLedger, int]] = {}
@@ -181,12 +186,6 @@ class FakeShareLedgers:
 
     def put(self, principal: KafkaPrincipal, ledger: ShareLedger) -> None:
         self.ledgers[principal] = (ledger, self.state(principal).version + 1)
-
-    def charge(self, charges: Sequence[ShareCharge]) -> None:
-        decided = [self.decide(charge) for charge in charges]
-        self.charges.append([charge.principal for charge in charges])
-        for principal, ledger in decided:
-            self.put(principal, ledger)
 
 
 class FakeTokenView:

@@ -14,7 +14,7 @@ from typing import TypeVar
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from app.domain.errors import TokenNotFound
+from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
@@ -58,14 +58,34 @@ class ZkTokenStore:
                 found[token_id] = self._decode(token_id, *answer)
         return found
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
-        transaction: all or none."""
-        transaction = ChangeTransaction(self._zk)
-        for token_id, version, intent in deletions:
-            transaction.delete(TokenZNode.path(token_id), version)
-            self._notify(transaction, token_id, intent)
-        transaction.commit(_subject(",".join(token_id for token_id, _, _ in deletions[:3])))
+        transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
+        and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
+        again, while a token that changed refuses the batch at once, as without charges."""
+        subject = _subject(",".join(token_id for token_id, _, _ in deletions[:3]))
+
+        def attempt() -> None:
+            paths = [ShareLedgerZNode.path(charge.principal) for charge in charges]
+            read = self._zk.read_many(paths) if paths else []
+            states = [ledger_state(charge.principal, answer) for charge, answer in zip(charges, read, strict=True)]
+            transaction = ChangeTransaction(self._zk)
+            for token_id, version, intent in deletions:
+                transaction.delete(TokenZNode.path(token_id), version)
+                self._notify(transaction, token_id, intent)
+            for charge, state in zip(charges, states, strict=True):
+                add_charge(transaction, charge, state)
+            try:
+                transaction.commit(subject)
+            except (ConcurrentModification, TokenNotFound):
+                if charges and self._ledger_versions(paths) != [state.version for state in states]:
+                    raise _LedgerMoved(f"{subject.name}: a share ledger changed meanwhile.") from None
+                raise
+
+        compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS, retry_on=_LedgerMoved)
+
+    def _ledger_versions(self, paths: list[str]) -> list[int]:
+        return [ABSENT if isinstance(answer, Exception) else answer[1].version for answer in self._zk.read_many(paths)]
 
     def list(self) -> list[StoredToken]:
         """Every readable token (a token deleted between the listing and its read is left out)."""
@@ -177,6 +197,10 @@ class ZkTokenStore:
             log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
             return None
         return StoredToken(token, stat.version)
+
+
+class _LedgerMoved(ConcurrentModification):
+    """A batch of deletions lost its race on a share ledger only: worth another attempt."""
 
 
 def _subject(token_id: str) -> Subject:

@@ -10,14 +10,17 @@ from typing import Any
 
 import pytest
 
+from app.domain.acl import AclAuthorizer, AclSnapshot
 from app.domain.audit import Action, Outcome
 from app.domain.errors import StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_share import SharePolicy
 from app.leader import sweeper as sweeper_module
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
+from app.service.token_shares import TokenShares
 from tests.unit.fakes import NOW, FakeAuditLog, FakeClock, FakeIntentStore, FakeTokenStore, FakeTokenView
 
 ALICE = KafkaPrincipal.user("alice")
@@ -47,6 +50,7 @@ class Harness:
         now: int = NOW,
         interval_ms: int = 3_600_000,
         room: Callable[[], int] | None = None,
+        share_policy: SharePolicy | None = None,
         **options: Any,
     ) -> None:
         tokens = list(tokens)
@@ -55,6 +59,9 @@ class Harness:
         self.view = FakeTokenView(tokens)
         self.log = FakeAuditLog()
         self.intents = FakeIntentStore()
+        if share_policy is not None:
+            authorizer = AclAuthorizer([], AclSnapshot)
+            options["shares"] = TokenShares(share_policy, self.view, clock=self.clock, authorizer=authorizer)
         self.sweeper = Sweeper(
             self.store,
             self.view,
@@ -414,14 +421,18 @@ def test_fewer_expired_tokens_wait_for_the_interval_unless_a_list_is_near_its_li
     assert harness.deleted_ids == ["Expired"] and harness.sweeper.early_runs_total == 1
 
 
-def test_a_batch_is_charged_to_its_requesters_before_it_is_deleted() -> None:
-    order: list[str] = []
+def test_batches_are_grouped_by_requester_and_each_charges_its_requesters_in_its_own_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sweeper_module, "BATCH", 2)
     tokens = [
-        _stored("Mine", expiry=NOW - 1),
-        _stored("Theirs", expiry=NOW - 1, requester=CAROL),
+        _stored("A1", expiry=NOW - 1, requester=CAROL),
+        _stored("B1", expiry=NOW - 1),
+        _stored("C1", expiry=NOW - 1, requester=CAROL),
         _stored("Live", expiry=NOW + 1),
     ]
-    harness = Harness(tokens, charge=lambda batch: order.append("charge:" + ",".join(t.token_id for t in batch)))
-    harness.store.after_delete = lambda token_id: order.append(f"delete:{token_id}")
-    assert harness.sweeper.sweep() == 2
-    assert order == ["charge:Mine,Theirs", "delete:Mine", "delete:Theirs"]
+    harness = Harness(tokens, share_policy=SharePolicy(1_000))
+    assert harness.sweeper.sweep() == 3
+    assert harness.deleted_ids == ["B1", "A1", "C1"]  # by requester, User:alice's first, then by token id
+    assert harness.store.ledgers.charges == [[ALICE, CAROL], [CAROL]]  # one ledger write per requester a batch
+    assert harness.store.ledgers.state(CAROL).ledger.notifications(NOW) == 2

@@ -5,7 +5,6 @@ super users have no share and a reserve instead, and that an extending expire is
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 
 import pytest
@@ -14,7 +13,7 @@ from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action, Outcome
 from app.domain.authorization import Caller
 from app.domain.capacity import CapacityPolicy, ChildList, Purpose
-from app.domain.errors import CapacityExhausted, ConcurrentModification, TokenWriteShareExceeded
+from app.domain.errors import CapacityExhausted, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_rules import CreateRequest, TokenPolicy
@@ -68,7 +67,7 @@ class Replica:
     def __post_init__(self) -> None:
         self.view = FakeTokenView(store=self.store, secret=SECRET)
         authorizer = AclAuthorizer([ADMIN], FakeAclView(FakeAclStore()).snapshot)
-        self.shares = TokenShares(SHARE, self.view, self.store.ledgers, clock=self.clock, authorizer=authorizer)
+        self.shares = TokenShares(SHARE, self.view, clock=self.clock, authorizer=authorizer)
         self.service = TokenService(
             self.store,
             self.view,
@@ -220,26 +219,17 @@ def test_an_extending_expire_is_charged_and_refused_past_the_share_as_any_write(
         replica.service.expire(_login(ALICE), tokens[1].token_id, 3 * DAY)
 
 
-def test_the_sweeps_deletions_are_charged_to_their_requesters_in_one_go(
+def test_a_batch_of_deletions_charges_each_requester_once_and_super_users_never(
     replica: Replica, store: FakeTokenStore
 ) -> None:
     made = [replica.create(ALICE), replica.create(ALICE), replica.create(ADMIN)]
-    replica.shares.charge_deletions(made)
-    assert store.ledgers.charges[-1] == [ALICE]  # the super user has no share
-    assert _notifications(store, ALICE) == 4
-
-
-def test_a_deletion_charge_that_keeps_losing_races_is_logged_and_never_stops_the_deletion(
-    replica: Replica, store: FakeTokenStore, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    def losing(_: object) -> None:
-        raise ConcurrentModification("The share ledgers kept changing.")
-
-    monkeypatch.setattr(store.ledgers, "charge", losing)
-    token = TokenInformation("T1", ALICE, ALICE, (), NOW, NOW + 1, NOW + 1)
-    with caplog.at_level(logging.WARNING):
-        replica.shares.charge_deletions([token])
-    assert "without charging their requesters' shares" in caplog.text
+    charges = replica.shares.deletion_charges(made)
+    assert [charge.principal for charge in charges] == [ALICE]
+    store.delete_many([(token.token_id, 0, None) for token in made], charges)
+    for charge in charges:
+        replica.shares.settle(charge)
+    assert store.ledgers.charges == [[ALICE]]
+    assert _notifications(store, ALICE) == 4  # two creates, two deletions
 
 
 def test_with_shares_off_no_ledger_is_written(store: FakeTokenStore) -> None:

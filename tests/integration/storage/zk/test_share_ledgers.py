@@ -1,7 +1,8 @@
 """Share ledgers on a real ZooKeeper (app/storage/zk/share_ledgers.py, ZkTokenStore's charges): a charge is
 written in the token write's own transaction, guarded by the ledger's version, so a charge made elsewhere in
-between makes the write decide again; a refused charge writes nothing; deletions of many principals are charged
-in one transaction; a damaged ledger is read as empty."""
+between makes the write decide again; a refused charge writes nothing; a batch of deletions charges several
+principals in its transaction, is charged again after losing a race on a ledger and refused at once when a
+token changed; a damaged ledger is read as empty."""
 
 from __future__ import annotations
 
@@ -10,13 +11,12 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from app.domain.errors import TokenWriteShareExceeded
+from app.domain.errors import ConcurrentModification, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import ShareLedger
 from app.service.ports import LedgerState, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
-from app.storage.zk.share_ledgers import ZkShareLedgers
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import KtsZNodes, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
@@ -105,15 +105,39 @@ def test_a_change_carries_the_charge_its_decision_names(zk: ZkConnection, raw_zk
     assert raw_zk.exists(ShareLedgerZNode.path(ALICE)) is None
 
 
-def test_deletions_of_several_principals_are_charged_in_one_transaction(zk: ZkConnection, raw_zk: KazooClient) -> None:
-    ledgers = ZkShareLedgers(zk)
-    ledgers.charge([Charge(ALICE, 3), Charge(BOB, 2)])
-    ledgers.charge([Charge(ALICE, 1)])
-    assert _ledger(raw_zk, ALICE) == (ShareLedger(((MINUTE, 4),)), 1)
-    assert _ledger(raw_zk, BOB) == (ShareLedger(((MINUTE, 2),)), 0)
-    with pytest.raises(TokenWriteShareExceeded):  # all or none
-        ledgers.charge([Charge(ALICE, 1), Charge(BOB, refuse=True)])
-    assert _ledger(raw_zk, ALICE)[1] == 1
+def test_a_batch_of_deletions_charges_several_principals_in_its_transaction_and_charges_again_after_a_race(
+    zk: ZkConnection, zk_connect: str, raw_zk: KazooClient
+) -> None:
+    store = ZkTokenStore(zk)
+    for token_id, requester in (("DelAliceAAAAAAAAAAAAAA", ALICE), ("DelBobAAAAAAAAAAAAAAAA", BOB)):
+        store.create(_token(token_id, requester))
+    other = ZkConnection(zk_connect, session_timeout_ms=6000)
+    other.start()
+    try:
+        alice = Charge(ALICE, 1)
+        alice.between.append(lambda: ZkTokenStore(other).create(_token("AliceElsewhereAAAAAAAA"), charge=Charge(ALICE)))
+        store.delete_many(
+            [("DelAliceAAAAAAAAAAAAAA", 0, None), ("DelBobAAAAAAAAAAAAAAAA", 0, None)], [alice, Charge(BOB, 1)]
+        )
+    finally:
+        other.stop()
+    assert [state.version for state in alice.seen] == [-1, 0]  # lost to the create elsewhere, charged again
+    assert _ledger(raw_zk, ALICE) == (ShareLedger(((MINUTE, 2),)), 1)
+    assert _ledger(raw_zk, BOB) == (ShareLedger(((MINUTE, 1),)), 0)
+    assert raw_zk.get_children(TokenZNode.ROOT) == ["AliceElsewhereAAAAAAAA"]
+
+
+def test_a_batch_with_a_changed_token_is_refused_at_once_and_charges_nothing(
+    zk: ZkConnection, raw_zk: KazooClient
+) -> None:
+    store = ZkTokenStore(zk)
+    store.create(_token("ChangedMeanwhileAAAAAA"))
+    raw_zk.set(TokenZNode.path("ChangedMeanwhileAAAAAA"), raw_zk.get(TokenZNode.path("ChangedMeanwhileAAAAAA"))[0])
+    charge = Charge(ALICE)
+    with pytest.raises(ConcurrentModification):
+        store.delete_many([("ChangedMeanwhileAAAAAA", 0, None)], [charge])
+    assert len(charge.seen) == 1  # not retried: the sweep takes the token on its own
+    assert raw_zk.exists(ShareLedgerZNode.path(ALICE)) is None
 
 
 def test_a_damaged_ledger_is_read_as_empty_and_rewritten(
@@ -121,7 +145,7 @@ def test_a_damaged_ledger_is_read_as_empty_and_rewritten(
 ) -> None:
     raw_zk.create(ShareLedgerZNode.path(ALICE), b"not json")
     charge = Charge(ALICE)
-    ZkShareLedgers(zk).charge([charge])
+    ZkTokenStore(zk).create(_token("AfterDamageAAAAAAAAAAA"), charge=charge)
     assert charge.seen == [LedgerState(ShareLedger(), 0)]
     assert _ledger(raw_zk, ALICE) == (ShareLedger(((MINUTE, 1),)), 1)
     assert "unreadable share ledger of User:alice" in caplog.text
