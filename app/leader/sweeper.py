@@ -36,7 +36,8 @@ log = logging.getLogger(__name__)
 
 # Tokens deleted per ZooKeeper transaction, as bulk revocation does: with their notifications and intent
 # markers a batch is about 140 KB, and about 480 KB in the worst case measured for revocation (a 200-character
-# chroot, 64-character ids, creator-only ACLs), under half of ZooKeeper's 1 MB request limit (jute.maxbuffer).
+# chroot, 64-character ids, creator-only ACLs), 593 KB with the share ledgers of 50 requesters of the longest
+# names, under ZooKeeper's 1 MB request limit (jute.maxbuffer).
 BATCH = 500
 PAUSE_WARNING_EVERY_S = 60.0
 

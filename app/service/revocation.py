@@ -30,7 +30,8 @@ from app.service.token_shares import TokenShares
 
 # Tokens deleted per ZooKeeper transaction. With their notifications and intent markers a batch is about
 # 140 KB under a short chroot, and 480 KB at worst (64-character token ids, a 200-character chroot, creator-only
-# ACLs): well below ZooKeeper's 1 MB request limit (jute.maxbuffer). A unit test measures it.
+# ACLs); with the share ledgers of the most requesters a batch names (50, of the longest names), 593 KB: well
+# below ZooKeeper's 1 MB request limit (jute.maxbuffer). Unit tests measure both.
 BATCH = 500
 
 
