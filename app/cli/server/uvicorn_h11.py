@@ -61,11 +61,11 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
       or of the first byte of its next request (a pipelined one included): uvicorn itself times out only idle
       kept-alive connections, so a client sending headers a byte at a time held its connection for ever.
     - What the server writes must be taken by the client within ``request_timeout_s``: when the transport's
-      write buffer stops draining (``pause_writing``), when a response ends with bytes still unsent, or when the
-      connection is being closed with bytes unsent, a deadline starts; a client that has not read them by then
-      is cut off (``abort``: a graceful close would wait for ever for the buffer to drain). Otherwise a client
-      that pipelines requests and never reads held its connection with no traffic at all, as uvicorn awaits
-      the drain and neither of its timers runs meanwhile.
+      write buffer stops draining (``pause_writing``, until ``resume_writing``), and when the connection is
+      being closed (a graceful close waits for the buffer to drain), a deadline starts; a connection still
+      paused, or still not gone, by then is cut off (``abort``). Otherwise a client that pipelines requests and
+      never reads held its connection with no traffic at all, as uvicorn awaits the drain and neither of its
+      timers runs meanwhile; and one whose last response sat unread was never gone after its keep-alive close.
     - At most ``max_connections_per_address`` connections per client address (an IPv6 address as its /64)
       are open at once; more are closed on arrival, so one client cannot take every slot.
     - With ``max_connections``, while more connections are open (or requests in progress) than that, requests
@@ -111,9 +111,9 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
         super().on_response_complete()  # may start the next, pipelined, request from bytes already read
         if self._lost:
             return
-        if self.transport.get_write_buffer_size() > 0:
-            self._watch_drain()  # the client has not taken the whole response
-        if not self.transport.is_closing() and self.conn.their_state is h11.SEND_BODY and self._read_timer is None:
+        if self.transport.is_closing():
+            self._watch_drain()  # a response with Connection: close, perhaps not all taken by the client yet
+        elif self.conn.their_state is h11.SEND_BODY and self._read_timer is None:
             self._arm_read()  # a pipelined request whose body has not all arrived: no data_received may follow
 
     def pause_writing(self) -> None:
@@ -122,7 +122,8 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
 
     def resume_writing(self) -> None:
         super().resume_writing()
-        self._cancel_drain()
+        if not self.transport.is_closing():  # a close still waits for the rest of the buffer
+            self._cancel_drain()
 
     def timeout_keep_alive_handler(self) -> None:
         super().timeout_keep_alive_handler()
@@ -130,7 +131,8 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
 
     def shutdown(self) -> None:
         super().shutdown()  # closes an idle connection: uvicorn's graceful shutdown waits until it is gone
-        self._watch_drain()
+        if self.transport.is_closing():
+            self._watch_drain()
 
     def send_400_response(self, msg: str) -> None:
         """What uvicorn sends when h11 refuses the request: the error envelope, 431 for too long a header."""
@@ -189,7 +191,8 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
         self._watch_drain()
 
     def _watch_drain(self) -> None:
-        """Start the deadline for what is written to be taken by the client, unless it is running."""
+        """Start the deadline for the write buffer to drain (or the closing connection to be gone), unless it is
+        running."""
         if self._drain_timer is None and not self._lost:
             self._drain_timer = self.loop.call_later(self.request_timeout_s, self._drain_timed_out)
 
@@ -200,11 +203,9 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
 
     def _drain_timed_out(self) -> None:
         self._drain_timer = None
-        if self._lost:
+        if self._lost or not (self.flow.write_paused or self.transport.is_closing()):
             return
         unsent = self.transport.get_write_buffer_size()
-        if unsent == 0 and not self.flow.write_paused:
-            return  # drained meanwhile (a close that was waiting for it has completed)
         log.info(
             "closed a connection from %s: %d bytes of its responses unread for %s s",
             self._address,
