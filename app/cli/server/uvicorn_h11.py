@@ -9,7 +9,8 @@ upgrade fails loudly instead of silently dropping certificate logins or a limit:
 - the class ``uvicorn.protocols.http.h11_impl.H11Protocol``, built once per connection;
 - its ``connection_made(transport)``, called before any request of the connection;
 - its ``app`` attribute, set in ``__init__`` and read for each request; its ``conn`` (the h11 connection),
-  read for each event; ``send_400_response``, called when h11 refuses what the client sent;
+  read for each event; ``send_400_response``, called when h11 refuses what the client sent; ``cycle`` (the
+  request in progress, with ``response_complete``);
 - ``data_received``, ``connection_lost``, ``on_response_complete``, ``timeout_keep_alive_handler``,
   ``shutdown``, ``pause_writing`` and ``resume_writing``; the attributes ``loop``, ``client``, ``transport``,
   ``connections`` and ``tasks``.
@@ -143,7 +144,8 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
         else:
             status, headers, body = _json(400, error_body("BAD_REQUEST", "The request is not valid HTTP/1.1."))
         log.info("refused a request from %s with %d: %s", self._address, status, refusal or msg)
-        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # else a response has begun: just close
+        in_progress = self.cycle is not None and not self.cycle.response_complete  # refused trailer fields
+        if not in_progress and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # else the app answers: close
             headers += [
                 *security_headers(self.scheme or "http", "/"),
                 (b"content-security-policy", API_POLICY.encode()),

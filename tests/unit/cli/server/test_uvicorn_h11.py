@@ -282,6 +282,25 @@ def test_a_header_block_over_16_kib_is_answered_431_with_the_envelope(chunk: int
     assert transport.closed
 
 
+def test_trailer_fields_over_16_kib_close_the_connection_while_the_request_is_in_progress() -> None:
+    """A chunked body's trailer block counts as a header block too; the app is already answering that request,
+    so the connection is closed without a second response."""
+    protocol_class, config = _limited()
+    trailer = b"X-Trailer: " + b"a" * 20_000 + b"\r\n\r\n"
+    request = b"POST /x HTTP/1.1\r\nHost: kts\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + trailer
+
+    async def exchange() -> MemoryTransport:
+        protocol = protocol_class(config, ServerState(), {}, _loop=asyncio.get_running_loop())
+        transport = MemoryTransport(None)
+        protocol.connection_made(transport)
+        protocol.data_received(request)
+        return transport
+
+    transport = asyncio.run(exchange())
+    assert transport.closed
+    assert b"431" not in transport.written.split(b"\r\n", 1)[0]
+
+
 def test_a_request_h11_cannot_parse_gets_a_400_envelope() -> None:
     protocol_class, config = _limited()
 
