@@ -54,13 +54,16 @@ LOG_EVERY_S = 10.0
 
 
 class _Charge:
-    """One charge (the ``ShareCharge`` port): ``decide`` may run once per attempt of the write; what the last
-    one decided is what was written if the write succeeded."""
+    """One charge (the ``ShareCharge`` port): a judged write, or ``deletions`` never refused. ``decide`` may run
+    once per attempt of the write; what the last one decided is what was written if the write succeeded."""
 
-    def __init__(self, shares: TokenShares, principal: KafkaPrincipal, write: ShareWrite | None) -> None:
+    def __init__(
+        self, shares: TokenShares, principal: KafkaPrincipal, write: ShareWrite | None, *, deletions: int = 0
+    ) -> None:
         self._shares = shares
         self._principal = principal
-        self._write = write  # None: a deletion, never refused
+        self._write = write  # None: deletions
+        self._deletions = deletions
         self.decided: tuple[LedgerState, token_share.ShareLedger] | None = None
 
     @property
@@ -68,7 +71,10 @@ class _Charge:
         return self._principal
 
     def decide(self, state: LedgerState) -> token_share.ShareLedger:
-        new = self._shares._decide(self._principal, self._write, state)
+        if self._write is None:
+            new = state.ledger.charged(self._deletions, self._shares.now_ms())
+        else:
+            new = self._shares._judged_ledger(self._principal, self._write, state)
         self.decided = (state, new)
         return new
 
@@ -111,7 +117,11 @@ class TokenShares:
 
     def deletion(self, token: TokenInformation) -> _Charge | None:
         """The charge of deleting ``token``: never refused, to its requester (None: it has no share)."""
-        return _Charge(self, token.token_requester, None) if self.holds(token.token_requester) else None
+        requester = token.token_requester
+        return _Charge(self, requester, None, deletions=1) if self.holds(requester) else None
+
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
 
     def settle(self, charge: ShareCharge | None) -> None:
         """After the write that carried ``charge`` (one of this service's) succeeded: remember what it wrote."""
@@ -141,14 +151,12 @@ class TokenShares:
         for token in tokens:
             if self.holds(token.token_requester):
                 counts[token.token_requester] = counts.get(token.token_requester, 0) + 1
-        return [_Deletions(self, principal, count) for principal, count in sorted(counts.items(), key=str)]
+        return [_Charge(self, principal, None, deletions=count) for principal, count in sorted(counts.items(), key=str)]
 
-    def _decide(
-        self, principal: KafkaPrincipal, write: ShareWrite | None, state: LedgerState
+    def _judged_ledger(
+        self, principal: KafkaPrincipal, write: ShareWrite, state: LedgerState
     ) -> token_share.ShareLedger:
-        now_ms = self._clock.now_ms()
-        if write is None:
-            return state.ledger.charged(1, now_ms)
+        """The ledger after a write judged on ``state`` (raises TokenWriteShareExceeded to refuse it)."""
         with self._lock:
             known = self._known.get(principal)
             self._seen[principal] = state.ledger
@@ -178,16 +186,3 @@ class TokenShares:
                 return
             self._logged[principal] = True
         log.warning("refusing token writes: %s", refusal.message)  # once per principal per 10 s in a flood
-
-
-class _Deletions(_Charge):
-    """``count`` deletions charged to one requester at once (a sweep's or a bulk revocation's batch)."""
-
-    def __init__(self, shares: TokenShares, principal: KafkaPrincipal, count: int) -> None:
-        super().__init__(shares, principal, None)
-        self._count = count
-
-    def decide(self, state: LedgerState) -> token_share.ShareLedger:
-        new = state.ledger.charged(self._count, self._shares._clock.now_ms())
-        self.decided = (state, new)
-        return new

@@ -203,8 +203,8 @@ def test_a_flood_of_1ms_tokens_is_refused_at_the_flooders_share_and_everyone_els
     cluster.clock.offset_ms += 18 * MINUTE
     assert cluster.create(FLOODER, maxLifetimeMs=1).status_code == 201
     print(
-        f"1-ms token flood by one user: {admitted} creates admitted, then 429 (and {len(more)}/{len(more)} more "
-        f"429); other users and the super user: {ok}/{attempts} creates 201"
+        f"1-ms token flood by one user: {admitted + 1} creates admitted (one live token, then {admitted} of 1 ms), "
+        f"then 429 (and {len(more)}/{len(more)} more 429); other users and the super user: {ok}/{attempts} creates 201"
     )
 
 
