@@ -10,7 +10,7 @@ import ssl
 from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.auth.jwks import JwksKeys, fetcher
 from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.acl import AclAuthorizer
@@ -328,7 +328,7 @@ def build_runtime(
         ),
         reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
         authenticator=Authenticator(
-            BasicAuthenticator(user_store, clock),
+            BasicAuthenticator(StoredKeyCredentials(user_store), clock),
             tokens,
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),

@@ -6,6 +6,8 @@ a test inject failures or act as a concurrent writer; nothing else.
 
 from __future__ import annotations
 
+from app.domain.token_secret import new_token_id
+
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -58,6 +60,9 @@ class FakeTokenStore:
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
         self.guards: dict[QuotaKey, int] = {}
+
+    def next_token_id(self) -> str:
+        return new_token_id()
 
     def _failing(self) -> None:
         if self.fail_with is not None:
@@ -281,6 +286,10 @@ class FakeUserStore:
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
+
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        found = self.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
