@@ -479,4 +479,3 @@ def describe_validation_error(exc: ValidationError) -> str:
     if first.get("type") == "missing":
         return f"{property_key(field)}: missing (set it in the properties file or as {env_name(field)})"
     return f"{property_key(field)}: {message}"
-

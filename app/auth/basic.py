@@ -57,7 +57,9 @@ class StoredKeyCredentials:
 
     def fingerprint(self, user_name: str) -> bytes:
         usable = self._usable(user_name)
-        return b"\x00".join(mechanism.value.encode() + credential.stored_key for mechanism, credential in usable.items())
+        return b"\x00".join(
+            mechanism.value.encode() + credential.stored_key for mechanism, credential in usable.items()
+        )
 
     def verify(self, user_name: str, password: str) -> bool:
         usable = self._usable(user_name)
@@ -72,7 +74,11 @@ class StoredKeyCredentials:
 
     def _usable(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         stored = self._store.credentials(user_name)
-        return {mechanism: stored[mechanism] for mechanism in _MECHANISMS if mechanism in stored and _usable(stored[mechanism])}
+        return {
+            mechanism: stored[mechanism]
+            for mechanism in _MECHANISMS
+            if mechanism in stored and _usable(stored[mechanism])
+        }
 
 
 class BasicAuthenticator:

@@ -180,9 +180,13 @@ class TokenService:
 
     def verify(self, token_id: str, mac: bytes) -> TokenInformation | None:
         """The token when ``mac`` is its HMAC and it has not expired; otherwise None. Not audited: it is the
-        Bearer login path, whose failures the authenticator records. Reads only the cache."""
-        stored = self._view.get(token_id)
-        if stored is None or not self._secret.matches(token_id, mac):
+        Bearer login path, whose failures the authenticator records. Reads only the cache, which may refresh
+        once, rate-limited, for a token it lacks: only after the HMAC matched, so that only a holder of a real
+        token (one made an instant ago elsewhere) can cause it."""
+        if not self._secret.matches(token_id, mac):
+            return None
+        stored = self._view.lookup(token_id)
+        if stored is None:
             return None
         token = stored.token
         return token if token.authenticates_at(self._clock.now_ms()) else None

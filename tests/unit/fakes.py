@@ -6,8 +6,6 @@ a test inject failures or act as a concurrent writer; nothing else.
 
 from __future__ import annotations
 
-from app.domain.token_secret import new_token_id
-
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -25,7 +23,7 @@ from app.domain.errors import (
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
-from app.domain.token_secret import TokenSecret
+from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.ports import StoredToken
 
 NOW = 1_700_000_000_000
@@ -179,6 +177,9 @@ class FakeTokenView:
 
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
+
+    def lookup(self, token_id: str) -> StoredToken | None:
+        return self.get(token_id)
 
     def find_by_hmac(self, mac: bytes) -> str | None:
         if self._secret is None:

@@ -118,9 +118,13 @@ def kafka_client_security(
     if protocol.endswith("SSL"):
         for key, kind in (("admin.ssl.truststore.type", truststore_type), ("admin.ssl.keystore.type", keystore_type)):
             if kind.strip().upper() != "PEM":
-                raise ValueError(f"{key}: kts reads PEM files only (convert a JKS or PKCS12 store with keytool/openssl)")
-        for key, path in (("admin.ssl.truststore.location", truststore_location),
-                          ("admin.ssl.keystore.location", keystore_location)):
+                raise ValueError(
+                    f"{key}: kts reads PEM files only (convert a JKS or PKCS12 store with keytool/openssl)"
+                )
+        for key, path in (
+            ("admin.ssl.truststore.location", truststore_location),
+            ("admin.ssl.keystore.location", keystore_location),
+        ):
             if path is not None and not path.is_file():
                 raise ValueError(f"{key}: {path} is not a readable file")
         algorithm = endpoint_identification_algorithm.strip().lower()
@@ -128,8 +132,10 @@ def kafka_client_security(
             raise ValueError("admin.ssl.endpoint.identification.algorithm: must be https or empty")
         tls = KafkaTls(truststore_location, keystore_location, key_password, check_hostname=algorithm == "https")
     else:
-        for key, value in (("admin.ssl.truststore.location", truststore_location),
-                           ("admin.ssl.keystore.location", keystore_location)):
+        for key, value in (
+            ("admin.ssl.truststore.location", truststore_location),
+            ("admin.ssl.keystore.location", keystore_location),
+        ):
             if value is not None:
                 raise ValueError(f"{key}: set, but admin.security.protocol is {protocol}")
     return KafkaClientSecurity(protocol, login, tls)
@@ -137,7 +143,9 @@ def kafka_client_security(
 
 def _sasl_login(mechanism: str, jaas_config: str | None) -> SaslLogin:
     if mechanism not in MECHANISMS:
-        raise ValueError(f"admin.sasl.mechanism: {mechanism} is not supported by kts; use one of {', '.join(MECHANISMS)}")
+        raise ValueError(
+            f"admin.sasl.mechanism: {mechanism} is not supported by kts; use one of {', '.join(MECHANISMS)}"
+        )
     if jaas_config is None or not jaas_config.strip():
         raise ValueError("admin.sasl.jaas.config: missing (kts's login to the brokers, or KTS_ADMIN_SASL_JAAS_CONFIG)")
     try:
@@ -151,5 +159,8 @@ def _sasl_login(mechanism: str, jaas_config: str | None) -> SaslLogin:
     if not username or password is None:
         raise ValueError("admin.sasl.jaas.config: needs username and password options")
     if module.options.get("tokenauth", "").lower() == "true":
-        raise ValueError("admin.sasl.jaas.config: kts cannot log in with a delegation token (the brokers refuse token requests from one)")
+        raise ValueError(
+            "admin.sasl.jaas.config: kts cannot log in with a delegation token "
+            "(the brokers refuse token requests from one)"
+        )
     return SaslLogin(mechanism, username, password)

@@ -91,9 +91,9 @@ class _KioResponseType(Generic[A]):
     def decode(self, buffer: Any) -> TokenAnswer[A]:
         data, offset = bytes(buffer), buffer.tell()
         error_code, _ = read_int16(data, offset)
-        if error_code != ErrorCode.none:
+        if error_code != ErrorCode.none:  # type: ignore[comparison-overlap]
             return TokenAnswer(int(error_code), None)
-        message, _ = entity_reader(self._type)(data, offset)
+        message, _ = entity_reader(self._type)(data, offset)  # type: ignore[type-var]
         return TokenAnswer(0, message)
 
 
@@ -138,7 +138,7 @@ class KioRequest(Generic[Q, A]):
                     client_id=self._client_id,
                 ),
             )
-        entity_writer(type(self._message))(out, self._message)
+        entity_writer(type(self._message))(out, self._message)  # type: ignore[type-var]
         body = out.getvalue()
         return struct.pack(">i", len(body)) + body if framed else body
 
@@ -189,7 +189,7 @@ class KafkaWire:
             self._net, self._manager = net, manager
         try:
             manager.bootstrap(self._timeout_ms)
-        except Exception as exc:  # noqa: BLE001 - kafka-python raises many kinds; the probe names the cause
+        except Exception as exc:
             cause = self._diagnose() or f"cannot reach the brokers at {','.join(self._servers)} ({type(exc).__name__})"
             self.stop()
             raise StoreUnavailable(cause) from None
@@ -221,7 +221,9 @@ class KafkaWire:
             raise StoreUnavailable(f"The brokers refused kts's login as {self._security.identity}.") from None
         except UNREACHABLE as exc:
             self._outcome(False)
-            raise StoreUnavailable(f"The Kafka brokers are not reachable right now ({type(exc).__name__}); retry shortly.") from None
+            raise StoreUnavailable(
+                f"The Kafka brokers are not reachable right now ({type(exc).__name__}); retry shortly."
+            ) from None
         self._outcome(True)
         return response
 
@@ -236,7 +238,9 @@ class KafkaWire:
         try:
             return bool(manager.run(lambda: self._scram_exchange(mechanism, username, password)))
         except UNREACHABLE as exc:
-            raise StoreUnavailable(f"No broker could check the password ({type(exc).__name__}); retry shortly.") from None
+            raise StoreUnavailable(
+                f"No broker could check the password ({type(exc).__name__}); retry shortly."
+            ) from None
 
     async def _scram_exchange(self, mechanism: str, username: str, password: str) -> bool:
         """The SCRAM exchange of a client login (RFC 5802 with Kafka's SaslHandshake/SaslAuthenticate), stepped
@@ -245,28 +249,36 @@ class KafkaWire:
         taken the mechanism is a refusal, and one lost before it is an unreachable broker."""
         manager = self._started()
         brokers = list(manager.cluster.brokers()) or list(manager.cluster.bootstrap_brokers())
-        node = random.choice(brokers)
+        node = random.choice(brokers)  # noqa: S311 - spreading logins over brokers, not a secret
         timeout_at = time.monotonic() + self._timeout_ms / 1000
         plain = self._security.client_options() | {"security_protocol": self._security.protocol.replace("SASL_", "")}
         connection = KafkaConnection(
-            manager._net, node_id=node.node_id, broker_version_data=manager.broker_version_data,
+            manager._net,
+            node_id=node.node_id,
+            broker_version_data=manager.broker_version_data,
             **(self._options() | plain),
         )
         transport = await manager._build_transport(node, timeout_at=timeout_at)
         try:
             connection.connection_made(transport)
             await connection._get_api_versions(timeout_at)
-            handshake = await connection._send_request(SaslHandshakeRequest(mechanism=mechanism, max_version=1), timeout_at=timeout_at)
+            handshake = await connection._send_request(
+                SaslHandshakeRequest(mechanism=mechanism, max_version=1), timeout_at=timeout_at
+            )
             if handshake.error_code != 0:
                 return False  # the listener does not take this mechanism
             # Kafka's saslname: "," and "=" escaped (RFC 5802), which kafka-python's client leaves to its caller.
             client = ScramClient(username.replace("=", "=3D").replace(",", "=2C"), password, mechanism)
             try:
-                first = await connection._send_request(SaslAuthenticateRequest(client.first_message()), timeout_at=timeout_at)
+                first = await connection._send_request(
+                    SaslAuthenticateRequest(client.first_message()), timeout_at=timeout_at
+                )
                 if first.error_code != 0:
                     return False
                 client.process_server_first_message(first.auth_bytes)
-                final = await connection._send_request(SaslAuthenticateRequest(client.final_message()), timeout_at=timeout_at)
+                final = await connection._send_request(
+                    SaslAuthenticateRequest(client.final_message()), timeout_at=timeout_at
+                )
                 if final.error_code != 0:
                     return False
                 client.process_server_final_message(final.auth_bytes)  # the broker proves it knows the key too
@@ -284,7 +296,7 @@ class KafkaWire:
             return None
         try:
             refused = not manager.run(lambda: self._scram_exchange(login.mechanism, login.username, login.password))
-        except Exception:  # noqa: BLE001 - unreachable in one of many ways
+        except Exception:
             return None
         if refused:
             return f"the brokers at {','.join(self._servers)} refused kts's login as {self._security.identity}"

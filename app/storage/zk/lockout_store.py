@@ -104,4 +104,3 @@ class ZkLockoutStore:
 
     def _on_contenders(self, children: list[str]) -> None:
         self._replicas = max(1, len(children))
-

@@ -69,6 +69,10 @@ class TokenCache:
     def get(self, token_id: str) -> StoredToken | None:
         return self._index.get(token_id)
 
+    def lookup(self, token_id: str) -> StoredToken | None:
+        """``get``: the watches keep this cache current, so an unknown token is refused without asking."""
+        return self._index.get(token_id)
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         return self._index.find_by_hmac(mac)
 
