@@ -77,7 +77,9 @@ class AttemptGuard:
         extra = {"locked": True} if locked else {}
         self._write(
             admission.audit,
-            lambda: describe().ended(Outcome.DENIED, throttled=True, attempts=1, retryAfterS=retry_after_s, **extra),
+            lambda: describe().ended(
+                Outcome.DENIED, throttled=True, attempts=1, retryAfterS=retry_after_s, **extra
+            ),
         )
         raise AccountLocked(retry_after_s) if locked else TooManyAttempts(retry_after_s)
 

@@ -104,3 +104,4 @@ class ZkLockoutStore:
 
     def _on_contenders(self, children: list[str]) -> None:
         self._replicas = max(1, len(children))
+
