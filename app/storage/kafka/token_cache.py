@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 MISS_REFRESH_INTERVAL_S = 1.0
 UNKNOWN_REQUESTER_RECHECK_S = 30.0
+OWN_WRITE_GRACE_S = 30.0  # how long this replica's write outranks snapshots that do not show it yet
 
 
 class KafkaTokenCache:
@@ -53,8 +54,9 @@ class KafkaTokenCache:
         self._index = TokenIndex(secret)
         self._lock = threading.Lock()  # guards the index; the brokers are asked outside it
         self._refreshing = threading.Lock()  # one refresh at a time; waiters share its outcome
-        self._writes = 0  # counts this replica's own writes, so a snapshot older than one does not undo it
-        self._written: dict[str, tuple[int, StoredToken | None]] = {}
+        # This replica's own writes, kept over the snapshots until one shows them: a broker answers Describe from
+        # its own copy of the metadata, which takes in a record a moment after the controller answered the write.
+        self._written: dict[str, tuple[float, StoredToken | None]] = {}
         self._asked: dict[str, KafkaPrincipal] = {}  # who asked for the tokens kts made (from here or the audit)
         self._not_ours: TTLCache[str, bool] = TTLCache(maxsize=1_000_000, ttl=UNKNOWN_REQUESTER_RECHECK_S, timer=timer)
         self._last_refresh = float("-inf")
@@ -124,16 +126,14 @@ class KafkaTokenCache:
     def apply(self, stored: StoredToken) -> None:
         token = stored.token
         with self._lock:
-            self._writes += 1
-            self._written[token.token_id] = (self._writes, stored)
+            self._written[token.token_id] = (self._timer(), stored)
             if token.token_requester != self._cluster.principal:
                 self._asked[token.token_id] = token.token_requester
             self._index.replace(stored)
 
     def discard(self, token_id: str) -> None:
         with self._lock:
-            self._writes += 1
-            self._written[token_id] = (self._writes, None)
+            self._written[token_id] = (self._timer(), None)
             self._index.drop(token_id)
 
     # --- refreshing ---
@@ -156,8 +156,6 @@ class KafkaTokenCache:
 
     def _refresh(self) -> None:
         began = self._timer()
-        with self._lock:
-            writes_before = self._writes
         answered = self._cluster.tokens.describe()
         kts = self._cluster.principal
         asked = self._requesters_of([found.token for found in answered if found.token.token_requester == kts])
@@ -177,16 +175,20 @@ class KafkaTokenCache:
                 )
             snapshot.append(StoredToken(token, 0))
         with self._lock:
-            # Own writes answered while the brokers were asked are newer than the snapshot: keep them.
-            newer = {token_id: (seq, state) for token_id, (seq, state) in self._written.items() if seq > writes_before}
             tokens = {stored.token.token_id: stored for stored in snapshot}
-            for token_id, (_, state) in newer.items():
+            pending: dict[str, tuple[float, StoredToken | None]] = {}
+            for token_id, (written_at, state) in self._written.items():
+                seen = tokens.get(token_id)
+                shown = seen is None if state is None else seen is not None and seen.token == state.token
+                if shown or began - written_at > OWN_WRITE_GRACE_S:
+                    continue  # the brokers show it (or never will: what they show is the truth)
+                pending[token_id] = (written_at, state)
                 if state is None:
                     tokens.pop(token_id, None)
                 else:
                     tokens[token_id] = state
             self._index.load(tokens.values())
-            self._written = newer
+            self._written = pending
             self._asked = {token_id: who for token_id, who in self._asked.items() if token_id in tokens}
         self._last_refresh = began
         self.refreshes += 1

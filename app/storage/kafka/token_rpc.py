@@ -4,9 +4,11 @@ carry the HMAC, which stays inside this adapter (kts recomputes it from its own 
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Final, TypeVar
 
 from kio.schema.create_delegation_token.v3.request import CreatableRenewers, CreateDelegationTokenRequest
 from kio.schema.create_delegation_token.v3.response import CreateDelegationTokenResponse
@@ -25,11 +27,15 @@ from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.storage.kafka.errors import check
-from app.storage.kafka.wire import KafkaWire
+from app.storage.kafka.wire import KafkaWire, TokenAnswer
+
+A = TypeVar("A")
 
 # API key: the version kts sends. Create v3 and Describe v3 carry owner and requester (Kafka 3.3 and later).
 VERSIONS: Final = {38: 3, 39: 2, 40: 2, 41: 3}
 UNSUPPORTED_VERSION: Final = 35
+TOKEN_NOT_FOUND: Final = 62
+NOT_FOUND_PATIENCE_S: Final = 1.6
 TOKEN_AUTH_DISABLED: Final = 61
 TOKEN_REQUEST_NOT_ALLOWED: Final = 64
 NAMES: Final = {
@@ -132,8 +138,10 @@ class TokenRpc:
 
     def renew(self, mac: bytes, period_ms: int, token_id: str) -> int:
         """The new expiry timestamp the cluster answers."""
-        answer = self._wire.token_request(
-            RenewDelegationTokenRequest(hmac=mac, renew_period=_period(period_ms)), RenewDelegationTokenResponse
+        answer = self._settled(
+            lambda: self._wire.token_request(
+                RenewDelegationTokenRequest(hmac=mac, renew_period=_period(period_ms)), RenewDelegationTokenResponse
+            )
         )
         check(answer.error_code, f"Renew token {token_id}")
         assert answer.message is not None
@@ -141,12 +149,28 @@ class TokenRpc:
 
     def expire(self, mac: bytes, period_ms: int, token_id: str) -> int:
         """The new expiry timestamp the cluster answers (a negative period removes the token now)."""
-        answer = self._wire.token_request(
-            ExpireDelegationTokenRequest(hmac=mac, expiry_time_period=_period(period_ms)), ExpireDelegationTokenResponse
+        answer = self._settled(
+            lambda: self._wire.token_request(
+                ExpireDelegationTokenRequest(hmac=mac, expiry_time_period=_period(period_ms)),
+                ExpireDelegationTokenResponse,
+            )
         )
         check(answer.error_code, f"Expire token {token_id}")
         assert answer.message is not None
         return _ms(answer.message.expiry_timestamp)
+
+    @staticmethod
+    def _settled(ask: Callable[[], TokenAnswer[A]]) -> TokenAnswer[A]:
+        """A renew or an expire, asked again while the answer is "not found" for a short while: the controller
+        finds a token by its HMAC once it has applied the token's record, a moment after answering its create."""
+        delay = 0.05
+        deadline = time.monotonic() + NOT_FOUND_PATIENCE_S
+        while True:
+            answer = ask()
+            if answer.error_code != TOKEN_NOT_FOUND or time.monotonic() + delay > deadline:
+                return answer
+            time.sleep(delay)
+            delay *= 2
 
     def describe(self, owners: list[KafkaPrincipal] | None = None) -> list[ClusterToken]:
         """Every token kts's principal may see (its owner filter as Kafka's: None means all)."""
