@@ -137,6 +137,10 @@ def zookeeper_cluster(zk_connect: str, raw_zk: KazooClient, tmp_path: Path) -> I
 
 
 def put_zk_user(raw_zk: KazooClient, name: str, password: str) -> None:
-    config = {Mechanism.SCRAM_SHA_512.value: UserConfigZNode.credential_to_string(derive(Mechanism.SCRAM_SHA_512, password, 4096))}
+    config = {
+        Mechanism.SCRAM_SHA_512.value: UserConfigZNode.credential_to_string(
+            derive(Mechanism.SCRAM_SHA_512, password, 4096)
+        )
+    }
     raw_zk.ensure_path("/config/users")
     raw_zk.create(UserConfigZNode.path(name), UserConfigZNode.encode(config))

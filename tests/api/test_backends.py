@@ -59,9 +59,13 @@ def test_create_describe_verify_and_bearer_login(cluster: Cluster) -> None:
     assert [t["tokenId"] for t in owned_by(client, alice, alice)] == [token["tokenId"]]
     assert owned_by(client, stranger, alice) == []  # not visible to a stranger
     assert client.get(f"/v1/tokens/{token['tokenId']}", headers=stranger.basic).status_code == 404
-    verified = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=alice.basic)
+    verified = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=alice.basic
+    )
     assert verified.status_code == 200 and verified.json()["principal"] == alice.principal
-    wrong = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": "A" * 86 + "=="}, headers=alice.basic)
+    wrong = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": "A" * 86 + "=="}, headers=alice.basic
+    )
     assert wrong.status_code == 401
     me = client.get("/v1/tokens", headers=bearer(token))
     assert me.status_code == 200 and token["tokenId"] in [t["tokenId"] for t in me.json()["tokens"]]
@@ -89,19 +93,25 @@ def test_renew_and_expire_by_id_and_by_hmac(cluster: Cluster) -> None:
     alice, bob = cluster.user("alice"), cluster.user("bob")
     client = cluster.client()
     token = create(client, alice, maxLifetimeMs=3_600_000)
-    renewed = client.post(f"/v1/tokens/{token['tokenId']}/renew", json={"renewTimePeriodMs": 60_000}, headers=alice.basic)
+    renewed = client.post(
+        f"/v1/tokens/{token['tokenId']}/renew", json={"renewTimePeriodMs": 60_000}, headers=alice.basic
+    )
     assert renewed.status_code == 200, renewed.text
     assert renewed.json()["expiryTimestamp"] <= token["maxTimestamp"]
     shown = client.get(f"/v1/tokens/{token['tokenId']}", headers=alice.basic).json()
     assert shown["expiryTimestamp"] == renewed.json()["expiryTimestamp"]  # what the store (controller) answered
     stranger = client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=bob.basic)
     assert stranger.status_code == 403 and stranger.json()["code"] == 63
-    by_hmac = client.post("/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 120_000}, headers=alice.basic)
+    by_hmac = client.post(
+        "/v1/tokens/expire", json={"hmac": token["hmac"], "expiryTimePeriodMs": 120_000}, headers=alice.basic
+    )
     assert by_hmac.status_code == 200 and by_hmac.json()["tokenId"] == token["tokenId"]
     gone = client.post(f"/v1/tokens/{token['tokenId']}/expire", json={"expiryTimePeriodMs": -1}, headers=alice.basic)
     assert gone.status_code == 200
     assert client.get(f"/v1/tokens/{token['tokenId']}", headers=alice.basic).status_code == 404
-    refused = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=alice.basic)
+    refused = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=alice.basic
+    )
     assert refused.status_code == 401
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 401
     again = client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=alice.basic)
@@ -139,7 +149,11 @@ def test_pagination_by_token_id(cluster: Cluster) -> None:
 def test_credentials_through_the_api_are_logins(cluster: Cluster) -> None:
     carol_name = f"carol-{cluster.user('x').name[-8:]}"
     client = cluster.client()
-    put = client.put(f"/v1/users/{carol_name}/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "carol-pw-1"}, headers=cluster.admin.basic)
+    put = client.put(
+        f"/v1/users/{carol_name}/credentials",
+        json={"mechanism": "SCRAM-SHA-512", "password": "carol-pw-1"},
+        headers=cluster.admin.basic,
+    )
     assert put.status_code in (200, 204), put.text
     carol = User(carol_name, "carol-pw-1")
     eventually(lambda: client.get("/v1/tokens", headers=carol.basic).status_code == 200)
@@ -147,24 +161,36 @@ def test_credentials_through_the_api_are_logins(cluster: Cluster) -> None:
     assert described.status_code == 200 and "SCRAM-SHA-512" in described.text and "salt" not in described.text
     if cluster.broker is not None:  # the broker itself takes the password kts wrote
         cluster.broker.wait_for_login(Credentials(carol_name, "carol-pw-1"), ("SCRAM-SHA-512",))
-    deleted = client.delete(f"/v1/users/{carol_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic)
+    deleted = client.delete(
+        f"/v1/users/{carol_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic
+    )
     assert deleted.status_code in (200, 204), deleted.text
     fresh = cluster.client()  # no remembered password: the credential is gone everywhere
     eventually(lambda: fresh.get("/v1/tokens", headers=carol.basic).status_code == 401)
-    missing = client.delete(f"/v1/users/{carol_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic)
+    missing = client.delete(
+        f"/v1/users/{carol_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic
+    )
     assert missing.status_code == 404
 
 
 def test_revoke_on_credential_delete(cluster: Cluster) -> None:
     dave_name = f"dave-{cluster.user('x').name[-8:]}"
     client = cluster.client(token_revoke_on_credential_delete=True)
-    client.put(f"/v1/users/{dave_name}/credentials", json={"mechanism": "SCRAM-SHA-512", "password": "dave-pw-123"}, headers=cluster.admin.basic)
+    client.put(
+        f"/v1/users/{dave_name}/credentials",
+        json={"mechanism": "SCRAM-SHA-512", "password": "dave-pw-123"},
+        headers=cluster.admin.basic,
+    )
     dave = User(dave_name, "dave-pw-123")
     eventually(lambda: client.get("/v1/tokens", headers=dave.basic).status_code == 200)
     token = create(client, dave)
-    client.delete(f"/v1/users/{dave_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic)
+    client.delete(
+        f"/v1/users/{dave_name}/credentials", params={"mechanism": "SCRAM-SHA-512"}, headers=cluster.admin.basic
+    )
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 401
-    verify = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=cluster.admin.basic)
+    verify = client.post(
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=cluster.admin.basic
+    )
     assert verify.status_code == 401
 
 
@@ -173,10 +199,14 @@ def test_acls_written_and_listed(cluster: Cluster) -> None:
     client = cluster.client()
     grant(client, cluster.admin, alice.principal, "DescribeTokens", "User", "User:someone")
     listed = client.get("/v1/acls", params={"principal": alice.principal}, headers=cluster.admin.basic).json()["acls"]
-    assert [(a["resourceType"], a["resourceName"], a["operation"]) for a in listed] == [("User", "User:someone", "DescribeTokens")]
+    assert [(a["resourceType"], a["resourceName"], a["operation"]) for a in listed] == [
+        ("User", "User:someone", "DescribeTokens")
+    ]
     deleted = client.request("DELETE", "/v1/acls", params={"principal": alice.principal}, headers=cluster.admin.basic)
     assert deleted.status_code == 200 and len(deleted.json()["deleted"]) == 1
-    assert client.get("/v1/acls", params={"principal": alice.principal}, headers=cluster.admin.basic).json()["acls"] == []
+    assert (
+        client.get("/v1/acls", params={"principal": alice.principal}, headers=cluster.admin.basic).json()["acls"] == []
+    )
 
 
 def test_a_broker_takes_the_token_until_kts_expires_it(cluster: Cluster) -> None:
@@ -195,6 +225,6 @@ def _refused(cluster: Cluster, credentials: Credentials) -> bool:
     assert cluster.broker is not None
     try:
         cluster.broker.login(credentials)
-    except Exception:  # noqa: BLE001 - LoginError: refused, as wanted
+    except Exception:
         return True
     return False
