@@ -60,6 +60,9 @@ UNREACHABLE = (
 )
 LOGIN_REFUSED = (kafka_errors.SaslAuthenticationFailedError,)
 CLIENT_ID = "kts"
+# Requests in flight at once. kafka-python fails a request sent to a connection already at its limit (NodeNotReady,
+# "paused") instead of queueing it, so callers beyond it wait here for a turn.
+IN_FLIGHT = 32
 
 
 class KioMessage(Protocol):
@@ -165,6 +168,7 @@ class KafkaWire:
         self._net: NetworkSelector | None = None
         self._manager: KafkaConnectionManager | None = None
         self._lock = threading.Lock()
+        self._turns = threading.BoundedSemaphore(IN_FLIGHT)
         self.connected = False  # the last request (or start) reached the brokers
 
     def _options(self) -> dict[str, Any]:
@@ -175,6 +179,7 @@ class KafkaWire:
             "socket_connection_setup_timeout_ms": min(10_000, self._timeout_ms),
             "socket_connection_setup_timeout_max_ms": min(30_000, self._timeout_ms),
             "reconnect_backoff_max_ms": 1_000,
+            "max_in_flight_requests_per_connection": 2 * IN_FLIGHT,  # never reached: see IN_FLIGHT
             **self._security.client_options(),
         }
 
@@ -215,7 +220,8 @@ class KafkaWire:
         (StoreUnavailable when no broker answered in time: the outcome of a write is then unknown)."""
         manager = self._started()
         try:
-            response = manager.run(lambda: manager.send(request))
+            with self._turns:
+                response = manager.run(lambda: manager.send(request))
         except LOGIN_REFUSED:
             self._outcome(False)
             raise StoreUnavailable(f"The brokers refused kts's login as {self._security.identity}.") from None
