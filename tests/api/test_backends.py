@@ -228,3 +228,26 @@ def _refused(cluster: Cluster, credentials: Credentials) -> bool:
     except Exception:
         return True
     return False
+
+
+def test_revoke_in_bulk_by_owner(cluster: Cluster) -> None:
+    alice, bob = cluster.user("alice"), cluster.user("bob")
+    client = cluster.client()
+    mine = [create(client, alice) for _ in range(3)]
+    kept = create(client, bob)
+    revoked = client.post("/v1/tokens/revoke", json={"owner": alice.principal}, headers=cluster.admin.basic)
+    assert revoked.status_code == 200, revoked.text
+    assert sorted(revoked.json()["revoked"]) == sorted(token["tokenId"] for token in mine)
+    assert all(client.get("/v1/tokens", headers=bearer(token)).status_code == 401 for token in mine)
+    assert client.get("/v1/tokens", headers=bearer(kept)).status_code == 200
+
+
+def test_the_owner_quota_holds(cluster: Cluster) -> None:
+    alice = cluster.user("alice")
+    client = cluster.client(token_quota_per_owner=2)
+    first = create(client, alice)
+    create(client, alice)
+    refused = client.post("/v1/tokens", json={}, headers=alice.basic)
+    assert refused.status_code == 429 and refused.json()["error"] == "TOKEN_QUOTA_EXCEEDED", refused.text
+    client.post(f"/v1/tokens/{first['tokenId']}/expire", json={}, headers=alice.basic)
+    create(client, alice)  # room again once one is gone
