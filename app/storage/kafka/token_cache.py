@@ -187,12 +187,25 @@ class KafkaTokenCache:
                     tokens.pop(token_id, None)
                 else:
                     tokens[token_id] = state
-            self._index.load(tokens.values())
+            self._install(tokens)
             self._written = pending
             self._asked = {token_id: who for token_id, who in self._asked.items() if token_id in tokens}
         self._last_refresh = began
         self.refreshes += 1
         self.loaded = True
+
+    def _install(self, tokens: dict[str, StoredToken]) -> None:
+        """Make the index hold ``tokens``, touching only what changed: a refresh of many tokens of which few
+        changed costs few HMACs and index updates (the first load sorts the id index once)."""
+        if not len(self._index):
+            self._index.load(tokens.values())
+            return
+        for token_id in [token_id for token_id in self._index.ids() if token_id not in tokens]:
+            self._index.drop(token_id)
+        for token_id, stored in tokens.items():
+            current = self._index.get(token_id)
+            if current is None or current.token != stored.token:
+                self._index.replace(stored)
 
     def _requesters_of(self, made_by_kts: list) -> dict[str, KafkaPrincipal]:  # type: ignore[type-arg]
         known = {token.token_id: self._asked[token.token_id] for token in made_by_kts if token.token_id in self._asked}
