@@ -169,7 +169,7 @@ class TokenRevocation:
 
         def delete(stored: StoredToken) -> TokenChange[None]:
             charges.append(None if shares is None else shares.deletion(stored.token))
-            return TokenChange(None, None, charges[-1])
+            return TokenChange(None, None, charge=charges[-1])
 
         try:
             self._auditor.mutation(

@@ -16,12 +16,12 @@ from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
-from app.domain.token_secret import TokenSecret, new_token_id
+from app.domain.token_secret import TokenSecret
 from app.domain.token_share import ShareWrite
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.capacity import CapacityGuard
-from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
 from app.service.token_shares import TokenShares
 
@@ -75,7 +75,8 @@ class TokenService:
         self._auditor = auditor
 
     def create(self, caller: Caller, request: CreateRequest) -> IssuedToken:
-        token_id = new_token_id()
+        # None: the cluster picks the id as it creates the token (the event gets it when it succeeds).
+        token_id = self._store.next_token_id()
         event = AuditEvent(
             Action.TOKEN_CREATE,
             Outcome.PENDING,
@@ -93,7 +94,7 @@ class TokenService:
             token = token_rules.plan_create(
                 caller,
                 request,
-                token_id=token_id,
+                token_id=token_id or "",
                 now_ms=self._clock.now_ms(),
                 policy=self._policy,
                 authorizer=self._authorizer,
@@ -104,17 +105,18 @@ class TokenService:
 
         token = self._auditor.decided(event, plan)
         self._admit(event, lambda guard: guard.admit_create(super_user=self._is_super_user(caller)))
-        self._auditor.mutation(
+        # What the store answers is what the cluster holds (its id and times, where it picks them).
+        stored = self._auditor.mutation(
             event,
             lambda intent: self._created(token, intent),
-            succeeded=lambda _: event.ended(
+            succeeded=lambda stored: replace(event, token_id=stored.token.token_id).ended(
                 Outcome.SUCCEEDED,
-                issueTimestamp=token.issue_timestamp,
-                expiryTimestamp=token.expiry_timestamp,
-                maxTimestamp=token.max_timestamp,
+                issueTimestamp=stored.token.issue_timestamp,
+                expiryTimestamp=stored.token.expiry_timestamp,
+                maxTimestamp=stored.token.max_timestamp,
             ),
         )
-        return IssuedToken(token, self._secret.hmac(token.token_id))
+        return IssuedToken(stored.token, self._secret.hmac(stored.token.token_id))
 
     def renew(self, caller: Caller, token_id: str, renew_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_RENEW, caller, token_id, renewTimePeriodMs=renew_period_ms)
@@ -184,9 +186,13 @@ class TokenService:
 
     def verify(self, token_id: str, mac: bytes) -> TokenInformation | None:
         """The token when ``mac`` is its HMAC and it has not expired; otherwise None. Not audited: it is the
-        Bearer login path, whose failures the authenticator records. Reads only the cache."""
-        stored = self._view.get(token_id)
-        if stored is None or not self._secret.matches(token_id, mac):
+        Bearer login path, whose failures the authenticator records. Reads only the cache, which may refresh
+        once, rate-limited, for a token it lacks: only after the HMAC matched, so that only a holder of a real
+        token (one made an instant ago elsewhere) can cause it."""
+        if not self._secret.matches(token_id, mac):
+            return None
+        stored = self._view.lookup(token_id)
+        if stored is None:
             return None
         token = stored.token
         return token if token.authenticates_at(self._clock.now_ms()) else None
@@ -224,19 +230,21 @@ class TokenService:
         if self._shares is not None:
             self._shares.check(principal, write)
 
-    def _created(self, token: TokenInformation, intent: str) -> None:
+    def _created(self, token: TokenInformation, intent: str) -> StoredToken:
         # Within the quotas and the requester's share, judged exactly as the token is written; this replica
         # reads its own write at once.
         shares = self._shares
         if shares is None:
-            self._quotas.create(token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit))
-            return
+            return self._quotas.create(
+                token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit)
+            )
         with shares.turn(token.token_requester):
             charge = shares.judged(token.token_requester, ShareWrite.CREATE)
-            self._quotas.create(
+            stored = self._quotas.create(
                 token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit, charge=charge)
             )
             shares.settle(charge)
+        return stored
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
@@ -299,13 +307,18 @@ class TokenService:
         self._admit(event, lambda guard: guard.admit_renew(super_user=self._is_super_user(caller)))
         charge = None if self._shares is None else self._shares.judged(caller.principal, ShareWrite.CHANGE)
 
-        def decide(stored: StoredToken) -> TokenChange[ExpiryChange]:
-            expiry = plan(stored)
-            return TokenChange(stored.token.with_expiry(expiry), ExpiryChange(token_id, expiry), charge)
+        def decide(stored: StoredToken) -> TokenChange[None]:
+            return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms), charge)
+
+        def renewed(intent: str) -> ExpiryChange:
+            written, _ = self._change(token_id, decide, intent, caller)
+            assert written is not None  # a renew never deletes
+            # The expiry the store wrote: a cluster that makes the change may answer another than kts planned.
+            return ExpiryChange(token_id, written.token.expiry_timestamp)
 
         return self._auditor.mutation(
             event,
-            lambda intent: self._change(token_id, decide, intent, caller),
+            renewed,
             succeeded=lambda change: event.ended(Outcome.SUCCEEDED, expiryTimestamp=change.expiry_timestamp),
         )
 
@@ -339,45 +352,52 @@ class TokenService:
         shares = self._shares
         kept_charge = None if shares is None else shares.judged(caller.principal, ShareWrite.CHANGE)
 
-        def decide(stored: StoredToken) -> TokenChange[tuple[ExpiryChange, bool, bool]]:
+        def decide(stored: StoredToken) -> TokenChange[tuple[int, bool]]:
             decision = plan(stored)
             if isinstance(decision, DeleteToken):
                 # Never refused: the notification is charged to the requester, whose token held room for it.
                 charge = None if shares is None else shares.deletion(stored.token)
-                return TokenChange(None, (ExpiryChange(token_id, decision.expiry_timestamp), True, False), charge)
-            change = ExpiryChange(token_id, decision.expiry_timestamp)
+                return TokenChange(None, (decision.expiry_timestamp, False), Expiry(-1), charge)
             new = stored.token.with_expiry(decision.expiry_timestamp)
-            return TokenChange(new, (change, False, decision.extended), kept_charge)
+            planned = (decision.expiry_timestamp, decision.extended)
+            return TokenChange(new, planned, Expiry(expiry_period_ms), kept_charge)
+
+        def expired(intent: str) -> tuple[ExpiryChange, bool, bool]:
+            written, (planned, extended) = self._change(token_id, decide, intent, caller)
+            if written is None:
+                return ExpiryChange(token_id, planned), True, False
+            return ExpiryChange(token_id, written.token.expiry_timestamp), False, extended
 
         change, _deleted, _extended = self._auditor.mutation(
             event,
-            lambda intent: self._change(token_id, decide, intent, caller),
+            expired,
             succeeded=lambda result: event.ended(
                 Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1], extended=result[2]
             ),
         )
         return change
 
-    def _change(self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str, caller: Caller) -> T:
-        """Change the token with compare-and-set (a renew and an expire racing on two replicas: the loser
+    def _change(
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str, caller: Caller
+    ) -> tuple[StoredToken | None, T]:
+        """Change the token (ZooKeeper: compare-and-set, a renew and an expire racing on two replicas: the loser
         reads again and decides again), then install what was written: this replica reads its writes at once.
         The caller's writes on this replica take turns on its share ledger."""
         shares = self._shares
         if shares is None:
             written, result = self._store.change(token_id, decide, intent)
         else:
-            charges: list[TokenChange[T]] = []
+            answers: list[TokenChange[T]] = []
 
             def deciding(stored: StoredToken) -> TokenChange[T]:
-                answer = decide(stored)
-                charges.append(answer)
-                return answer
+                answers.append(decide(stored))
+                return answers[-1]
 
             with shares.turn(caller.principal):
                 written, result = self._store.change(token_id, deciding, intent)
-                shares.settle(charges[-1].charge)
+                shares.settle(answers[-1].charge)
         if written is None:
             self._view.discard(token_id)
         else:
             self._view.apply(written)
-        return result
+        return written, result

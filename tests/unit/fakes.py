@@ -23,7 +23,7 @@ from app.domain.errors import (
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
-from app.domain.token_secret import TokenSecret
+from app.domain.token_secret import TokenSecret, new_token_id
 from app.domain.token_share import ShareLedger
 from app.service.ports import NO_LEDGER, LedgerState, ShareCharge, StoredToken
 
@@ -60,6 +60,9 @@ class FakeTokenStore:
         self.fail_with: KtsError | None = None  # raised by the next write
         self.guards: dict[QuotaKey, int] = {}
         self.ledgers = FakeShareLedgers()  # share ledgers, charged in the same "transaction" as a write
+
+    def next_token_id(self) -> str:
+        return new_token_id()
 
     def _failing(self) -> None:
         if self.fail_with is not None:
@@ -211,6 +214,9 @@ class FakeTokenView:
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
 
+    def lookup(self, token_id: str) -> StoredToken | None:
+        return self.get(token_id)
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         if self._secret is None:
             return None
@@ -323,6 +329,10 @@ class FakeUserStore:
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
+
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        found = self.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None

@@ -98,7 +98,7 @@ def test_a_change_carries_the_charge_its_decision_names(zk: ZkConnection, raw_zk
     store.create(_token("ChangedAAAAAAAAAAAAAAA"))
 
     def renew(stored: StoredToken) -> TokenChange[None]:
-        return TokenChange(stored.token.with_expiry(3000), None, Charge(BOB))
+        return TokenChange(stored.token.with_expiry(3000), None, charge=Charge(BOB))
 
     store.change("ChangedAAAAAAAAAAAAAAA", renew)
     assert _ledger(raw_zk, BOB) == (ShareLedger(((MINUTE, 1),)), 0)
