@@ -38,7 +38,8 @@ KRAFT_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 LOG_FILE = "broker.log"
 
 # Both logging back ends (3.x: reload4j, 4.x: log4j2) to standard output, which goes to broker.log. INFO for
-# start and stop, failed logins (Selector) and denied operations (the authorizer's logger); WARN for the rest.
+# start and stop, failed logins (Selector) and denied operations (the authorizer's logger); WARN for the rest,
+# but for the connections a starting broker's controller tries before its listener is up (ERROR).
 _LOG4J = """\
 log4j.rootLogger=WARN, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -50,6 +51,8 @@ log4j.logger.kafka.Kafka$=INFO
 log4j.logger.kafka.server.DelegationTokenManager=INFO
 log4j.logger.kafka.authorizer.logger=INFO
 log4j.logger.org.apache.kafka.common.network.Selector=INFO
+log4j.logger.kafka.controller.RequestSendThread=ERROR
+log4j.logger.org.apache.kafka.clients.NetworkClient=ERROR
 """
 _LOG4J2 = """\
 status = warn
@@ -69,6 +72,8 @@ logger.selector.name = org.apache.kafka.common.network.Selector
 logger.selector.level = INFO
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = INFO
+logger.network.name = org.apache.kafka.clients.NetworkClient
+logger.network.level = ERROR
 """
 # The tools print their answers on standard output: their own logging goes to standard error, warnings only.
 _TOOLS_LOG4J = """\
@@ -224,8 +229,9 @@ class KafkaBroker:
         return values | self.extra_properties
 
     def _java(self, main_class: str, *arguments: str, server: bool = False) -> list[str]:
-        """A tool is short-lived: a small heap and only the quick compiler (starts faster)."""
-        tuning = [f"-Xmx{self.heap}"] if server else ["-Xmx256m", "-XX:TieredStopAtLevel=1"]
+        """A tool is short-lived: a small heap and only the quick compiler (it starts faster)."""
+        # Tools print dates (kafka-delegation-tokens.sh): in UTC, whatever the machine's zone.
+        tuning = [f"-Xmx{self.heap}"] if server else ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Duser.timezone=UTC"]
         logging = "" if server else "tools-"
         return [
             "java",
