@@ -12,6 +12,8 @@ import pytest
 from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, KafkaUnavailable, fetch
 from tests.e2e.conftest import ROOT
 
+pytestmark = pytest.mark.kafka
+
 UNREACHABLE_MIRROR = """<settings><mirrors><mirror>
   <id>nowhere</id><mirrorOf>*</mirrorOf><url>http://127.0.0.1:9/maven2</url>
 </mirror></mirrors></settings>
