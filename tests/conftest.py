@@ -186,7 +186,8 @@ KAFKA_TEST_TIMEOUT_S = 360
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest)."""
     for item in items:
-        if item.get_closest_marker("kafka") or any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ())):
+        on_broker = any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ()))
+        if on_broker or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(KAFKA_TEST_TIMEOUT_S))
