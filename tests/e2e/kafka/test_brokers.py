@@ -7,6 +7,7 @@ import pytest
 from app.cli.client.kafka_login import Credentials
 from tests.kafka.brokers import RunningBroker
 
+pytestmark = pytest.mark.kafka  # the broker fixture is asked for by name, unseen by the marker's hook
 MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
