@@ -26,6 +26,7 @@ from app.cli.server.kafka_broker.broker import (
     KafkaBroker,
     User,
     client_properties,
+    takes_its_own_login,
     write_properties,
 )
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE, ZOOKEEPER_MODE_RELEASE, fetch
@@ -259,14 +260,6 @@ def _scram_login_succeeds(user: User) -> Callable[[KafkaBroker], bool]:
     return ready
 
 
-def _plain_login_succeeds(broker: KafkaBroker) -> bool:
-    login(
-        BrokerLogin((broker.bootstrap,), LISTENER, "PLAIN"),
-        Credentials(broker.broker_user.name, broker.broker_user.password),
-    )
-    return True
-
-
 def start_zookeeper_mode_broker(
     directory: Path, zookeeper_connect: str, secret: str, *, extra_properties: dict[str, str] | None = None
 ) -> RunningBroker:
@@ -283,7 +276,7 @@ def start_zookeeper_mode_broker(
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )
-    broker.start(_plain_login_succeeds, timeout_s=READY_TIMEOUT_S)
+    broker.start(takes_its_own_login, timeout_s=READY_TIMEOUT_S)
     try:
         bootstrap = RunningBroker(broker, User(broker.broker_user.name, broker.broker_user.password))
         _put_scram_user(bootstrap.admin_client(mechanism="PLAIN"), ADMIN)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.cli.client.kafka_login import BrokerLogin, Credentials, login
 from app.cli.server.embedded_zookeeper import die_with_parent, free_port
 from app.cli.server.kafka_broker.release import KafkaRelease, KafkaUnavailable
 
@@ -333,6 +334,13 @@ class KafkaBroker:
     def _tail(self) -> str:
         tail = self.log_tail()
         return f"; the end of {self.log_path}:\n{tail}" if tail else ""
+
+
+def takes_its_own_login(broker: KafkaBroker) -> bool:
+    """A readiness check: the broker authenticates its own PLAIN user on its listener (LoginError while not)."""
+    user = broker.broker_user
+    login(BrokerLogin((broker.bootstrap,), LISTENER, "PLAIN"), Credentials(user.name, user.password), timeout_s=5)
+    return True
 
 
 __all__ = ["BrokerFailed", "KafkaBroker", "KafkaUnavailable", "User", "client_properties", "jaas"]
