@@ -1,5 +1,5 @@
 """``kts dev --kafka``: the local stack with a real Kafka broker; a newcomer's first record, produced with a kts
-token by kafka-console-producer.sh using the properties the banner prints, then read back."""
+token by kafka-console-producer.sh using the properties the banner prints, then read back (as the admin)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from kafka import KafkaConsumer, TopicPartition
 
 from app.cli.server.embedded_zookeeper import free_port
 from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, fetch
@@ -19,7 +20,6 @@ from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
 
 pytestmark = pytest.mark.kafka
 PRODUCER = "kafka.tools.ConsoleProducer"  # kafka-console-producer.sh in 3.9
-CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"  # kafka-console-consumer.sh in 3.9
 
 
 def _client_properties(banner: str, token_id: str, hmac: str) -> str:
@@ -91,12 +91,24 @@ def test_kts_dev_kafka_takes_a_kts_token_for_the_first_record(tmp_path: Path) ->
             "--request-required-acks", "all", stdin="hello from a kts token\n",
         )  # fmt: skip
         assert produced.returncode == 0, produced.stdout + produced.stderr
-        consumed = _tool(
-            CONSUMER, "--bootstrap-server", bootstrap, "--topic", "first", "--partition", "0", "--offset", "earliest",
-            "--max-messages", "1", "--timeout-ms", "60000", "--consumer.config", str(config),
-        )  # fmt: skip
-        print(f"{banner}\nkafka-console-consumer.sh read: {consumed.stdout.strip()}")
-        assert consumed.stdout.strip() == "hello from a kts token", consumed.stdout + consumed.stderr
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="admin",  # the stack's super user, whose credentials kts keeps in ZooKeeper
+            sasl_plain_password="admin-pw",
+            enable_auto_commit=False,
+            consumer_timeout_ms=60000,
+        )
+        try:
+            partition = TopicPartition("first", 0)
+            consumer.assign([partition])
+            consumer.seek_to_beginning(partition)
+            record = next(iter(consumer))
+        finally:
+            consumer.close()
+        print(f"{banner}\nkafka-console-producer.sh wrote, and a consumer read: {record.value!r}")
+        assert record.value == b"hello from a kts token"
     finally:
         process.send_signal(signal.SIGINT)  # Ctrl-C
         returncode = process.wait(60)

@@ -24,9 +24,7 @@ def token_logins() -> Iterator[None]:
     sasl.register_sasl_mechanism("SCRAM-SHA-512", stock, overwrite=True)
 
 
-def test_kafka_pythons_producer_and_consumer_log_in_with_a_kts_token(
-    kafka_zk_broker: RunningBroker, kts: Kts
-) -> None:
+def test_kafka_pythons_producer_and_consumer_log_in_with_a_kts_token(kafka_zk_broker: RunningBroker, kts: Kts) -> None:
     owner = kafka_zk_broker.new_user("python")
     topic = kafka_zk_broker.create_topic()
     kafka_zk_broker.acls(
@@ -59,4 +57,3 @@ def test_kafka_pythons_producer_and_consumer_log_in_with_a_kts_token(
             consumer.close()
     print(f"kafka-python produced at offset {sent.offset} and consumed {record.value!r} with token {token['tokenId']}")
     assert record.value == b"from kafka-python with a kts token"
-
