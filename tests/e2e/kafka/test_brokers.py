@@ -22,3 +22,12 @@ def test_the_super_user_logs_in_and_a_wrong_password_is_refused(broker: RunningB
     answer = broker.login_error(Credentials(broker.admin.name, "not-the-password"), mechanism)
     print(f"Kafka {broker.version} answered a wrong password: {answer}")
     assert f"invalid credentials with SASL mechanism {mechanism}" in answer
+
+
+def test_the_files_holding_the_secret_or_a_password_are_private(broker: RunningBroker) -> None:
+    """server.properties holds delegation.token.secret.key and the broker's own password; a --command-config file
+    a password."""
+    config = broker.command_config()
+    for path in (broker.directory / "server.properties", config):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert broker.directory.stat().st_mode & 0o077 == 0

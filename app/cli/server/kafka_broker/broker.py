@@ -127,8 +127,13 @@ def client_properties(user: User, mechanism: str = "SCRAM-SHA-512", *, token: bo
 
 
 def write_properties(path: Path, values: Mapping[str, str]) -> Path:
-    """A Java properties file; values here never hold newlines, and backslashes are escaped."""
-    path.write_text("".join(f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in values.items()))
+    """A Java properties file, readable by this user only (it holds the secret key or a password); values here
+    never hold newlines, and backslashes are escaped."""
+    text = "".join(f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in values.items())
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
     return path
 
 
@@ -248,7 +253,7 @@ class KafkaBroker:
 
     def start(self, ready: Callable[[KafkaBroker], bool], timeout_s: float = 120.0) -> None:
         """Start the process and poll ``ready(self)`` until it returns True. Raises BrokerFailed."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.directory / "log4j.properties").write_text(_LOG4J)
         (self.directory / "log4j2.properties").write_text(_LOG4J2)
         (self.directory / "tools-log4j.properties").write_text(_TOOLS_LOG4J)
