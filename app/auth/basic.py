@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import os
 import threading
+from enum import Enum
 
 from cachetools import TTLCache
 
@@ -30,6 +31,12 @@ from app.service.ports import UserStore
 # Strongest first: a user with both credentials is checked against SCRAM-SHA-512.
 _MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
 DUMMY_ITERATIONS = MIN_ITERATIONS  # what PUT /v1/users/{name}/credentials writes unless told otherwise
+
+
+class Verdict(Enum):
+    ACCEPTED = "accepted"
+    REFUSED = "refused"  # the user exists: a wrong password (or none of its credentials can be used)
+    NO_SUCH_USER = "no such user"  # for the audit alone: the answer and its cost are those of REFUSED
 
 
 class BasicAuthenticator:
@@ -44,6 +51,9 @@ class BasicAuthenticator:
         self._dummies = {mechanism: derive(mechanism, unguessable, DUMMY_ITERATIONS) for mechanism in _MECHANISMS}
 
     def authenticate(self, user_name: str, password: str) -> bool:
+        return self.check(user_name, password) is Verdict.ACCEPTED
+
+    def check(self, user_name: str, password: str) -> Verdict:
         stored = self._store.credentials(user_name)
         usable = {mechanism: credential for mechanism, credential in stored.items() if _usable(credential)}
         entries = {
@@ -51,16 +61,16 @@ class BasicAuthenticator:
             for mechanism, credential in usable.items()
         }
         if any(self._remembered(entry) for entry in entries.values()):
-            return True
+            return Verdict.ACCEPTED
         for mechanism in _MECHANISMS:
             credential = usable.get(mechanism)
             if credential is not None and password_matches(mechanism, credential, password):
                 self._remember(entries[mechanism])
-                return True
+                return Verdict.ACCEPTED
         for mechanism in _MECHANISMS:
             if mechanism not in usable:  # a refusal costs one derivation per mechanism, whoever it names
                 password_matches(mechanism, self._dummies[mechanism], password)
-        return False
+        return Verdict.REFUSED if stored else Verdict.NO_SUCH_USER
 
     def _entry(self, user_name: str, mechanism: Mechanism, stored_key: bytes, password: str) -> bytes:
         message = b"\x00".join(

@@ -360,6 +360,9 @@ class FakeAuditLog:
             return None
         return event_id not in self.completed and self.appended[event_id].outcome is Outcome.PENDING
 
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        return 0
+
     def events(self) -> list[AuditEvent]:
         """Each event as it ended (or as appended while it has not been completed), in order."""
         return [self.completed.get(event_id, event) for event_id, event in self.appended.items()]
