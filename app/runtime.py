@@ -95,6 +95,7 @@ class Runtime:
             zookeeper_state=lambda: self.zk.state.lower(),
             child_lists=self._child_lists,
             replicas=self.lockout_store.replicas,
+            account_locks=self.lockout_store.in_force,
         )
 
     def _child_lists(self) -> list[ChildListFigures] | None:

@@ -95,12 +95,17 @@ class ZkLockoutStore:
             ends = [e.ends_ms for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.key == key]
         return max(0, max(ends, default=0) - now)
 
+    def in_force(self) -> int:
+        """How many shared locks are in force (the figure the bound applies to)."""
+        now = self.now_ms()
+        with self._guard:
+            return sum(1 for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.ends_ms > now)
+
     def share(self, lock: Lock) -> bool:
         """Create the lock every replica will see; False when the bound is reached (nothing written). Raises
         StoreUnavailable when ZooKeeper cannot take it."""
-        now = self.now_ms()
+        in_force = self.in_force()
         with self._guard:
-            in_force = sum(1 for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.ends_ms > now)
             listed = len(self._entries)
         if in_force >= self._max_shared or listed >= 2 * self._max_shared:
             log.warning("%d account locks are shared already: this one is kept by this replica only", in_force)

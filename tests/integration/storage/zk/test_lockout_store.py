@@ -58,8 +58,12 @@ def lock(account: str, duration_ms: int = DURATION) -> Lock:
     return Lock(account_key(account), account, failures=5, duration_ms=duration_ms, locked_at_ms=0)
 
 
-@pytest.mark.parametrize("account", ["User:alice", "User:al/ice@x-y", "User:\x00\x1b[2J", "User:\ud800", "User:" + "é" * 300])
-def test_a_lock_shared_on_one_replica_reaches_the_other(make_store: MakeStore, raw_zk: KazooClient, account: str) -> None:
+@pytest.mark.parametrize(
+    "account", ["User:alice", "User:al/ice@x-y", "User:\x00\x1b[2J", "User:\ud800", "User:" + "é" * 300]
+)
+def test_a_lock_shared_on_one_replica_reaches_the_other(
+    make_store: MakeStore, raw_zk: KazooClient, account: str
+) -> None:
     first, second = make_store("replica-a"), make_store("replica-b")
     assert first.share(lock(account))
     key = account_key(account)
@@ -127,7 +131,9 @@ def test_only_locks_in_force_count_towards_the_bound(make_store: MakeStore, raw_
     assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 20
 
 
-def test_the_bound_keeps_the_list_far_below_what_a_java_client_lists(make_store: MakeStore, raw_zk: KazooClient) -> None:
+def test_the_bound_keeps_the_list_far_below_what_a_java_client_lists(
+    make_store: MakeStore, raw_zk: KazooClient
+) -> None:
     """The list at its worst: as many locks in force as allowed, and as many ended ones waiting for the leader,
     of the longest names (names of 193 characters once made 5,005 znodes of 1,136,351 bytes)."""
     store = make_store("replica-a")
