@@ -26,7 +26,7 @@ from app.domain.errors import NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from app.domain.throttle import token_subject
-from app.service.attempts import AttemptGuard
+from app.service.attempts import AttemptGuard, PasswordLogin
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
 
@@ -63,7 +63,8 @@ class Authenticator:
         subject = presented.claimed_principal or (token_subject(token_id) if token_id else None)
         # Only a password can be guessed: the account lockout counts and refuses Basic logins alone (a forged
         # JWT naming a user must not lock that user's workloads out).
-        password = presented.login.password if isinstance(presented.login, BasicLogin) else None
+        login = presented.login
+        password = PasswordLogin(f"User:{login.user_name}", login.password) if isinstance(login, BasicLogin) else None
         return self._guard.attempt(
             host,
             subject,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
@@ -54,6 +55,15 @@ class AttemptRule(Protocol):
     def flush(self) -> list[BurstSummary]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class PasswordLogin:
+    """An attempt that presents a password for ``account`` (``User:<the whole name>``: the claimed subject may
+    be cut short, the lockout's key never is)."""
+
+    account: str
+    password: str = field(repr=False)
+
+
 Describe = Callable[[str], AuditEvent]
 """Builds an attempt's own denied event from the reason it was refused; called only when it is recorded."""
 
@@ -82,7 +92,7 @@ class AttemptGuard:
         describe: Describe,
         check: Callable[[], T],
         *,
-        password: str | None = None,
+        password: PasswordLogin | None = None,
     ) -> T:
         """Run ``check`` (which raises NotAuthenticated to refuse) unless ``address`` (claiming ``subject``) is
         throttled or its account locked. ``password``: the attempt presents one (a Basic login), so the
@@ -91,12 +101,12 @@ class AttemptGuard:
         if admission.refused:
             self._refused(admission, describe, locked=False)
         self._write(admission.audit, None)
-        lockable = password is not None and self._lockout is not None and _is_account(subject)
-        if not lockable or subject is None or password is None or self._lockout is None:
+        lockout = self._lockout
+        if password is None or lockout is None or not password.account.startswith(ACCOUNT_PREFIX):
             return self._checked(address, subject, describe, check, count_subject=True)
-        if self._lockout.exempt(address):
+        if lockout.exempt(address):
             return self._checked(address, subject, describe, check, count_subject=False)
-        return self._locked_check(self._lockout, address, subject, describe, check, password)
+        return self._locked_check(lockout, address, subject, describe, check, password)
 
     def flush(self) -> None:
         """Record every attempt not yet recorded (at shutdown)."""
@@ -119,30 +129,31 @@ class AttemptGuard:
         self,
         locks: AccountLocks,
         address: str,
-        account: str,
+        subject: str | None,
         describe: Describe,
         check: Callable[[], T],
-        password: str,
+        login: PasswordLogin,
     ) -> T:
+        account = login.account
         key = account_key(account)
-        digest = self._gate.digest(key, password)
+        digest = self._gate.digest(key, login.password)
         deadline = time.monotonic() + self._wait_s
         while True:
             wait_ms = locks.wait_ms(key)
             if wait_ms:
-                self._refuse(address, account, describe, wait_ms, locked=True)
+                self._refuse(address, subject, describe, wait_ms, locked=True)
             flight, leading = self._gate.enter(key, digest)
             if leading:
-                return self._lead(locks, flight, key, address, account, describe, check)
+                return self._lead(locks, flight, key, address, subject, account, describe, check)
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not flight.done.wait(remaining):
-                self._refuse(address, account, describe, BUSY_RETRY_MS, locked=False)
+                self._refuse(address, subject, describe, BUSY_RETRY_MS, locked=False)
             if flight.accepted is not None and flight.same_credentials(digest):
                 if flight.accepted:  # just accepted: checking it again is cheap (the verified-password cache)
-                    return self._checked(address, account, describe, check, count_subject=False)
+                    return self._checked(address, subject, describe, check, count_subject=False)
                 refusal = flight.refusal or NotAuthenticated("Invalid user name or password.")
                 # The same wrong password: answered by its verdict, neither checked nor counted again.
-                self._failed(address, account, describe, refusal, count_subject=False)
+                self._failed(address, subject, describe, refusal, count_subject=False)
                 raise NotAuthenticated(refusal.message, known=refusal.known)
             # Other credentials, or no verdict: take a turn.
 
@@ -152,6 +163,7 @@ class AttemptGuard:
         flight: Flight,
         key: str,
         address: str,
+        subject: str | None,
         account: str,
         describe: Describe,
         check: Callable[[], T],
@@ -159,20 +171,20 @@ class AttemptGuard:
         try:
             wait_ms = locks.begin(key)  # counted before it is checked
             if wait_ms:
-                self._refuse(address, account, describe, wait_ms, locked=True)
+                self._refuse(address, subject, describe, wait_ms, locked=True)
             try:
                 result = check()
             except NotAuthenticated as exc:
                 locks.failed(key, account, address)  # before the next check of the account starts
                 flight.accepted, flight.refusal = False, exc
-                self._failed(address, account, describe, exc, count_subject=False)
+                self._failed(address, subject, describe, exc, count_subject=False)
                 raise
             except BaseException:
                 locks.abandoned(key)
                 raise
             locks.succeeded(key, address)
             flight.accepted = True
-            self._throttle.succeeded(address, account)
+            self._throttle.succeeded(address, subject)
             return result
         finally:
             self._gate.leave(key, flight)
@@ -185,7 +197,7 @@ class AttemptGuard:
         plan = self._throttle.failed(address, subject, count_subject=count_subject, known=exc.known)
         self._write(plan, lambda: describe(exc.message))
 
-    def _refuse(self, address: str, subject: str, describe: Describe, wait_ms: int, *, locked: bool) -> None:
+    def _refuse(self, address: str, subject: str | None, describe: Describe, wait_ms: int, *, locked: bool) -> None:
         self._refused(self._throttle.refuse(address, subject, wait_ms), describe, locked=locked)
 
     def _refused(self, admission: Admission, describe: Describe, *, locked: bool) -> None:
@@ -231,7 +243,3 @@ class AttemptGuard:
             self._auditor.record(event)
         finally:
             request_context.reset(reset)
-
-
-def _is_account(subject: str | None) -> bool:
-    return subject is not None and subject.startswith(ACCOUNT_PREFIX)

@@ -17,7 +17,7 @@ from app.domain.errors import AccountLocked, NotAuthenticated, StoreUnavailable,
 from app.domain.lockout import AccountLockout, ExemptAddresses, LockoutPolicy, account_key
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
-from app.service.attempts import AttemptGuard
+from app.service.attempts import AttemptGuard, PasswordLogin
 from app.service.audit import Auditor
 from app.service.lockout import AccountLocks, Unlocked
 from tests.unit.fakes import FakeAclStore, FakeAclView, FakeAuditLog, FakeClock, FakeIntentStore, FakeLockoutStore
@@ -69,7 +69,11 @@ class Setup:
 
     def login(self, address: str, password: str, hold: threading.Event | None = None) -> str:
         return self.guard.attempt(
-            address, ALICE, lambda reason: _denied(reason), self.check(password, hold), password=password
+            address,
+            ALICE,
+            lambda reason: _denied(reason),
+            self.check(password, hold),
+            password=PasswordLogin(ALICE, password),
         )
 
     def events(self, action: Action) -> list[AuditEvent]:
