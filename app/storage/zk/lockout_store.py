@@ -64,6 +64,7 @@ class ZkLockoutStore:
         self._clock = clock
         self._max_shared = max_shared
         self._entries: dict[str, _Entry] = {}  # znode name -> what it is
+        self._unlisted: set[str] = set()  # names this replica created that no child list has shown yet
         self._offset_ms = 0  # ZooKeeper's clock minus this replica's
         self._offset_read_ms: int | None = None  # this replica's clock when the offset was last read
         self._clock_reading = False
@@ -221,6 +222,7 @@ class ZkLockoutStore:
         if entry is not None:
             with self._guard:
                 self._entries[name] = _Entry(entry.kind, entry.key, entry.duration_ms, stat.ctime, ctime_known=True)
+                self._unlisted.add(name)
 
     def _on_children(self, children: list[str]) -> None:
         now = self._clock.now_ms() + self._offset_ms  # never a ZooKeeper request on kazoo's event thread
@@ -240,6 +242,13 @@ class ZkLockoutStore:
                 fresh.append(name)
                 if entry.kind is LockoutKind.RELEASE:
                     released.append(entry.key)
+            # A list read before this replica's own create lacks it: keep what it created until a list shows it,
+            # or shows a later znode without it (deleted meanwhile). Sequence numbers only grow.
+            latest = max((_sequence(name) for name in children), default=-1)
+            self._unlisted = {name for name in self._unlisted if name not in entries and _sequence(name) > latest}
+            for name in self._unlisted:
+                if name in self._entries:
+                    entries[name] = self._entries[name]
             self._entries = entries
         for name in fresh:
             try:
@@ -269,3 +278,9 @@ class ZkLockoutStore:
 
     def _on_contenders(self, children: list[str]) -> None:
         self._replicas = max(1, len(children))
+
+
+def _sequence(name: str) -> int:
+    """The sequence number ZooKeeper appended to a child's name (-1: none)."""
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1

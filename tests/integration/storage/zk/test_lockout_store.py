@@ -159,7 +159,7 @@ def test_a_release_reaches_every_replica(make_store: MakeStore) -> None:
     assert second.release(key, DURATION) is True
     assert second.locked_ms(key) == 0
     eventually(lambda: first.locked_ms(key) == 0)
-    eventually(lambda: sorted(heard) == [("first", key), ("second", key)])
+    eventually(lambda: set(heard) == {("first", key), ("second", key)})  # a replica may hear its own twice
     assert first.release(key, DURATION) is False  # released already
 
 
