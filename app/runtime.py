@@ -28,12 +28,13 @@ from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.domain.token_share import SharePolicy
-from app.leader.duties import side_by_side
+from app.leader.duties import Duty, side_by_side
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
+from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
 from app.service.lockout import AccountLocks
@@ -179,7 +180,35 @@ def account_locks(
         duration_ms=settings.auth_lockout_duration_ms,
         max_keys=settings.auth_throttle_max_keys,
     )
-    return AccountLocks(AccountLockout(policy, clock), store, auditor=auditor, authorizer=authorizer, clock=clock)
+    return AccountLocks(
+        AccountLockout(policy, clock),
+        store,
+        auditor=auditor,
+        authorizer=authorizer,
+        exempt=settings.lockout_exempt_addresses,
+    )
+
+
+def leader_duties(
+    settings: Settings,
+    sweeper: Sweeper,
+    purger: NotificationPurger,
+    locks: AccountLocks,
+    audit_log: AuditLog,
+    clock: Clock,
+) -> Duty:
+    """What the elected leader does, side by side: sweep expired tokens, purge old notifications, delete ended
+    account locks and, with ``audit.retention.days``, old audit events."""
+    interval_ms = settings.auth_lockout_cleanup_interval_ms
+    duties: list[tuple[str, Duty]] = [
+        ("sweeper", sweeper.run),
+        ("notification-purger", purger.run),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
+    ]
+    if settings.audit_retention_days is not None:
+        retention = AuditRetention(audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
+    return side_by_side(duties)
 
 
 def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | None:
@@ -301,7 +330,7 @@ def _kafka_runtime(
     token_cache = KafkaTokenCache(cluster, secret, requesters, interval_ms=settings.cluster_cache_refresh_ms)
     token_store = KafkaTokenStore(cluster, token_cache, secret, quota_guard=MemoryQuotaGuard(), intents=intents)
     user_store = KafkaUserStore(cluster.wire, intents)
-    lockout_store = MemoryLockoutStore()
+    lockout_store = MemoryLockoutStore(clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -374,6 +403,7 @@ def _kafka_runtime(
             cluster_state=lambda: cluster.state,
             backend="kafka",
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
         ),
     )
 
@@ -408,7 +438,7 @@ def _zookeeper_runtime(
     purger = NotificationPurger(
         zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
     )
-    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id)
+    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -440,12 +470,12 @@ def _zookeeper_runtime(
         near_capacity=capacity.near_limit,
         shares=shares,
     )
-    # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
+    # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
         zk,
         KtsZNodes.SWEEPER_ELECTION,
         settings.service_id,
-        side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
+        leader_duties(settings, sweeper, purger, locks, audit_log, clock),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     return Runtime(
@@ -514,5 +544,6 @@ def _zookeeper_runtime(
             backend="zookeeper",
             child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
         ),
     )
