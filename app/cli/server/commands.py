@@ -11,18 +11,31 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     serve.add_argument("--config", type=Path, help="properties file (Kafka key names plus kts keys)")
     serve.set_defaults(handler=run_serve)
     dev = commands.add_parser("dev", help="run the local stack: embedded ZooKeeper, admin user, service")
-    dev.add_argument("--port", type=int, default=8080)
+    dev.add_argument("--port", type=port_number, default=8080, help="the port on 127.0.0.1 to serve on")
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
     dev.add_argument("--config", type=Path, help="optional properties file")
     dev.set_defaults(handler=run_dev)
 
 
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1 to 65535)")
+    return port
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    from app.cli.server.listener_check import check_bindable
     from app.cli.server.serve import prepare_audit_database, serve
     from app.runtime import check_zookeeper
     from app.settings import load_settings
 
     settings = load_settings(args.config)
+    # The listener first: a busy port is one line and exit code 2 before the database or ZooKeeper is touched.
+    check_bindable(settings.listener_host, settings.listener_port, named_by="http.listeners")
     prepare_audit_database(settings)
     check_zookeeper(settings)
     return serve(settings)
@@ -33,4 +46,4 @@ def run_dev(args: argparse.Namespace) -> int:
 
     from app.cli.server.dev import dev
 
-    return dev(args.port, args.data_dir, args.config, Console(stderr=True))
+    return dev(args.port, args.data_dir, args.config, Console(stderr=True, soft_wrap=True))
