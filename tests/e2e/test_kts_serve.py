@@ -234,6 +234,19 @@ def test_a_busy_port_is_one_line_and_exit_2_before_the_database_or_zookeeper(
     assert silent_server.accepted == [], "kts connected to ZooKeeper before the bind check"
 
 
+def test_a_busy_management_port_is_one_line_and_exit_2_before_the_database(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = _serve_once(
+            tmp_path, KTS_HTTP_MANAGEMENT_LISTENERS=f"http://127.0.0.1:{port}", KTS_ZOOKEEPER_CONNECT="127.0.0.1:1"
+        )
+    assert result.returncode == 2
+    assert _one_line(result) == (
+        f"kts: cannot listen on 127.0.0.1:{port} (http.management.listeners): the port is already in use"
+    )
+    assert not (tmp_path / "audit.db").exists()
+
+
 def test_an_address_of_another_host_is_one_line_and_exit_2(tmp_path: Path) -> None:
     # 192.0.2.1 is a documentation address (RFC 5737): no host has it.
     result = _serve_once(tmp_path, KTS_HTTP_LISTENERS="http://192.0.2.1:8080", KTS_ZOOKEEPER_CONNECT="127.0.0.1:1")

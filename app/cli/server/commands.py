@@ -34,8 +34,10 @@ def run_serve(args: argparse.Namespace) -> int:
     from app.settings import load_settings
 
     settings = load_settings(args.config)
-    # The listener first: a busy port is one line and exit code 2 before the database or ZooKeeper is touched.
+    # The listeners first: a busy port is one line and exit code 2 before the database or ZooKeeper is touched.
     check_bindable(settings.listener_host, settings.listener_port, named_by="http.listeners")
+    if settings.http_management_listeners:
+        check_bindable(settings.management_host, settings.management_port, named_by="http.management.listeners")
     prepare_audit_database(settings)
     check_zookeeper(settings)
     return serve(settings)
