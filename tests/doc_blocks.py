@@ -5,8 +5,10 @@ line just before its fence, an HTML comment that GitHub does not show:
 
 - ``<!-- runnable -->``: a reader may run it as written, in order, after the blocks before it; the newcomer test
   (``tests/e2e/test_newcomer.py``) does, against ``make run`` in a fresh clone;
-- ``<!-- not runnable: why -->``: it needs what a fresh clone does not give (a Kafka cluster, Kubernetes, the
-  reader's own values), or it is a synopsis; the reason is required.
+- ``<!-- runnable against Kafka brokers -->``: the same against a Kafka cluster, once the page's values are the
+  reader's (``docs/deployment.md``'s walkthrough; ``tests/kafka/test_walkthrough.py`` runs them on a real broker);
+- ``<!-- not runnable: why -->``: it needs what a fresh clone does not give (Kubernetes, a running service of
+  the reader's, the reader's own values), or it runs until stopped, or it is a synopsis; the reason is required.
 
 Every fenced block names its language (``text`` for diagrams and output), and indented code blocks are not
 used: a block without a language could hide a command no mark covers.
@@ -23,6 +25,7 @@ from markdown_it import MarkdownIt
 ROOT = Path(__file__).resolve().parents[1]
 SHELL_LANGUAGES = frozenset({"sh", "bash", "shell", "console", "zsh"})
 RUNNABLE = "runnable"
+RUNNABLE_AGAINST_BROKERS = "runnable against Kafka brokers"
 _MARK = re.compile(r"^<!--\s*(runnable|not runnable:\s*(?P<reason>\S.*?))\s*-->$", re.DOTALL)
 
 
@@ -45,7 +48,11 @@ class CodeBlock:
 
     @property
     def where(self) -> str:
-        return f"{self.page.relative_to(ROOT)}:{self.line}"
+        """``README.md:12``: the page relative to the checkout it is in (this one or a clone), and the line."""
+        for root in (ROOT, *self.page.parents):
+            if (root / ".git").exists() and self.page.is_relative_to(root):
+                return f"{self.page.relative_to(root)}:{self.line}"
+        return f"{self.page.name}:{self.line}"
 
     @property
     def is_shell(self) -> bool:
@@ -54,6 +61,10 @@ class CodeBlock:
     @property
     def runnable(self) -> bool:
         return self.mark == RUNNABLE
+
+    @property
+    def runnable_against_brokers(self) -> bool:
+        return self.mark == RUNNABLE_AGAINST_BROKERS
 
     @property
     def not_runnable_reason(self) -> str | None:
@@ -93,11 +104,29 @@ def classification_problems(block: CodeBlock) -> list[str]:
     if not block.language:
         return [f"{block.where}: a fence without a language; name one (sh, text, properties, ...)"]
     if not block.is_shell:
-        if block.mark is not None and block.mark.split(":")[0] in (RUNNABLE, "not runnable"):
+        if block.mark is not None and block.mark.split(":")[0] in (RUNNABLE, RUNNABLE_AGAINST_BROKERS, "not runnable"):
             return [f"{block.where}: a {block.language} block marked as a shell block"]
         return []
     if block.mark is None:
         return [f"{block.where}: a shell block without <!-- runnable --> or <!-- not runnable: why --> before it"]
-    if not block.runnable and block.not_runnable_reason is None:
-        return [f"{block.where}: the mark {block.mark!r} is neither 'runnable' nor 'not runnable: <why>'"]
+    if not (block.runnable or block.runnable_against_brokers) and block.not_runnable_reason is None:
+        return [
+            f"{block.where}: the mark {block.mark!r} is none of 'runnable', '{RUNNABLE_AGAINST_BROKERS}' "
+            "and 'not runnable: <why>'"
+        ]
     return []
+
+
+def exported_names(block: CodeBlock) -> set[str]:
+    """The variables a block exports (``export NAME=...``), for the blocks that hold a reader's own values."""
+    return set(re.findall(r"^export ([A-Z_][A-Z0-9_]*)=", block.text, flags=re.MULTILINE))
+
+
+def values_block(page: Path, about: str) -> CodeBlock:
+    """The one not-runnable block of ``page`` that holds the reader's values, its reason naming ``about``."""
+    (block,) = [
+        block
+        for block in code_blocks(page)
+        if block.is_shell and block.not_runnable_reason is not None and about in block.not_runnable_reason
+    ]
+    return block

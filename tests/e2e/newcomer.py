@@ -81,7 +81,7 @@ def make_run(checkout: Path, port: int, env: dict[str, str], log: Path, timeout_
     try:
         yield _wait_for_banner(process, log, timeout_s)
     finally:
-        _stop_group(process)
+        stop_group(process)
 
 
 def _wait_for_banner(process: subprocess.Popen[bytes], log: Path, timeout_s: float) -> Stack:
@@ -104,7 +104,7 @@ def _ready(url: str) -> bool:
         return False
 
 
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
+def stop_group(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the group make leads (kts dev then stops its ZooKeeper); SIGKILL what is left after a minute."""
     for sig, grace_s in ((signal.SIGTERM, 60.0), (signal.SIGKILL, 15.0)):
         deadline = time.monotonic() + grace_s
