@@ -6,7 +6,7 @@ line just before its fence, an HTML comment that GitHub does not show:
 - ``<!-- runnable -->``: a reader may run it as written, in order, after the blocks before it; the newcomer test
   (``tests/e2e/test_newcomer.py``) does, against ``make run`` in a fresh clone;
 - ``<!-- runnable against Kafka brokers -->``: the same against a Kafka cluster, once the page's values are the
-  reader's (``docs/deployment.md``'s walkthrough; ``tests/kafka/test_walkthrough.py`` runs them on a real broker);
+  reader's (``docs/deployment.md``'s walkthrough; ``tests/e2e/kafka/test_walkthrough.py`` runs them on a real broker);
 - ``<!-- not runnable: why -->``: it needs what a fresh clone does not give (Kubernetes, a running service of
   the reader's, the reader's own values), or it runs until stopped, or it is a synopsis; the reason is required.
 

@@ -13,7 +13,7 @@ import re
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,8 +147,15 @@ def _epilogue(state: Path) -> str:
     )
 
 
-def run_blocks(blocks: list[CodeBlock], cwd: Path, env: dict[str, str], state: Path) -> list[BlockRun]:
-    """Run each block as written, in order, after what the blocks before it left; never stops at a failure."""
+def run_blocks(
+    blocks: list[CodeBlock],
+    cwd: Path,
+    env: dict[str, str],
+    state: Path,
+    before: Callable[[CodeBlock], None] | None = None,
+) -> list[BlockRun]:
+    """Run each block as written, in order, after what the blocks before it left; never stops at a failure.
+    ``before`` runs ahead of each block (what the page has the reader do between blocks: start a server)."""
     state.mkdir(parents=True)
     bash_own = subprocess.run(["env", "-i", "bash", "-c", "compgen -v"], capture_output=True, text=True, check=True)
     own = {name for name in bash_own.stdout.split() if name not in ("PATH", "HOME")}
@@ -157,6 +164,8 @@ def run_blocks(blocks: list[CodeBlock], cwd: Path, env: dict[str, str], state: P
     (state / "variables").write_text("")
     runs = []
     for block in blocks:
+        if before is not None:
+            before(block)
         script = f"{_prologue(state)}{block.text}{_epilogue(state)}"
         result = subprocess.run(
             ["bash", "-euo", "pipefail", "-c", script],
