@@ -25,7 +25,7 @@ def _project() -> dict[str, object]:
 
 def _hints() -> list[tuple[str, str, str]]:
     """(file, distribution, extra) of every install hint of the docs, the Dockerfile and the code."""
-    docs = [ROOT / "README.md", ROOT / "Dockerfile", *ROOT.glob("docs/*.md")]
+    docs = [ROOT / "README.md", ROOT / "Dockerfile", *ROOT.glob("docs/*.md"), *ROOT.glob("helm/**/*.yaml")]
     found = []
     for path in [*docs, *ROOT.glob("app/**/*.py")]:
         text = path.read_text(encoding="utf-8")
