@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from enum import StrEnum
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+
+
+class Verdict(Enum):
+    """How a password check ended."""
+
+    ACCEPTED = "accepted"
+    REFUSED = "refused"  # the user exists: a wrong password (or none of its credentials can be used)
+    NO_SUCH_USER = "no such user"  # for the audit alone: the answer and its cost are those of REFUSED
 
 
 class Mechanism(StrEnum):
@@ -26,6 +34,9 @@ class ScramCredential:
     stored_key: bytes
     server_key: bytes
     iterations: int
+    # The PBKDF2 output the keys are derived from: what Kafka's AlterUserScramCredentials takes (KIP-554).
+    # Known only for a credential kts derived from a password; never stored by kts.
+    salted_password: bytes = field(default=b"", compare=False)
 
     def __repr__(self) -> str:
         return f"ScramCredential(iterations={self.iterations}, ***)"

@@ -1,14 +1,19 @@
-"""What the use cases need from storage. ZooKeeper adapters in ``app/storage/zk`` implement these."""
+"""What the use cases need from storage. Two backends implement these: ZooKeeper (``app/storage/zk``), which kts
+writes as a broker would, with compare-and-set and ids kts picks; and the Kafka protocol (``app/storage/kafka``),
+where the controller makes each change, picks token ids and times, and kts only asks. The ports are shaped so that
+the services decide the same way over both: a change carries both its new state (what ZooKeeper writes) and the
+request it stands for (what the protocol sends)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.capacity import ChildList
-from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
@@ -24,16 +29,38 @@ class StoredToken:
 
 
 @dataclass(frozen=True, slots=True)
+class Renewal:
+    """A renew as Kafka's RenewDelegationToken asks it: ``period_ms`` < 0 means the cluster's default."""
+
+    period_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """An expire as Kafka's ExpireDelegationToken asks it: ``period_ms`` < 0 means now."""
+
+    period_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
-    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), and what the
-    caller wants back from the attempt that was written."""
+    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the caller
+    wants back from the attempt that was written, and the request the change stands for. A store that writes the
+    state itself (ZooKeeper) writes ``token``; a store whose cluster makes the change (the Kafka protocol) sends
+    ``request`` (a deletion is an expire now) and answers the state the cluster reports, which may differ from
+    ``token`` (a KRaft controller never renews past ``delegation.token.expiry.time.ms``)."""
 
     token: TokenInformation | None
     result: R
+    request: Renewal | Expiry | None = None
 
 
 class TokenStore(Protocol):
-    # ``intent``: a znode created in the same transaction as the change (see app/service/audit.py).
+    # ``intent``: the audit intent marker of the change (see app/service/audit.py), created with it.
+
+    def next_token_id(self) -> str | None:
+        """The id of the next token to create, or None when the cluster picks it (``create`` answers it)."""
+        ...
 
     def get(self, token_id: str) -> StoredToken | None: ...
 
@@ -56,7 +83,10 @@ class TokenStore(Protocol):
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
-        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times."""
+        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times.
+        Answers the token as stored: where the cluster picks the id and times, they are the cluster's, and the
+        owner, requester and renewers those of ``token`` (a cluster that records kts's own principal as the
+        requester does not change who asked)."""
         ...
 
     def change(
@@ -70,9 +100,14 @@ class TokenStore(Protocol):
 
 
 class TokenView(Protocol):
-    """The replica's in-memory tokens (read paths never ask ZooKeeper)."""
+    """The replica's in-memory tokens (read paths never ask the cluster)."""
 
     def get(self, token_id: str) -> StoredToken | None: ...
+
+    def lookup(self, token_id: str) -> StoredToken | None:
+        """``get`` for a Bearer login or a verify: a view that lags behind the cluster (one that polls it) may
+        refresh once first, rate-limited; one that follows every change answers ``get``."""
+        ...
 
     def find_by_hmac(self, mac: bytes) -> str | None: ...
 
@@ -92,7 +127,7 @@ class TokenView(Protocol):
     def refresh(self, token_id: str) -> None: ...
 
     def refresh_latest(self, token_id: str) -> None:
-        """``refresh`` after catching up with writes acknowledged anywhere in the ensemble."""
+        """``refresh`` after catching up with writes acknowledged anywhere in the cluster."""
         ...
 
     def catch_up(self) -> None:
@@ -105,11 +140,16 @@ class TokenView(Protocol):
 
 
 class UserStore(Protocol):
-    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]: ...
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        """The user's SCRAM mechanisms and their iteration counts (what a cluster that keeps keys to itself
+        tells: no salt, no key)."""
+        ...
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """Write ``credential`` (derived by kts: ``salted_password`` is set, for a cluster that takes it)."""
+        ...
 
     def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None: ...
 
@@ -131,6 +171,46 @@ class AclView(Protocol):
     def refresh(self, pattern: ResourcePattern) -> None: ...
 
 
+class CredentialSource(Protocol):
+    """Where HTTP Basic passwords are checked (app/auth/basic.py): against stored SCRAM keys kts can read
+    (ZooKeeper), or by a SCRAM exchange with a broker (the Kafka protocol never answers keys)."""
+
+    def fingerprint(self, user_name: str) -> bytes:
+        """What identifies the user's credentials as this replica knows them now: a remembered successful
+        check counts only while it is unchanged."""
+        ...
+
+    def verify(self, user_name: str, password: str) -> Verdict:
+        """ACCEPTED, or why not: REFUSED when the user exists, NO_SUCH_USER (for the audit alone) when not."""
+        ...
+
+
+class TokenRequesters(Protocol):
+    """Who asked for each token, where the cluster records kts's own principal instead (the Kafka protocol:
+    kts creates as itself, for its HTTP callers). Shared by every replica, kept as long as the tokens."""
+
+    def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
+        """The requesters known for those of ``token_ids`` kts created; the others are left out."""
+        ...
+
+
+class QuotaGuard(Protocol):
+    """Turns between creates charged to the same quota, on every replica, for a store whose cluster cannot
+    guard a create itself (the Kafka protocol); ZooKeeper's guards are znodes in the create's transaction."""
+
+    def hold(self, keys: Sequence[QuotaKey]) -> AbstractContextManager[Mapping[QuotaKey, int]]:
+        """Hold the guards of ``keys`` (a create charged to one of them elsewhere waits) and answer each one's
+        version; leaving the block without an error moves every version on (a create was charged)."""
+        ...
+
+
+class IntentMarks(Protocol):
+    """Creates the audit intent marker (app/service/audit.py) of a change a cluster made, for a store that
+    cannot create it in the same transaction as the change (the Kafka protocol)."""
+
+    def mark(self, intent: str) -> None: ...
+
+
 class ChildListGauge(Protocol):
     """The size of the child lists brokers must list (app/domain/capacity.py), read from ZooKeeper."""
 
@@ -144,17 +224,36 @@ class ChildListGauge(Protocol):
 
 
 class LockoutStore(Protocol):
-    """Per-account locks every replica sees (app/domain/lockout.py), and how many replicas share them."""
+    """Per-account locks every replica sees (app/domain/lockout.py), and how many replicas share them.
 
-    def replicas(self) -> int: ...
+    Accounts are named by their key (``account_key``: a hash of the whole name). A lock lasts its duration from
+    when the store took it, by the store's own clock: no replica's clock decides when a lock ends. The store
+    holds a bounded number of locks in force; ended ones do not count, and the leader deletes them."""
 
-    def locked_until(self, account: str) -> int | None:
-        """The latest end of the account's published locks, expired ones included; None: none."""
+    def replicas(self) -> int:
+        """How many replicas are live (each locks an account after its share of the threshold)."""
         ...
 
-    def publish(self, lock: Lock) -> None: ...
+    def locked_ms(self, key: str) -> int:
+        """How much longer the account's shared locks last; 0 when none is in force."""
+        ...
 
-    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
-        """Delete the account's locks (only those ended by ``expired_by_ms`` when given); the ends of the
-        locks this call deleted."""
+    def share(self, lock: Lock) -> bool:
+        """Take the lock, for every replica; False (nothing written) when the store holds as many locks in
+        force as it may. Raises StoreUnavailable when the store cannot be written."""
+        ...
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        """End the account's shared locks, and have every replica forget its own lock and count of the account
+        (``on_released``), for ``duration_ms`` (the longest a lock it releases can last); whether a shared lock
+        was in force. Raises StoreUnavailable when the store cannot be written."""
+        ...
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(key)`` for each release any replica makes (this one's included), soon after."""
+        ...
+
+    def remove_ended(self) -> int:
+        """Delete the locks that have ended, and releases older than their duration; how many locks. Run by
+        the leader alone."""
         ...

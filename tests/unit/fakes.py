@@ -20,10 +20,11 @@ from app.domain.errors import (
     StoreUnavailable,
     TokenNotFound,
 )
+from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
-from app.domain.token_secret import TokenSecret
+from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.ports import StoredToken
 
 NOW = 1_700_000_000_000
@@ -58,6 +59,9 @@ class FakeTokenStore:
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
         self.guards: dict[QuotaKey, int] = {}
+
+    def next_token_id(self) -> str:
+        return new_token_id()
 
     def _failing(self) -> None:
         if self.fail_with is not None:
@@ -175,6 +179,9 @@ class FakeTokenView:
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
 
+    def lookup(self, token_id: str) -> StoredToken | None:
+        return self.get(token_id)
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         if self._secret is None:
             return None
@@ -282,6 +289,10 @@ class FakeUserStore:
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
 
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        found = self.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
+
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
     ) -> None:
@@ -293,6 +304,60 @@ class FakeUserStore:
             raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
         del self.users[user_name][mechanism]
         self.intents.append(intent)
+
+
+# -------------------- account locks
+
+
+class FakeLockoutStore:
+    """Shared locks in a dict, ended by the fake clock. ``full`` refuses new locks (the bound reached);
+    ``fail_with`` fails every write as an unreachable store does."""
+
+    def __init__(self, clock: FakeClock, replicas: int = 1) -> None:
+        self.clock = clock
+        self.replicas_seen = replicas
+        self.locks: dict[str, list[Lock]] = {}
+        self.ends: dict[str, int] = {}
+        self.full = False
+        self.fail_with: KtsError | None = None
+        self.listeners: list[Callable[[str], None]] = []
+        self.releases: list[str] = []
+
+    def replicas(self) -> int:
+        return self.replicas_seen
+
+    def locked_ms(self, key: str) -> int:
+        return max(0, self.ends.get(key, 0) - self.clock.now_ms())
+
+    def share(self, lock: Lock) -> bool:
+        if self.fail_with is not None:
+            raise self.fail_with
+        if self.full:
+            return False
+        self.locks.setdefault(lock.key, []).append(lock)
+        self.ends[lock.key] = max(self.ends.get(lock.key, 0), self.clock.now_ms() + lock.duration_ms)
+        return True
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        if self.fail_with is not None:
+            raise self.fail_with
+        was = self.locked_ms(key) > 0
+        self.locks.pop(key, None)
+        self.ends.pop(key, None)
+        self.releases.append(key)
+        for listener in self.listeners:
+            listener(key)
+        return was
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        self.listeners.append(listener)
+
+    def remove_ended(self) -> int:
+        ended = [key for key in self.ends if self.locked_ms(key) == 0]
+        for key in ended:
+            del self.ends[key]
+            self.locks.pop(key, None)
+        return len(ended)
 
 
 # -------------------- audit
@@ -359,6 +424,9 @@ class FakeAuditLog:
         if event_id not in self.appended:
             return None
         return event_id not in self.completed and self.appended[event_id].outcome is Outcome.PENDING
+
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        return 0
 
     def events(self) -> list[AuditEvent]:
         """Each event as it ended (or as appended while it has not been completed), in order."""

@@ -1,4 +1,5 @@
-"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service)."""
+"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service, and with
+``--kafka`` a real Kafka broker that takes the stack's tokens)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ from pathlib import Path
 from rich.console import Console
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.kafka_broker.broker import KafkaBroker
+from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
@@ -105,15 +108,23 @@ def _keep_private(data_dir: Path) -> None:
                 path.chmod(0o600)
 
 
-def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -> int:
+def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *, kafka_port: int | None = None) -> int:
+    """``kafka_port``: also run a Kafka broker on that port (``--kafka``)."""
     # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
     # under a success message.
-    try:
-        check_bindable(DEV_HOST, port, named_by="--port")
-    except ListenerUnavailable as exc:
-        raise ListenerUnavailable(f"{exc}; choose a free one with --port (make run PORT={FREE_PORT_EXAMPLE})") from exc
+    for wanted, option, hint in (
+        (port, "--port", f" (make run PORT={FREE_PORT_EXAMPLE})"),
+        (kafka_port, "--kafka-port", ""),
+    ):
+        if wanted is None:
+            continue
+        try:
+            check_bindable(DEV_HOST, wanted, named_by=option)
+        except ListenerUnavailable as exc:
+            raise ListenerUnavailable(f"{exc}; choose a free one with {option}{hint}") from exc
     _keep_private(data_dir)
     zookeeper: EmbeddedZooKeeper | None = None
+    broker: KafkaBroker | None = None
     overrides: dict[str, object] = {
         "http_listeners": f"http://{DEV_HOST}:{port}",
         "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
@@ -131,11 +142,25 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
         settings = load_settings(config_file, **overrides, super_users=super_users)
         done, generated = _ensure_admin(settings)
         check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
+        if kafka_port is not None:
+            broker = start_dev_broker(
+                data_dir,
+                settings.zookeeper_connect,
+                settings.secret_key,
+                kafka_port,
+                f"User:{ADMIN_USER}",
+                console.print,
+            )
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
         console.print(banner_password_line(done, generated))
+        if broker is not None:
+            for line in banner(broker, settings.http_listeners):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping
         return serve(settings, default_log_format="text")
     finally:
+        if broker is not None:
+            broker.stop()
         if zookeeper is not None:
             zookeeper.stop()
 

@@ -1,0 +1,125 @@
+"""In-process stand-ins for what replicas share, for a Kafka-protocol deployment of ONE replica.
+
+ZooKeeper mode keeps these in ZooKeeper (audit intent markers, quota guards, account locks), where every
+replica sees them. Through the Kafka protocol they belong in a store replicas share (the audit database); until
+that store is wired in, the composition root uses these and says so in the log: they hold only within this
+process, so two replicas would not share locks, quotas would be exact per replica only, and a replica killed
+between a change and its audit completion leaves its pending events to be settled as not applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+
+from app.domain.clock import Clock
+from app.domain.lockout import Lock
+from app.domain.token_quota import QuotaKey
+
+
+class MemoryIntentStore:
+    """``IntentStore`` and ``IntentMarks``: an intent is marked once the cluster answered its change."""
+
+    def __init__(self) -> None:
+        self._marked: set[int] = set()
+        self._lock = threading.Lock()
+
+    def path(self, event_id: int) -> str:
+        return str(event_id)
+
+    def mark(self, intent: str) -> None:
+        with self._lock:
+            self._marked.add(int(intent))
+
+    def existing(self, event_ids: list[int]) -> set[int]:
+        with self._lock:
+            return self._marked.intersection(event_ids)
+
+    def clear(self, event_id: int) -> None:
+        with self._lock:
+            self._marked.discard(event_id)
+
+    def clear_many(self, event_ids: list[int]) -> None:
+        with self._lock:
+            self._marked.difference_update(event_ids)
+
+    def list(self) -> list[int]:
+        with self._lock:
+            return sorted(self._marked)
+
+
+class MemoryQuotaGuard:
+    """``QuotaGuard``: creates charged to the same quota take turns within this process."""
+
+    def __init__(self) -> None:
+        self._versions: dict[QuotaKey, int] = {}
+        self._turns: dict[QuotaKey, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, keys: Sequence[QuotaKey]) -> Iterator[Mapping[QuotaKey, int]]:
+        with ExitStack() as held:
+            for key in sorted(keys, key=lambda key: (key.kind, str(key.principal))):  # one order: no deadlock
+                with self._lock:
+                    turn = self._turns.setdefault(key, threading.Lock())
+                held.enter_context(turn)
+            versions = {key: self._versions.get(key, 0) for key in keys}
+            yield versions
+            for key in keys:
+                self._versions[key] = versions[key] + 1
+
+
+class MemoryLockoutStore:
+    """``LockoutStore`` of one replica: locks end by the injected clock (one process, one clock)."""
+
+    def __init__(self, clock: Clock, *, max_locks: int = 1000) -> None:
+        self._clock = clock
+        self._max_locks = max_locks
+        self._ends: dict[str, int] = {}
+        self._listeners: list[Callable[[str], None]] = []
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        pass
+
+    def replicas(self) -> int:
+        return 1
+
+    def in_force(self) -> int:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            return sum(1 for end in self._ends.values() if end > now_ms)
+
+    def locked_ms(self, key: str) -> int:
+        with self._lock:
+            return max(0, self._ends.get(key, 0) - self._clock.now_ms())
+
+    def share(self, lock: Lock) -> bool:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            in_force = self._ends.get(lock.key, 0) > now_ms
+            if not in_force and sum(1 for end in self._ends.values() if end > now_ms) >= self._max_locks:
+                return False
+            self._ends[lock.key] = max(self._ends.get(lock.key, 0), now_ms + lock.duration_ms)
+            return True
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        with self._lock:
+            was = self._ends.pop(key, 0) > self._clock.now_ms()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(key)
+        return was
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_ended(self) -> int:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            ended = [key for key, end in self._ends.items() if end <= now_ms]
+            for key in ended:
+                del self._ends[key]
+        return len(ended)
