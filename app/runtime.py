@@ -140,6 +140,7 @@ def zk_connection(settings: Settings) -> ZkConnection:
     return ZkConnection(
         settings.zookeeper_connect_string,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
+        connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
         security=settings.zookeeper_security,
     )
 

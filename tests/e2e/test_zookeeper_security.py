@@ -12,6 +12,7 @@ import pytest
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
 
+from app.cli.server.embedded_zookeeper import free_port
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.storage.zk.client_security import client_security
@@ -106,7 +107,10 @@ def _serve(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
         [*KTS, "serve"],
         cwd=ROOT,
         env=kts_env(
-            KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET, KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'a.db'}", **settings
+            KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+            KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'a.db'}",
+            KTS_HTTP_LISTENERS=f"http://127.0.0.1:{free_port()}",  # checked first: 8080 may be taken here
+            **settings,
         ),
         capture_output=True,
         text=True,
