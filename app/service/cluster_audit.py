@@ -3,25 +3,29 @@ ZooKeeper transaction to create a marker with the change, and the controller pic
 
 The promise is the same as with ZooKeeper (app/service/audit.py): no token exists on the cluster that the
 audit trail will not show once it settles, even when a replica is killed at any instant between the decision,
-the RPC and the audit row. The request path, with the auditor's ``mutation`` and ``EventIntents`` below:
+the RPC and the audit row. The request path, with the auditor's ``mutation``:
 
 1. Decide; a refusal is recorded as ``denied``.
 2. Append the event as ``pending`` and commit (503 if the database cannot take it: nothing was done).
-3. The RPC. Its ``intent`` argument is the pending event's id (``EventIntents.path``).
-4. Record who asked for the new token (app/storage/sql/token_requesters.py, ``record``: the cluster's token id,
-   the HTTP caller, the event id), best effort.
-5. Complete the event as ``succeeded`` naming the cluster's token id (or ``failed``/``denied``).
+3. The RPC. Its ``intent`` argument is the pending event's id.
+4. A create records the cluster's token id with who asked and the event id (app/storage/sql/token_requesters.py,
+   ``record``); any other change marks its event applied (app/storage/sql/intent_marks.py). Best effort.
+5. Complete the event as ``succeeded`` naming the cluster's token id (or ``failed``/``denied``); clear the mark.
 
 A replica killed before 2 did nothing. Killed after 2, its event stays pending, and the reconciler, run by
 the leader, settles it once it is older than the grace period (requests still in flight are younger) by what
 the cluster shows (app/domain/audit_settlement.py): a pending create is ``succeeded`` with the token step 4
 recorded for it, else with a token on the cluster that fits it and that no event names (claimed in one
 transaction with the event's completion, so no token is claimed twice), else ``failed``; a pending renew or
-expire by the token's state now. Then it adopts: a token kts's own principal made that no event names (an
-RPC that landed after its event was settled ``failed``, a lost row, a token someone made with kts's
+expire is ``succeeded`` when marked, else by the token's state now; any other change by its mark (or by
+``judge_other``, which can ask the cluster). Then it adopts: a token kts's own principal made that no event
+names (an RPC that landed after its event was settled ``failed``, a lost row, a token someone made with kts's
 credentials) gets the create event that names it if there is one, else a reconstructed ``token.create``
 event (``"reconstructed": true``) from the cluster's record of it. So every token kts's principal holds on
 the cluster has a ``succeeded`` create event within a grace period and an interval.
+
+A mark follows its change, so a replica killed between an ACL or credential change and its mark leaves that
+event to be settled ``failed`` unless ``judge_other`` looks at the cluster; token changes never depend on marks.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from app.domain.clock import Clock
 from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.service.audit import RECONCILE_GRACE_MS, AuditLog
+from app.service.audit import RECONCILE_GRACE_MS, AuditLog, IntentStore
 
 log = logging.getLogger(__name__)
 
@@ -82,33 +86,13 @@ class TokenLedger(Protocol):
 OtherJudge = Callable[[StoredEvent], Outcome | None]
 
 
-class EventIntents:
-    """The auditor's intent store where changes carry no marker: the "path" handed to a change is the
-    pending event's id, which the store records with the token it made (step 4 above)."""
-
-    def path(self, event_id: int) -> str:
-        return str(event_id)
-
-    def existing(self, event_ids: list[int]) -> set[int]:
-        return set()
-
-    def clear(self, event_id: int) -> None:
-        return None
-
-    def clear_many(self, event_ids: list[int]) -> None:
-        return None
-
-    def list(self) -> list[int]:
-        return []
-
-
 @dataclass(frozen=True, slots=True)
 class Reconciliation:
     """What one pass did."""
 
     applied: int = 0  # pending events settled succeeded
     not_applied: int = 0  # pending events settled failed
-    left_pending: int = 0  # pending events of other actions with no judge
+    left_pending: int = 0  # pending events the judge of other actions could not settle yet
     adopted: int = 0  # tokens recorded under the create event that already named them
     reconstructed: int = 0  # tokens given a reconstructed create event
 
@@ -119,6 +103,7 @@ class ClusterAuditReconciler:
         audit_log: AuditLog,
         ledger: TokenLedger,
         cluster: ClusterTokens,
+        marks: IntentStore,
         *,
         clock: Clock,
         own_principal: KafkaPrincipal,
@@ -131,6 +116,7 @@ class ClusterAuditReconciler:
         self._log = audit_log
         self._ledger = ledger
         self._cluster = cluster
+        self._marks = marks
         self._clock = clock
         self._own = own_principal
         self._default_renew_ms = default_renew_ms
@@ -158,10 +144,9 @@ class ClusterAuditReconciler:
         unclaimed = [token for token in ours if token.token_id not in recorded]
 
         creates = [stored for stored in pending if stored.action == Action.TOKEN_CREATE.value]
+        others = [stored for stored in pending if stored.action != Action.TOKEN_CREATE.value]
         applied, not_applied, claimed = self._settle_creates(creates, unclaimed)
-        changes, left_pending = self._settle_changes(
-            [stored for stored in pending if stored.action != Action.TOKEN_CREATE.value], by_id
-        )
+        changes, left_pending = self._settle_changes(others, by_id, self._marks.existing([s.id for s in others]))
         applied += sum(1 for _, event in changes if event.outcome is Outcome.SUCCEEDED)
         not_applied += sum(1 for _, event in changes if event.outcome is not Outcome.SUCCEEDED)
         if changes:
@@ -170,6 +155,7 @@ class ClusterAuditReconciler:
         # whose own request records it.
         orphans = [t for t in unclaimed if t.token_id not in claimed and t.issue_timestamp < cutoff]
         adopted, reconstructed = self._adopt(orphans)
+        self._clear_marks()
         outcome = Reconciliation(applied, not_applied, left_pending, adopted, reconstructed)
         if applied or not_applied or adopted or reconstructed:
             log.warning(
@@ -227,12 +213,12 @@ class ClusterAuditReconciler:
         return applied, not_applied, claimed
 
     def _settle_changes(
-        self, changes: list[StoredEvent], tokens: dict[str, TokenInformation]
+        self, changes: list[StoredEvent], tokens: dict[str, TokenInformation], marked: set[int]
     ) -> tuple[list[tuple[int, AuditEvent]], int]:
         settled: list[tuple[int, AuditEvent]] = []
         left = 0
         for stored in changes:
-            outcome = self._judge(stored, tokens)
+            outcome = Outcome.SUCCEEDED if stored.id in marked else self._judge(stored, tokens)
             if outcome is None:
                 left += 1
                 continue
@@ -259,9 +245,15 @@ class ClusterAuditReconciler:
                 landing_ms=self._grace_ms,
                 skew_ms=self._skew_ms,
             )
-        else:
-            return None if self._judge_other is None else self._judge_other(stored)
+        else:  # unmarked: not applied, unless the judge finds otherwise
+            return Outcome.FAILED if self._judge_other is None else self._judge_other(stored)
         return Outcome.SUCCEEDED if shows else Outcome.FAILED
+
+    def _clear_marks(self) -> None:
+        """Marks of settled events (their request died before clearing them, or this pass settled them)."""
+        settled = [event_id for event_id in self._marks.list() if self._log.is_pending(event_id) is not True]
+        if settled:
+            self._marks.clear_many(settled)
 
     def _adopt(self, orphans: list[TokenInformation]) -> tuple[int, int]:
         adopted = reconstructed = 0
@@ -308,7 +300,6 @@ def _int(value: object, default: int) -> int:
 __all__ = [
     "ClusterAuditReconciler",
     "ClusterTokens",
-    "EventIntents",
     "NamedCreate",
     "OtherJudge",
     "Reconciliation",

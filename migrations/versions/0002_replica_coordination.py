@@ -1,5 +1,5 @@
 """replica coordination without ZooKeeper: leader leases, live replicas, account locks, token quota guards,
-token requesters
+token requesters, audit intent marks
 
 Revision ID: 0002
 Revises: 0001
@@ -63,9 +63,15 @@ def upgrade() -> None:
         sa.Column("recorded_at_ms", sa.BigInteger(), nullable=False),
     )
     op.create_index("ix_token_requesters_event_id", "token_requesters", ["event_id"])
+    op.create_table(
+        "audit_intent_marks",
+        sa.Column("event_id", sa.BigInteger(), primary_key=True),
+        sa.Column("marked_at_ms", sa.BigInteger(), nullable=False),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("audit_intent_marks")
     op.drop_table("token_requesters")
     op.drop_table("token_quota_guards")
     op.drop_table("account_locks")

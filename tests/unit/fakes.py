@@ -439,6 +439,10 @@ class FakeTrail:
     def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
         return sum(self._complete(event_id, event) for event_id, event in settled)
 
+    def is_pending(self, event_id: int) -> bool | None:
+        stored = self.events.get(event_id)
+        return None if stored is None else stored.outcome == Outcome.PENDING.value
+
     def _complete(self, event_id: int, event: AuditEvent) -> bool:
         stored = self.events[event_id]
         if stored.outcome != Outcome.PENDING.value:

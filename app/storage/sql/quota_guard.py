@@ -61,8 +61,10 @@ class SqlQuotaGuard:
         self._local_lock = threading.Lock()
 
     @contextmanager
-    def held(self, keys: Sequence[QuotaKey]) -> Iterator[dict[QuotaKey, int]]:
-        """A turn on every quota of ``keys``; yields each quota's version (its ``attempts`` before this turn)."""
+    def hold(self, keys: Sequence[QuotaKey]) -> Iterator[dict[QuotaKey, int]]:
+        """A turn on every quota of ``keys``; yields each quota's version (its ``attempts`` before this turn). The
+        ``QuotaGuard`` port of app/service/ports.py. Versions move on as the turn begins, not as it ends: a turn
+        that dies after its RPC must still make the next catch up."""
         if not keys:
             yield {}
             return

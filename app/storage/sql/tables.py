@@ -74,6 +74,13 @@ token_requesters = Table(
     Index("ix_token_requesters_event_id", "event_id"),
 )
 
+audit_intent_marks = Table(
+    "audit_intent_marks",
+    metadata,
+    Column("event_id", BigInteger, primary_key=True),  # a pending audit event whose change the cluster made
+    Column("marked_at_ms", BigInteger, nullable=False),
+)
+
 
 def text_key(text: str) -> str:
     """The ``*_key`` of a principal or an account: SHA-256 of its UTF-8 (lone surrogates kept), in hex."""

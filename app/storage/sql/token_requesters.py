@@ -9,19 +9,21 @@ one token is claimed by one event), or when it finds a token kts's principal mad
 (``reconstruct``: the row and a reconstructed event in one transaction). The row is also the reconciler's
 memory of which of kts's tokens the trail already shows (app/service/cluster_audit.py).
 
-Principals are stored as JSON strings, so any principal text comes back exactly as it went in.
+Principals are stored as JSON strings, so any principal text comes back exactly as it went in. ``requesters``
+is the ``TokenRequesters`` port of app/service/ports.py that the Kafka-protocol token cache reads.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.clock import Clock
+from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.service.cluster_audit import NamedCreate
 from app.storage.audit.database import translated_db_errors
@@ -52,17 +54,24 @@ class SqlTokenRequesters:
         with translated_db_errors(), self._engine.begin() as connection:
             return self._insert(connection, token_id, requester, owner, event_id, reconstructed=False)
 
-    def requesters(self, token_ids: Sequence[str]) -> dict[str, str]:
-        """The recorded requester of each of ``token_ids`` that has one."""
-        found: dict[str, str] = {}
+    def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
+        """Who asked for each of ``token_ids`` that kts created (``TokenRequesters``): the recorded row, else
+        the succeeded create event naming the token (a row not written yet, or lost with its replica)."""
+        wanted = sorted(set(token_ids))
+        found: dict[str, KafkaPrincipal] = {}
         with translated_db_errors(), self._engine.connect() as connection:
-            for chunk in _chunks(token_ids):
+            for chunk in _chunks(wanted):
                 rows = connection.execute(
                     select(token_requesters.c.token_id, token_requesters.c.requester).where(
                         token_requesters.c.token_id.in_(chunk)
                     )
                 )
-                found.update({str(token_id): json.loads(requester) for token_id, requester in rows})
+                for token_id, requester in rows:
+                    _put(found, str(token_id), json.loads(requester))
+        missing = [token_id for token_id in wanted if token_id not in found]
+        for token_id, named in self.created_events(missing).items():
+            if named.requester is not None:
+                _put(found, token_id, named.requester)
         return found
 
     # -------------------- the reconciler's ledger (app/service/cluster_audit.py, TokenLedger)
@@ -174,6 +183,12 @@ class SqlTokenRequesters:
                 "recorded_at_ms": self._clock.now_ms(),
             },
         )
+
+
+def _put(found: dict[str, KafkaPrincipal], token_id: str, text: str) -> None:
+    principal_type, colon, name = text.partition(":")
+    if colon:  # as stored: no validation can turn a recorded requester away
+        found[token_id] = KafkaPrincipal(principal_type, name)
 
 
 def _chunks(values: Iterable[T]) -> Iterator[list[T]]:

@@ -2,7 +2,7 @@
 chosen point: ``python -m tests.integration.service.create_process AUDIT_URL CLUSTER_FILE OWNER KILL_POINT``.
 
 The request path is the one app/service/cluster_audit.py describes: the pending event (through the real
-``Auditor`` with ``EventIntents``), the create RPC (to the fake cluster of tests/fake_cluster.py, standing in
+``Auditor`` with ``SqlIntentMarks``), the create RPC (to the fake cluster of tests/fake_cluster.py, standing in
 for the controller until the Kafka-protocol adapter is wired), the requester's row
 (``SqlTokenRequesters.record``), the event's completion naming the cluster's token id. Kill points:
 ``before-pending`` (decided, nothing written), ``before-rpc``, ``after-rpc``, ``after-record``, and
@@ -23,9 +23,9 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import new_token_id
 from app.service.audit import Auditor
-from app.service.cluster_audit import EventIntents
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.fake_cluster import FakeCluster
 
@@ -62,7 +62,7 @@ def main(url: str, cluster_file: str, owner: str, kill_point: str) -> None:
         kill_if("after-record")
         return token
 
-    Auditor(audit_log, EventIntents()).mutation(
+    Auditor(audit_log, SqlIntentMarks(engine, clock=clock)).mutation(
         event,
         perform,
         succeeded=lambda token: replace(event.ended(Outcome.SUCCEEDED), token_id=token.token_id),

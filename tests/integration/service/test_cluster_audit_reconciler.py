@@ -23,6 +23,7 @@ from app.service.cluster_audit import ClusterAuditReconciler, Reconciliation
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.fake_cluster import DAY_MS, FakeCluster
 
@@ -44,9 +45,10 @@ def _reconciler(url: str, cluster: FakeCluster, service_id: str) -> tuple[Cluste
     clock = SystemClock()
     audit_log = SqlAuditLog(engine, service_id=service_id, clock=clock)
     ledger = SqlTokenRequesters(engine, audit_log, service_id=service_id, clock=clock)
+    marks = SqlIntentMarks(engine, clock=clock)
     return (
         ClusterAuditReconciler(
-            audit_log, ledger, cluster, clock=clock, own_principal=KTS, default_renew_ms=DAY_MS, grace_ms=0
+            audit_log, ledger, cluster, marks, clock=clock, own_principal=KTS, default_renew_ms=DAY_MS, grace_ms=0
         ),
         engine,
     )
@@ -120,7 +122,7 @@ def test_every_kill_point_of_a_create_settles_consistently(any_audit_db: str, en
         creates = [e for e in events if e.token_id == token.token_id and e.action == Action.TOKEN_CREATE.value]
         assert [e.outcome for e in creates] == ["succeeded"], (token, events, results)
         assert creates[0].owner == str(token.owner)
-        assert requesters[token.token_id] == ("User:kts" if token.token_id == by_hand.token_id else "User:alice")
+        assert str(requesters[token.token_id]) == ("User:kts" if token.token_id == by_hand.token_id else "User:alice")
     assert by_owner["User:by-hand"].details["reconstructed"] is True
     assert sum(result.applied for result in results) == 2  # after-rpc, after-record: once between the two
     assert sum(result.reconstructed for result in results) == 1

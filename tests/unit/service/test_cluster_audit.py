@@ -1,6 +1,7 @@
 """The audit reconciler for clusters without intent markers (app/service/cluster_audit.py) over in-memory ports:
 every kill point of a create settles consistently, tokens no event names are adopted or given a
-reconstructed event, renews and expires are settled by the token's state, and a pass is idempotent."""
+reconstructed event, renews and expires are settled by their mark or the token's state, other changes by
+their mark, and a pass is idempotent."""
 
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.service.audit import RECONCILE_GRACE_MS
-from app.service.cluster_audit import ClusterAuditReconciler, EventIntents, Reconciliation
-from tests.unit.fakes import NOW, FakeClock, FakeTrail
+from app.service.cluster_audit import ClusterAuditReconciler, Reconciliation
+from tests.unit.fakes import NOW, FakeClock, FakeIntentStore, FakeTrail
 
 KTS = KafkaPrincipal.user("kts")
 ALICE = KafkaPrincipal.user("alice")
@@ -51,11 +52,14 @@ def asked(trail: FakeTrail, *, at: int = ASKED_AT, token_id: str = "PlannedByKts
     return trail.write(event, at_ms=at)
 
 
-def reconciler(trail: FakeTrail, cluster: Cluster, **options: object) -> ClusterAuditReconciler:
+def reconciler(
+    trail: FakeTrail, cluster: Cluster, marks: FakeIntentStore | None = None, **options: object
+) -> ClusterAuditReconciler:
     return ClusterAuditReconciler(
         trail,
         trail,
         cluster,
+        marks or FakeIntentStore(),
         clock=FakeClock(),
         own_principal=KTS,
         default_renew_ms=DAY,
@@ -186,17 +190,42 @@ def test_renews_and_expires_settle_by_the_tokens_state() -> None:
     assert outcome(trail, expire_lost)[0] == "failed"
 
 
-def test_other_actions_are_left_pending_unless_a_judge_is_given() -> None:
+def test_a_mark_settles_a_change_applied_whatever_the_state_and_marks_of_settled_events_go() -> None:
     trail = FakeTrail()
-    event_id = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING), at_ms=ASKED_AT)
+    marks = FakeIntentStore()
+    stale = made("Stale", issued=ASKED_AT - DAY // 2)
+    trail.record(stale.token_id, requester="User:alice", event_id=None)
+    renew = trail.write(
+        AuditEvent(Action.TOKEN_RENEW, Outcome.PENDING, token_id="Stale", details={"renewTimePeriodMs": DAY}),
+        at_ms=ASKED_AT,
+    )
+    acl_marked = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING), at_ms=ASKED_AT)
+    acl_unmarked = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING), at_ms=ASKED_AT)
+    young = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING), at_ms=NOW - 1000)
+    marks.present |= {renew, acl_marked, young, 999}  # 999: an event the trail no longer has
 
-    assert reconciler(trail, Cluster()).reconcile() == Reconciliation(left_pending=1)
-    assert outcome(trail, event_id)[0] == "pending"
+    done = reconciler(trail, Cluster(stale), marks).reconcile()
 
-    def judge(stored: StoredEvent) -> Outcome:
-        return Outcome.SUCCEEDED
+    assert done == Reconciliation(applied=2, not_applied=1)
+    assert [outcome(trail, e)[0] for e in (renew, acl_marked, acl_unmarked, young)] == [
+        "succeeded",  # the renew's mark, although the state alone would not show it
+        "succeeded",
+        "failed",
+        "pending",
+    ]
+    assert marks.present == {young}  # its request is still in flight
 
-    assert reconciler(trail, Cluster(), judge_other=judge).reconcile() == Reconciliation(applied=1)
+
+def test_a_judge_can_look_at_the_cluster_for_unmarked_changes() -> None:
+    trail = FakeTrail()
+    applied = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING, details={"n": 1}), at_ms=ASKED_AT)
+    unsure = trail.write(AuditEvent(Action.ACL_ADD, Outcome.PENDING, details={"n": 2}), at_ms=ASKED_AT)
+
+    def judge(stored: StoredEvent) -> Outcome | None:
+        return Outcome.SUCCEEDED if stored.details["n"] == 1 else None
+
+    assert reconciler(trail, Cluster(), judge_other=judge).reconcile() == Reconciliation(applied=1, left_pending=1)
+    assert outcome(trail, applied)[0] == "succeeded" and outcome(trail, unsure)[0] == "pending"
 
 
 def test_the_leaders_duty_passes_until_leadership_is_lost_and_outlives_an_unreachable_cluster() -> None:
@@ -218,14 +247,6 @@ def test_the_leaders_duty_passes_until_leadership_is_lost_and_outlives_an_unreac
     duty.run(lost)  # returns: lost was set on the third pass; the failures before were postponements
 
     assert len(passes) == 3
-
-
-def test_event_intents_name_the_pending_event_and_keep_no_markers() -> None:
-    intents = EventIntents()
-    assert intents.path(42) == "42"
-    assert intents.existing([1, 2]) == set() and intents.list() == []
-    intents.clear(1)
-    intents.clear_many([1])
 
 
 @pytest.mark.parametrize("kill_point", ["before-rpc", "after-rpc", "after-record", "completed"])

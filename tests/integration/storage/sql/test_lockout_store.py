@@ -19,10 +19,10 @@ from app.domain.clock import Clock, SystemClock
 from app.domain.lockout import AccountLockout, Lock, LockoutPolicy
 from app.domain.principal import KafkaPrincipal
 from app.service.audit import Auditor
-from app.service.cluster_audit import EventIntents
 from app.service.lockout import AccountLocks
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.sql import lockout_store
+from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.lockout_store import SqlLockoutStore
 from tests.api.helpers import eventually
 
@@ -62,7 +62,7 @@ def make_replica(coordination_db: str, engines: Callable[[str], Engine]) -> Iter
         locks = AccountLocks(
             AccountLockout(policy, clock),
             store,
-            auditor=Auditor(audit_log, EventIntents()),
+            auditor=Auditor(audit_log, SqlIntentMarks(engine, clock=clock)),
             authorizer=AclAuthorizer([ADMIN], AclSnapshot),
             clock=clock,
         )

@@ -85,7 +85,7 @@ class Replica:
         planned = TokenInformation("planned", ALICE, ALICE, (), 0, 0, 0)
 
         def write(keys: Sequence[QuotaKey], admit: Callable[[Mapping[QuotaKey, int]], None]) -> StoredToken:
-            with self.guard.held(keys) as versions:
+            with self.guard.hold(keys) as versions:
                 admit(versions)
                 self.after_admit()
                 return StoredToken(self.cluster.create(requester=KTS, owner=ALICE, renewers=(KTS,)), 0)
@@ -146,7 +146,7 @@ class _NoTurns(SqlQuotaGuard):
         pass
 
     @contextmanager
-    def held(self, keys: Sequence[QuotaKey]) -> Iterator[dict[QuotaKey, int]]:
+    def hold(self, keys: Sequence[QuotaKey]) -> Iterator[dict[QuotaKey, int]]:
         yield {key: -1 for key in keys}
 
 
@@ -224,7 +224,7 @@ from tests.fake_cluster import FakeCluster
 
 guard = SqlQuotaGuard(make_engine(sys.argv[1]))
 alice = KafkaPrincipal.user("alice")
-with guard.held([QuotaKey(QuotaKind.OWNER, alice)]):
+with guard.hold([QuotaKey(QuotaKind.OWNER, alice)]):
     if sys.argv[3] == "after-rpc":
         FakeCluster(sys.argv[2]).create(requester=KafkaPrincipal.user("kts"), owner=alice)
     print("holding", flush=True)

@@ -48,7 +48,9 @@ def test_a_requester_comes_back_exactly_and_is_recorded_once(
     assert ledger.record("RealId", requester=requester, owner="User:alice", event_id=7)
     assert not ledger.record("RealId", requester="User:mallory", owner="User:alice", event_id=8)
 
-    assert ledger.requesters(["RealId", "Unknown"]) == {"RealId": requester}
+    assert {token_id: str(found) for token_id, found in ledger.requesters(["RealId", "Unknown"]).items()} == {
+        "RealId": requester
+    }
     assert ledger.tokens_of_events([7, 8]) == {7: "RealId"}
     assert ledger.recorded(["RealId", "Unknown"]) == {"RealId"}
 
@@ -65,7 +67,7 @@ def test_a_claim_records_the_token_and_settles_the_event_together(
     assert audit_log.is_pending(first) is False and audit_log.is_pending(second) is True
     (event,) = [e for e in audit_log.query(EventQuery()) if e.id == first]
     assert (event.outcome, event.token_id) == ("succeeded", "RealId")
-    assert ledger.requesters(["RealId"]) == {"RealId": "User:alice"}
+    assert ledger.requesters(["RealId"]) == {"RealId": ALICE}
 
 
 def test_a_claim_on_a_settled_event_writes_nothing(coordination_db: str, engines: Callable[[str], Engine]) -> None:
@@ -112,7 +114,7 @@ def test_a_reconstructed_event_is_written_once_and_adoption_names_the_existing_e
     assert event_id is not None and ledger.reconstruct(TOKEN, rebuilt) is None
     assert [e.id for e in audit_log.query(EventQuery()) if e.token_id == "RealId"] == [event_id]
     assert ledger.tokens_of_events([event_id]) == {event_id: "RealId"}
-    assert ledger.requesters(["RealId"]) == {"RealId": "User:kts"}  # the cluster's record: nobody else known
+    assert ledger.requesters(["RealId"]) == {"RealId": KTS}  # the cluster's record: nobody else known
 
     other = TokenInformation("Other", ALICE, KTS, (), 1, 2, 3)
     named = _pending(audit_log)
@@ -123,3 +125,17 @@ def test_a_reconstructed_event_is_written_once_and_adoption_names_the_existing_e
     }
     assert ledger.adopt(other, NamedCreate(named, "User:alice"))
     assert ledger.tokens_of_events([named]) == {named: "Other"}
+
+
+def test_a_token_without_a_row_is_answered_from_its_create_event(
+    coordination_db: str, engines: Callable[[str], Engine]
+) -> None:
+    """The request completed its event but died before (or failed at) writing the row: the event says who."""
+    audit_log, ledger = _stores(coordination_db, engines)
+    event_id = audit_log.append(
+        AuditEvent(Action.TOKEN_CREATE, Outcome.PENDING, owner="User:alice", token_requester="User:bob"),
+        RequestContext(),
+    )
+    audit_log.complete(event_id, _settled("FromEvent"))
+
+    assert ledger.requesters(["FromEvent", "Nothing"]) == {"FromEvent": KafkaPrincipal.user("bob")}
