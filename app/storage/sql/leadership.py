@@ -185,11 +185,18 @@ class DbLeadership:
             except KtsError as exc:
                 log.warning("contending for %s: %s", self._name, exc.message)
                 term = None
+            except Exception as exc:  # a database error kts does not translate: contend again, do not die
+                log.warning("contending for %s: %r", self._name, exc)
+                term = None
             if term is None:
                 self._stopped.wait(retry_s)
                 continue
             self._extend(sent)
-            self._lead(term)
+            try:
+                self._lead(term)
+            except Exception:  # a duty that failed: the term ended with it; contend again
+                log.exception("a duty of %s failed", self._name)
+                self._stopped.wait(retry_s)
 
     def _extend(self, sent: float) -> None:
         with self._deadline_lock:

@@ -311,3 +311,23 @@ def test_the_registry_counts_live_replicas_and_forgets_one_that_stopped(
         assert first.beat() == 1
     finally:
         first.stop()
+
+
+def test_a_duty_that_fails_ends_its_term_and_the_replica_contends_again(
+    coordination_db: str, engines: Callable[[str], Engine]
+) -> None:
+    runs: list[int] = []
+
+    def failing(lost: threading.Event) -> None:
+        runs.append(1)
+        if len(runs) == 1:
+            raise RuntimeError("the duty's own bug")
+        lost.wait(60)
+
+    leadership = DbLeadership(engines(coordination_db), NAME, "replica-a", failing, lease_ms=2000)
+    leadership.start()
+    try:
+        eventually(lambda: len(runs) == 2 and leadership.is_leader)
+        assert leadership.term is not None and leadership.term.generation == 2
+    finally:
+        leadership.stop()
