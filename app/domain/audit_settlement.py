@@ -11,8 +11,8 @@ cluster's state shows the change, ``failed`` when it does not. Pure rules over (
   event was written (less ``skew_ms``), and no longer lived than it asked. Several pending creates for the
   same owner and renewers take such tokens in time order, the oldest event the oldest token.
 - **Renew.** The change shows when the token's expiry is at least where the renew would have put it from the
-  moment the event was written (the controller renewed later, so further still). A token that is gone shows
-  no renew.
+  moment the event was written (the controller renewed later, so further still), no further than the default
+  renew period (a KRaft controller's cap). A token that is gone shows no renew.
 - **Expire.** The change shows when the token is gone, or its expiry is no later than the expire would have
   put it from the latest moment its RPC could have landed (``landing_ms`` after the event).
 
@@ -104,7 +104,8 @@ def renew_shows(
 ) -> bool:
     if token is None:
         return False
-    period = default_renew_ms if renew_period_ms < 0 else renew_period_ms
+    # A KRaft controller renews no further than its default renew period, whatever was asked.
+    period = default_renew_ms if renew_period_ms < 0 else min(renew_period_ms, default_renew_ms)
     return token.expiry_timestamp >= min(token.max_timestamp, event_timestamp + period) - skew_ms
 
 

@@ -106,7 +106,7 @@ class ClusterAuditReconciler:
         marks: IntentStore,
         *,
         clock: Clock,
-        own_principal: KafkaPrincipal,
+        own_principal: Callable[[], KafkaPrincipal],
         default_renew_ms: int,
         grace_ms: int = RECONCILE_GRACE_MS,
         interval_s: float = RECONCILE_INTERVAL_S,
@@ -118,7 +118,7 @@ class ClusterAuditReconciler:
         self._cluster = cluster
         self._marks = marks
         self._clock = clock
-        self._own = own_principal
+        self._own_principal = own_principal
         self._default_renew_ms = default_renew_ms
         self._grace_ms = grace_ms
         self._interval_s = interval_s
@@ -135,7 +135,9 @@ class ClusterAuditReconciler:
             lost.wait(self._interval_s)
 
     def reconcile(self) -> Reconciliation:
-        cutoff = self._clock.now_ms() - self._grace_ms
+        self._own = self._own_principal()  # known once the cluster has answered who kts is
+        now = self._clock.now_ms()
+        cutoff = now - self._grace_ms
         pending = self._log.pending(older_than_ms=cutoff)
         tokens = self._cluster.list_tokens()
         by_id = {token.token_id: token for token in tokens}
@@ -151,9 +153,12 @@ class ClusterAuditReconciler:
         not_applied += sum(1 for _, event in changes if event.outcome is not Outcome.SUCCEEDED)
         if changes:
             self._log.complete_many(changes)
-        # Adopt only tokens older than the grace period: a younger one may be a create still in flight,
-        # whose own request records it.
-        orphans = [t for t in unclaimed if t.token_id not in claimed and t.issue_timestamp < cutoff]
+        # Adopt only tokens older than the grace period (a younger one may be a create still in flight, whose own
+        # request records it) and not yet expired: an expired token can neither log in nor be renewed, and kts's
+        # own start-up probes (a minute's life, app/storage/kafka/cluster.py) are all expired by then.
+        orphans = [
+            t for t in unclaimed if t.token_id not in claimed and t.issue_timestamp < cutoff and t.authenticates_at(now)
+        ]
         adopted, reconstructed = self._adopt(orphans)
         self._clear_marks()
         outcome = Reconciliation(applied, not_applied, left_pending, adopted, reconstructed)

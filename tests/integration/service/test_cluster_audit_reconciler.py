@@ -48,7 +48,14 @@ def _reconciler(url: str, cluster: FakeCluster, service_id: str) -> tuple[Cluste
     marks = SqlIntentMarks(engine, clock=clock)
     return (
         ClusterAuditReconciler(
-            audit_log, ledger, cluster, marks, clock=clock, own_principal=KTS, default_renew_ms=DAY_MS, grace_ms=0
+            audit_log,
+            ledger,
+            cluster,
+            marks,
+            clock=clock,
+            own_principal=lambda: KTS,
+            default_renew_ms=DAY_MS,
+            grace_ms=0,
         ),
         engine,
     )

@@ -104,6 +104,8 @@ def test_a_renew_shows_when_the_expiry_is_where_it_would_have_put_it() -> None:
     assert renew_shows(capped, event_timestamp=asked_at, renew_period_ms=DAY, default_renew_ms=DAY)
     assert renew_shows(renewed, event_timestamp=asked_at, renew_period_ms=-1, default_renew_ms=DAY)
     assert not renew_shows(renewed, event_timestamp=asked_at, renew_period_ms=-1, default_renew_ms=2 * DAY)
+    # asked for two days; a KRaft controller renews no further than its default (one day here)
+    assert renew_shows(renewed, event_timestamp=asked_at, renew_period_ms=2 * DAY, default_renew_ms=DAY)
 
 
 def test_an_expire_shows_when_the_token_is_gone_or_ends_by_then() -> None:

@@ -61,7 +61,7 @@ def reconciler(
         cluster,
         marks or FakeIntentStore(),
         clock=FakeClock(),
-        own_principal=KTS,
+        own_principal=lambda: KTS,
         default_renew_ms=DAY,
         **options,  # type: ignore[arg-type]
     )
@@ -155,6 +155,14 @@ def test_a_token_whose_create_event_names_it_is_adopted_without_a_second_event()
     assert done == Reconciliation(adopted=1)
     assert trail.ledger["RealId"] == (event_id, "User:alice", False)
     assert len(trail.events) == 1
+
+
+def test_an_expired_token_no_event_names_is_left_alone() -> None:
+    """It can neither log in nor be renewed (kts's own start-up probes are such tokens)."""
+    trail = FakeTrail()
+    probe = TokenInformation("Probe", KTS, KTS, (), ASKED_AT, ASKED_AT + 60_000, ASKED_AT + 60_000)
+    assert reconciler(trail, Cluster(probe)).reconcile() == Reconciliation()
+    assert trail.events == {}
 
 
 def test_tokens_other_principals_made_are_not_kts_s_to_account_for() -> None:
