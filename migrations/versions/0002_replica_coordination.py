@@ -61,8 +61,10 @@ def upgrade() -> None:
         sa.Column("reconstructed", sa.Boolean(), nullable=False),
         sa.Column("service_id", sa.String(255), nullable=False),
         sa.Column("recorded_at_ms", sa.BigInteger(), nullable=False),
+        sa.Column("counts_until_ms", sa.BigInteger(), nullable=True),
     )
     op.create_index("ix_token_requesters_event_id", "token_requesters", ["event_id"])
+    op.create_index("ix_token_requesters_recorded_at_ms", "token_requesters", ["recorded_at_ms"])
     op.create_table(
         "audit_intent_marks",
         sa.Column("event_id", sa.BigInteger(), primary_key=True),

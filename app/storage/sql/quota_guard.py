@@ -21,10 +21,11 @@ whether that token exists yet: an RPC still in flight may land after this turn's
 clock; after that the RPC has landed or never will, and the next turn's catch-up sees it. Set it to at least
 the Kafka client's request timeout.
 
-What the caller's cache must promise: after ``catch_up()``, it holds every token whose create RPC was answered
-before the call (the Kafka-protocol cache: a describe answered after the controller committed those
-creates; app/storage/sql/token_requesters.py records each create kts makes, which can bridge a broker that
-lags the controller).
+What the caller's count must promise: after ``catch_up()``, it includes every token whose create RPC was
+answered before the call. A cache fed by DescribeDelegationToken does not promise that by itself (a broker
+answers from its copy of the metadata, which takes in a record a moment after the controller answered), so the
+create records the token (app/storage/sql/token_requesters.py) before its turn ends, and the cache counts the
+tokens recorded in the last moments that its describe does not show yet (``SqlTokenRequesters.recent``).
 """
 
 from __future__ import annotations

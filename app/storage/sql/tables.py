@@ -70,8 +70,11 @@ token_requesters = Table(
     Column("event_id", BigInteger, nullable=True),  # the token.create audit event that names the token
     Column("reconstructed", Boolean, nullable=False),  # no request's event named it: the reconciler made one
     Column("service_id", String(SERVICE_ID_LENGTH), nullable=False),  # the replica that recorded the row
-    Column("recorded_at_ms", BigInteger, nullable=False),
+    Column("recorded_at_ms", BigInteger, nullable=False),  # the database's clock
+    # When the token stops counting against quotas (its expiry or maximum, the earlier); None: not known.
+    Column("counts_until_ms", BigInteger, nullable=True),
     Index("ix_token_requesters_event_id", "event_id"),
+    Index("ix_token_requesters_recorded_at_ms", "recorded_at_ms"),
 )
 
 audit_intent_marks = Table(

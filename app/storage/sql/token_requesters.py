@@ -10,25 +10,29 @@ one token is claimed by one event), or when it finds a token kts's principal mad
 memory of which of kts's tokens the trail already shows (app/service/cluster_audit.py).
 
 Principals are stored as JSON strings, so any principal text comes back exactly as it went in. ``requesters``
-is the ``TokenRequesters`` port of app/service/ports.py that the Kafka-protocol token cache reads.
+is the ``TokenRequesters`` port of app/service/ports.py that the Kafka-protocol token cache reads; ``recent``
+tells that cache which tokens any replica made a moment ago, which a broker lagging its controller may not
+describe yet, so that a quota counts them (app/storage/sql/quota_guard.py).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
-from app.domain.clock import Clock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, QuotaKind
 from app.service.cluster_audit import NamedCreate
 from app.storage.audit.database import translated_db_errors
 from app.storage.audit.sink import SqlAuditLog, completion_parameters, completion_statement
 from app.storage.audit.tables import audit_events as events
+from app.storage.sql.db_time import db_now_ms
 from app.storage.sql.statements import insert_if_absent
 from app.storage.sql.tables import SERVICE_ID_LENGTH, token_requesters
 
@@ -36,23 +40,60 @@ T = TypeVar("T")
 CHUNK = 500  # values per IN list
 
 
+@dataclass(frozen=True, slots=True)
+class RecordedCreate:
+    token_id: str
+    owner: KafkaPrincipal
+    requester: KafkaPrincipal
+    counts_until_ms: int | None  # None: not known (count it)
+
+    def counts_against(self, key: QuotaKey, now_ms: int) -> bool:
+        """As ``token_quota.counts_against`` for the token this row records."""
+        if self.counts_until_ms is not None and self.counts_until_ms <= now_ms:
+            return False
+        if key.kind is QuotaKind.OWNER:
+            return self.owner == key.principal
+        return self.requester == key.principal and self.owner != key.principal
+
+
 class _Abandoned(Exception):
     """Rolls a claim back when the event was settled meanwhile."""
 
 
 class SqlTokenRequesters:
-    def __init__(self, engine: Engine, audit_log: SqlAuditLog, *, service_id: str, clock: Clock) -> None:
+    def __init__(self, engine: Engine, audit_log: SqlAuditLog, *, service_id: str) -> None:
         self._engine = engine
         self._audit_log = audit_log
         self._service_id = service_id[:SERVICE_ID_LENGTH]
-        self._clock = clock
 
     # -------------------- what the Kafka-protocol token store writes and its cache reads
 
-    def record(self, token_id: str, *, requester: str, owner: str, event_id: int | None) -> bool:
-        """Remember who asked for ``token_id``; False when the token already has a row (kept as it is)."""
+    def record(
+        self, token_id: str, *, requester: str, owner: str, event_id: int | None, counts_until_ms: int | None = None
+    ) -> bool:
+        """Remember who asked for ``token_id``; False when the token already has a row (kept as it is).
+        ``counts_until_ms``: when the token stops counting against quotas (``recent`` answers it)."""
         with translated_db_errors(), self._engine.begin() as connection:
-            return self._insert(connection, token_id, requester, owner, event_id, reconstructed=False)
+            return self._insert(
+                connection, token_id, requester, owner, event_id, reconstructed=False, counts_until_ms=counts_until_ms
+            )
+
+    def recent(self, window_ms: int) -> list[RecordedCreate]:
+        """Tokens recorded within the last ``window_ms`` by the database's clock, on any replica: what a cache
+        fed by a broker that lags its controller may not show yet, and a quota must count all the same."""
+        with translated_db_errors(), self._engine.connect() as connection:
+            rows = connection.execute(
+                select(
+                    token_requesters.c.token_id,
+                    token_requesters.c.owner,
+                    token_requesters.c.requester,
+                    token_requesters.c.counts_until_ms,
+                ).where(token_requesters.c.recorded_at_ms >= db_now_ms() - window_ms)
+            ).all()
+        return [
+            RecordedCreate(str(token_id), _principal(json.loads(owner)), _principal(json.loads(requester)), until)
+            for token_id, owner, requester, until in rows
+        ]
 
     def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
         """Who asked for each of ``token_ids`` that kts created (``TokenRequesters``): the recorded row, else
@@ -127,6 +168,7 @@ class SqlTokenRequesters:
                 str(token.owner),
                 named.event_id,
                 reconstructed=False,
+                counts_until_ms=_counts_until(token),
             )
 
     def claim(self, event_id: int, token: TokenInformation, requester: str, settled: AuditEvent) -> bool:
@@ -135,7 +177,13 @@ class SqlTokenRequesters:
         try:
             with translated_db_errors(), self._engine.begin() as connection:
                 if not self._insert(
-                    connection, token.token_id, requester, str(token.owner), event_id, reconstructed=False
+                    connection,
+                    token.token_id,
+                    requester,
+                    str(token.owner),
+                    event_id,
+                    reconstructed=False,
+                    counts_until_ms=_counts_until(token),
                 ):
                     return False
                 parameters = {"event_id": event_id, **completion_parameters(settled)}
@@ -150,7 +198,13 @@ class SqlTokenRequesters:
         event's id, or None (nothing written) when the token has a row already."""
         with translated_db_errors(), self._engine.begin() as connection:
             if not self._insert(
-                connection, token.token_id, str(token.token_requester), str(token.owner), None, reconstructed=True
+                connection,
+                token.token_id,
+                str(token.token_requester),
+                str(token.owner),
+                None,
+                reconstructed=True,
+                counts_until_ms=_counts_until(token),
             ):
                 return None
             row = self._audit_log.event_row(event, RequestContext())
@@ -169,6 +223,7 @@ class SqlTokenRequesters:
         event_id: int | None,
         *,
         reconstructed: bool,
+        counts_until_ms: int | None = None,
     ) -> bool:
         return insert_if_absent(
             connection,
@@ -180,15 +235,25 @@ class SqlTokenRequesters:
                 "event_id": event_id,
                 "reconstructed": reconstructed,
                 "service_id": self._service_id,
-                "recorded_at_ms": self._clock.now_ms(),
+                "recorded_at_ms": db_now_ms(),
+                "counts_until_ms": counts_until_ms,
             },
         )
 
 
+def _counts_until(token: TokenInformation) -> int:
+    return min(token.expiry_timestamp, token.max_timestamp)
+
+
 def _put(found: dict[str, KafkaPrincipal], token_id: str, text: str) -> None:
-    principal_type, colon, name = text.partition(":")
-    if colon:  # as stored: no validation can turn a recorded requester away
-        found[token_id] = KafkaPrincipal(principal_type, name)
+    if ":" in text:
+        found[token_id] = _principal(text)
+
+
+def _principal(text: str) -> KafkaPrincipal:
+    """As stored: no validation can turn a recorded principal away."""
+    principal_type, _, name = text.partition(":")
+    return KafkaPrincipal(principal_type, name)
 
 
 def _chunks(values: Iterable[T]) -> Iterator[list[T]]:

@@ -41,7 +41,7 @@ def main(url: str, cluster_file: str, owner: str, kill_point: str) -> None:
     clock = SystemClock()
     engine = make_engine(url)
     audit_log = SqlAuditLog(engine, service_id="kts-killed", clock=clock)
-    requesters = SqlTokenRequesters(engine, audit_log, service_id="kts-killed", clock=clock)
+    requesters = SqlTokenRequesters(engine, audit_log, service_id="kts-killed")
     cluster = FakeCluster(Path(cluster_file))
     event = AuditEvent(
         Action.TOKEN_CREATE,

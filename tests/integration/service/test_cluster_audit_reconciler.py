@@ -44,7 +44,7 @@ def _reconciler(url: str, cluster: FakeCluster, service_id: str) -> tuple[Cluste
     engine = make_engine(url)
     clock = SystemClock()
     audit_log = SqlAuditLog(engine, service_id=service_id, clock=clock)
-    ledger = SqlTokenRequesters(engine, audit_log, service_id=service_id, clock=clock)
+    ledger = SqlTokenRequesters(engine, audit_log, service_id=service_id)
     marks = SqlIntentMarks(engine, clock=clock)
     return (
         ClusterAuditReconciler(
@@ -116,7 +116,7 @@ def test_every_kill_point_of_a_create_settles_consistently(any_audit_db: str, en
     by_owner = {event.owner: event for event in events}
     assert "User:before-pending" not in by_owner
     assert by_owner["User:before-rpc"].outcome == "failed"
-    ledger = SqlTokenRequesters(engine, audit_log, service_id="test", clock=SystemClock())
+    ledger = SqlTokenRequesters(engine, audit_log, service_id="test")
     kts_tokens = [token for token in cluster.list_tokens() if token.token_requester == KTS]
     assert {str(token.owner) for token in kts_tokens} == {
         "User:after-rpc",

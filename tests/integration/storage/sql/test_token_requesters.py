@@ -27,7 +27,7 @@ TOKEN = TokenInformation("RealId", ALICE, KTS, (KTS,), 1, 2, 3)
 def _stores(url: str, engines: Callable[[str], Engine]) -> tuple[SqlAuditLog, SqlTokenRequesters]:
     engine = engines(url)
     audit_log = SqlAuditLog(engine, service_id="kts-0", clock=SystemClock())
-    return audit_log, SqlTokenRequesters(engine, audit_log, service_id="kts-0", clock=SystemClock())
+    return audit_log, SqlTokenRequesters(engine, audit_log, service_id="kts-0")
 
 
 def _pending(audit_log: SqlAuditLog) -> int:
@@ -139,3 +139,31 @@ def test_a_token_without_a_row_is_answered_from_its_create_event(
     audit_log.complete(event_id, _settled("FromEvent"))
 
     assert ledger.requesters(["FromEvent", "Nothing"]) == {"FromEvent": KafkaPrincipal.user("bob")}
+
+
+def test_recent_records_are_those_of_the_last_moments_with_what_quotas_count(
+    coordination_db: str, engines: Callable[[str], Engine]
+) -> None:
+    from sqlalchemy import update
+
+    from app.domain.token_quota import QuotaKey, QuotaKind
+    from app.storage.sql.tables import token_requesters
+
+    _, ledger = _stores(coordination_db, engines)
+    ledger.record("ForAlice", requester="User:bob", owner="User:alice", event_id=1, counts_until_ms=2_000)
+    ledger.record("Old", requester="User:bob", owner="User:alice", event_id=2)
+    with engines(coordination_db).begin() as connection:  # recorded a minute ago by the database's clock
+        connection.execute(
+            update(token_requesters)
+            .where(token_requesters.c.token_id == "Old")
+            .values(recorded_at_ms=token_requesters.c.recorded_at_ms - 60_000)
+        )
+
+    (recent,) = ledger.recent(30_000)
+
+    assert (recent.token_id, recent.owner, recent.requester) == ("ForAlice", ALICE, KafkaPrincipal.user("bob"))
+    bob_for_others = QuotaKey(QuotaKind.REQUESTER, KafkaPrincipal.user("bob"))
+    assert recent.counts_against(QuotaKey(QuotaKind.OWNER, ALICE), 1_999)
+    assert recent.counts_against(bob_for_others, 1_999)
+    assert not recent.counts_against(QuotaKey(QuotaKind.OWNER, ALICE), 2_000)  # expired by then
+    assert not recent.counts_against(QuotaKey(QuotaKind.OWNER, KafkaPrincipal.user("bob")), 0)
