@@ -80,6 +80,8 @@ class TokenLedger(Protocol):
 
     def reconstruct(self, token: TokenInformation, event: AuditEvent) -> int | None: ...
 
+    def forget_older_than(self, age_ms: int) -> int: ...
+
 
 # What the reconciler does with pending events of other actions (ACLs, credentials): their outcome from the
 # cluster's state, or None to leave them pending (the adapter that makes those changes knows how to look).
@@ -112,6 +114,7 @@ class ClusterAuditReconciler:
         interval_s: float = RECONCILE_INTERVAL_S,
         skew_ms: int = SKEW_MS,
         judge_other: OtherJudge | None = None,
+        forget_after_ms: int | None = None,
     ) -> None:
         self._log = audit_log
         self._ledger = ledger
@@ -124,6 +127,7 @@ class ClusterAuditReconciler:
         self._interval_s = interval_s
         self._skew_ms = skew_ms
         self._judge_other = judge_other
+        self._forget_after_ms = forget_after_ms
 
     def run(self, lost: threading.Event) -> None:
         """The leader's duty: a pass at once, then one every interval, until leadership is lost."""
@@ -161,6 +165,9 @@ class ClusterAuditReconciler:
         ]
         adopted, reconstructed = self._adopt(orphans)
         self._clear_marks()
+        if self._forget_after_ms is not None:
+            # No token outlives its maximum lifetime: older records name tokens long gone (their events remain).
+            self._ledger.forget_older_than(self._forget_after_ms)
         outcome = Reconciliation(applied, not_applied, left_pending, adopted, reconstructed)
         if applied or not_applied or adopted or reconstructed:
             log.warning(

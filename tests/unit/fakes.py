@@ -412,6 +412,7 @@ class FakeTrail:
     def __init__(self) -> None:
         self.events: dict[int, StoredEvent] = {}
         self.ledger: dict[str, tuple[int | None, str, bool]] = {}
+        self.forgotten_after: int | None = None
 
     def write(self, event: AuditEvent, *, at_ms: int, service_id: str = "kts-0") -> int:
         event_id = len(self.events) + 1
@@ -485,6 +486,10 @@ class FakeTrail:
             return False
         self.record(token.token_id, requester=requester, event_id=event_id)
         return self._complete(event_id, settled)
+
+    def forget_older_than(self, age_ms: int) -> int:
+        self.forgotten_after = age_ms
+        return 0
 
     def reconstruct(self, token: TokenInformation, event: AuditEvent) -> int | None:
         if token.token_id in self.ledger:

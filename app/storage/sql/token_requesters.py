@@ -22,7 +22,7 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Engine, delete, insert, select, update
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.principal import KafkaPrincipal
@@ -213,6 +213,15 @@ class SqlTokenRequesters:
                 update(token_requesters).where(token_requesters.c.token_id == token.token_id).values(event_id=event_id)
             )
         return event_id
+
+    def forget_older_than(self, age_ms: int) -> int:
+        """Delete the rows recorded more than ``age_ms`` ago by the database's clock; how many."""
+        with translated_db_errors(), self._engine.begin() as connection:
+            return int(
+                connection.execute(
+                    delete(token_requesters).where(token_requesters.c.recorded_at_ms < db_now_ms() - age_ms)
+                ).rowcount
+            )
 
     def _insert(
         self,

@@ -157,6 +157,14 @@ def test_a_token_whose_create_event_names_it_is_adopted_without_a_second_event()
     assert len(trail.events) == 1
 
 
+def test_records_older_than_the_longest_token_life_are_forgotten_when_asked() -> None:
+    trail = FakeTrail()
+    reconciler(trail, Cluster()).reconcile()
+    assert trail.forgotten_after is None
+    reconciler(trail, Cluster(), forget_after_ms=8 * DAY).reconcile()
+    assert trail.forgotten_after == 8 * DAY
+
+
 def test_an_expired_token_no_event_names_is_left_alone() -> None:
     """It can neither log in nor be renewed (kts's own start-up probes are such tokens)."""
     trail = FakeTrail()

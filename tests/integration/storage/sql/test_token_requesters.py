@@ -160,6 +160,7 @@ def test_recent_records_are_those_of_the_last_moments_with_what_quotas_count(
         )
 
     (recent,) = ledger.recent(30_000)
+    assert ledger.forget_older_than(30_000) == 1 and ledger.recorded(["Old", "ForAlice"]) == {"ForAlice"}
 
     assert (recent.token_id, recent.owner, recent.requester) == ("ForAlice", ALICE, KafkaPrincipal.user("bob"))
     bob_for_others = QuotaKey(QuotaKind.REQUESTER, KafkaPrincipal.user("bob"))
