@@ -35,7 +35,7 @@ from app.version import kts_version, python_version
 
 # The classic text format, which every Prometheus version reads (what generate_latest writes by default).
 EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-ZOOKEEPER_STATES = ("connected", "suspended", "lost")
+CLUSTER_STATES = ("connected", "suspended", "lost")
 UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
 
 
@@ -49,9 +49,10 @@ class RuntimeReadings:
     sweep_runs: Callable[[], int]
     swept_tokens: Callable[[], int]
     leads_sweeper: Callable[[], bool]
-    zookeeper_state: Callable[[], str]  # one of ZOOKEEPER_STATES
+    cluster_state: Callable[[], str]  # one of CLUSTER_STATES
+    backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
     # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
-    # renews are refused; None when ZooKeeper cannot be read.
+    # renews are refused; None when ZooKeeper cannot be read or is not used.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
 
@@ -125,18 +126,19 @@ class _RuntimeCollector(Collector):
         readings = self._readings()
         if readings is None:
             return []
-        state = readings.zookeeper_state()
-        zookeeper = GaugeMetricFamily(
-            "kts_zookeeper_session_state",
-            "1 for the current state of this replica's ZooKeeper session.",
-            labels=["state"],
+        state = readings.cluster_state()
+        cluster = GaugeMetricFamily(
+            "kts_cluster_connection_state",
+            "1 for the current state of this replica's connection to the cluster (backend: zookeeper, its "
+            "session; kafka, the brokers through the Kafka protocol).",
+            labels=["backend", "state"],
         )
-        for name in ZOOKEEPER_STATES:
-            zookeeper.add_metric([name], 1.0 if name == state else 0.0)
-        return [*_child_list_metrics(readings.child_lists()), *self._replica_metrics(readings, zookeeper)]
+        for name in CLUSTER_STATES:
+            cluster.add_metric([readings.backend, name], 1.0 if name == state else 0.0)
+        return [*_child_list_metrics(readings.child_lists()), *self._replica_metrics(readings, cluster)]
 
     @staticmethod
-    def _replica_metrics(readings: RuntimeReadings, zookeeper: Metric) -> list[Metric]:
+    def _replica_metrics(readings: RuntimeReadings, cluster: Metric) -> list[Metric]:
         return [
             GaugeMetricFamily(
                 "kts_tokens",
@@ -158,7 +160,7 @@ class _RuntimeCollector(Collector):
                 "Live replicas as this one sees them (the account lockout divides its threshold among them).",
                 value=readings.replicas(),
             ),
-            zookeeper,
+            cluster,
         ]
 
 

@@ -28,8 +28,8 @@ def readyz(readiness: ReadinessView) -> JSONResponse:
     failing = [f"{name}: {state}" for name, state in checks.items() if state != OK]
     if failing:
         return JSONResponse(
-            error_body("NOT_READY", "; ".join(failing), checks=checks),
+            error_body("NOT_READY", "; ".join(failing), checks=checks, backend=readiness.backend),
             status_code=503,
             headers={"Retry-After": RETRY_AFTER_SECONDS},
         )
-    return JSONResponse({"status": "ready", "checks": checks})
+    return JSONResponse({"status": "ready", "backend": readiness.backend, "checks": checks})
