@@ -27,12 +27,13 @@ from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
-from app.leader.duties import side_by_side
+from app.leader.duties import Duty, side_by_side
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
+from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
@@ -184,7 +185,35 @@ def account_locks(
         duration_ms=settings.auth_lockout_duration_ms,
         max_keys=settings.auth_throttle_max_keys,
     )
-    return AccountLocks(AccountLockout(policy, clock), store, auditor=auditor, authorizer=authorizer, clock=clock)
+    return AccountLocks(
+        AccountLockout(policy, clock),
+        store,
+        auditor=auditor,
+        authorizer=authorizer,
+        exempt=settings.lockout_exempt_addresses,
+    )
+
+
+def leader_duties(
+    settings: Settings,
+    sweeper: Sweeper,
+    purger: NotificationPurger,
+    locks: AccountLocks,
+    audit_log: AuditLog,
+    clock: Clock,
+) -> Duty:
+    """What the elected leader does, side by side: sweep expired tokens, purge old notifications, delete ended
+    account locks and, with ``audit.retention.days``, old audit events."""
+    interval_ms = settings.auth_lockout_cleanup_interval_ms
+    duties: list[tuple[str, Duty]] = [
+        ("sweeper", sweeper.run),
+        ("notification-purger", purger.run),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
+    ]
+    if settings.audit_retention_days is not None:
+        retention = AuditRetention(audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
+    return side_by_side(duties)
 
 
 def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | None:
@@ -302,6 +331,8 @@ class _IntentMarkStore(IntentMarks, Protocol):
 class _SharedLockoutStore(LockoutStore, Protocol):
     def start(self) -> None: ...
 
+    def in_force(self) -> int: ...
+
 
 @dataclass
 class _Shared:
@@ -314,10 +345,12 @@ class _Shared:
     reconciler: AuditReconciler | ClusterAuditReconciler
     startup: list[Callable[[], None]]  # once the cluster has answered who kts is
     shutdown: list[Callable[[], None]]  # before the cluster connection closes
+    # The leadership that runs these duties, contending once started; None: this process alone (no database).
+    leadership_of: Callable[[Duty], DbLeadership] | None = None
 
 
-# In this mode the leader runs the audit reconciler (the controller expires tokens: there is no sweeper).
-AUDIT_LEADERSHIP = "audit-reconciler"
+# The leader of this mode's chores (the controller expires tokens: there is no sweeper to elect).
+LEADERSHIP = "kts-leader"
 DAY_MS = 86_400_000
 
 
@@ -333,7 +366,7 @@ def _shared_in_database(settings: Settings, clock: Clock, audit_log: AuditLog, c
             intents,
             NoTokenRequesters(),
             MemoryQuotaGuard(),
-            MemoryLockoutStore(),
+            MemoryLockoutStore(clock),
             reconciler,
             startup=[reconciler.start],
             shutdown=[reconciler.stop],
@@ -355,7 +388,6 @@ def _shared_in_database(settings: Settings, clock: Clock, audit_log: AuditLog, c
         default_renew_ms=settings.delegation_token_expiry_time_ms,
         forget_after_ms=settings.delegation_token_max_lifetime_ms + DAY_MS,
     )
-    leadership = DbLeadership(engine, AUDIT_LEADERSHIP, registry.instance_id, settler.run)
     return _Shared(
         marks,
         requesters,
@@ -363,9 +395,26 @@ def _shared_in_database(settings: Settings, clock: Clock, audit_log: AuditLog, c
         SqlQuotaGuard(engine, in_flight_ms=max(30_000, 2 * settings.admin_request_timeout_ms)),
         lockout_store,
         settler,
-        startup=[registry.start, lockout_store.start, leadership.start],
-        shutdown=[leadership.stop, lockout_store.stop, registry.stop],
+        startup=[registry.start, lockout_store.start],
+        shutdown=[lockout_store.stop, registry.stop],
+        leadership_of=lambda duties: DbLeadership(engine, LEADERSHIP, registry.instance_id, duties),
     )
+
+
+def kafka_leader_duties(
+    settings: Settings, reconciler: ClusterAuditReconciler, locks: AccountLocks, audit_log: AuditLog, clock: Clock
+) -> Duty:
+    """What the leader does through the Kafka protocol, side by side: settle the audit trail with the cluster,
+    delete ended account locks and, with ``audit.retention.days``, old audit events."""
+    interval_ms = settings.auth_lockout_cleanup_interval_ms
+    duties: list[tuple[str, Duty]] = [
+        ("audit-reconciler", reconciler.run),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
+    ]
+    if settings.audit_retention_days is not None:
+        retention = AuditRetention(audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
+    return side_by_side(duties)
 
 
 def _kafka_runtime(
@@ -406,6 +455,12 @@ def _kafka_runtime(
         quota=_quota(settings),
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    startup, shutdown = list(shared.startup), list(shared.shutdown)
+    leadership = None
+    if shared.leadership_of is not None and isinstance(shared.reconciler, ClusterAuditReconciler):
+        leadership = shared.leadership_of(kafka_leader_duties(settings, shared.reconciler, locks, audit_log, clock))
+        startup.append(leadership.start)
+        shutdown.insert(0, leadership.stop)
     return Runtime(
         settings=settings,
         backend="kafka",
@@ -449,8 +504,8 @@ def _kafka_runtime(
             backend="kafka",
         ),
         cluster_connected=lambda: cluster.connected,
-        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *shared.startup],
-        shutdown=[*shared.shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
+        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *startup],
+        shutdown=[*shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
@@ -460,6 +515,7 @@ def _kafka_runtime(
             cluster_state=lambda: cluster.state,
             backend="kafka",
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
         ),
     )
 
@@ -487,7 +543,7 @@ def _zookeeper_runtime(
     purger = NotificationPurger(
         zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
     )
-    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id)
+    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -514,12 +570,12 @@ def _zookeeper_runtime(
         interval_ms=settings.delegation_token_expiry_check_interval_ms,
         room=capacity.sweep_room,
     )
-    # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
+    # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
         zk,
         KtsZNodes.SWEEPER_ELECTION,
         settings.service_id,
-        side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
+        leader_duties(settings, sweeper, purger, locks, audit_log, clock),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     return Runtime(
@@ -586,5 +642,6 @@ def _zookeeper_runtime(
             backend="zookeeper",
             child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
         ),
     )

@@ -24,6 +24,7 @@ from app.config_names.typos import likely_intended
 from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
 from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
+from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.storage.kafka.client_config import KafkaClientSecurity, bootstrap_servers, kafka_client_security
@@ -186,6 +187,11 @@ class Settings(BaseSettings):
     auth_lockout_threshold: int = Field(10, ge=0, le=1_000_000)
     auth_lockout_window_ms: int = Field(900_000, ge=1)
     auth_lockout_duration_ms: int = Field(900_000, ge=1)
+    # addresses and CIDR networks the lockout never counts or refuses: the operators' way in (break glass)
+    auth_lockout_exempt_addresses: str = "127.0.0.1,::1"
+    auth_lockout_cleanup_interval_ms: int = Field(60_000, ge=100, le=86_400_000)  # the leader deletes ended locks
+    # audit rows older than this many days are deleted by the leader (unset: kept for ever)
+    audit_retention_days: int | None = Field(None, ge=1, le=36_500)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
     _kafka_security: KafkaClientSecurity = PrivateAttr(default_factory=KafkaClientSecurity)
@@ -237,6 +243,16 @@ class Settings(BaseSettings):
         if isinstance(value, int) and value < 0:
             raise ValueError(f"{value} is not a whole number of tokens, 0 (no limit) or more")
         return value
+
+    @field_validator("auth_lockout_exempt_addresses")
+    @classmethod
+    def _exempt_addresses(cls, value: str) -> str:
+        ExemptAddresses.parse(value)  # raises ValueError naming the bad entry
+        return value
+
+    @property
+    def lockout_exempt_addresses(self) -> ExemptAddresses:
+        return ExemptAddresses.parse(self.auth_lockout_exempt_addresses)
 
     @field_validator("token_znode_version")
     @classmethod

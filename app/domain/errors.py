@@ -94,6 +94,12 @@ class InvalidPrincipal(InvalidInput):
 class NotAuthenticated(KtsError):
     name = "AUTHENTICATION_FAILED"
 
+    def __init__(self, message: str, *, known: bool = True) -> None:
+        """``known`` False: the credentials named no user or token that exists (their failures are audited
+        per address, not one row per name)."""
+        super().__init__(message)
+        self.known = known
+
 
 class CredentialNotFound(KtsError):
     name = "CREDENTIAL_NOT_FOUND"

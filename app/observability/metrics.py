@@ -55,6 +55,7 @@ class RuntimeReadings:
     # renews are refused; None when ZooKeeper cannot be read or is not used.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
+    account_locks: Callable[[], int] = lambda: 0  # shared account locks in force, as this one sees them
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +160,12 @@ class _RuntimeCollector(Collector):
                 "kts_replicas",
                 "Live replicas as this one sees them (the account lockout divides its threshold among them).",
                 value=readings.replicas(),
+            ),
+            GaugeMetricFamily(
+                "kts_account_locks",
+                "Account locks in force shared by every replica, as this replica sees them (past the cap a lock is "
+                "kept by the replica that made it).",
+                value=readings.account_locks(),
             ),
             cluster,
         ]

@@ -60,6 +60,10 @@ class AuditLog(Protocol):
 
     def is_pending(self, event_id: int) -> bool | None: ...
 
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` settled events older than ``timestamp_ms``, oldest first; how many."""
+        ...
+
 
 class IntentStore(Protocol):
     def path(self, event_id: int) -> str: ...

@@ -13,7 +13,7 @@ from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.capacity import ChildList
-from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
@@ -180,7 +180,9 @@ class CredentialSource(Protocol):
         check counts only while it is unchanged."""
         ...
 
-    def verify(self, user_name: str, password: str) -> bool: ...
+    def verify(self, user_name: str, password: str) -> Verdict:
+        """ACCEPTED, or why not: REFUSED when the user exists, NO_SUCH_USER (for the audit alone) when not."""
+        ...
 
 
 class RecentCreate(Protocol):
@@ -244,17 +246,36 @@ class ChildListGauge(Protocol):
 
 
 class LockoutStore(Protocol):
-    """Per-account locks every replica sees (app/domain/lockout.py), and how many replicas share them."""
+    """Per-account locks every replica sees (app/domain/lockout.py), and how many replicas share them.
 
-    def replicas(self) -> int: ...
+    Accounts are named by their key (``account_key``: a hash of the whole name). A lock lasts its duration from
+    when the store took it, by the store's own clock: no replica's clock decides when a lock ends. The store
+    holds a bounded number of locks in force; ended ones do not count, and the leader deletes them."""
 
-    def locked_until(self, account: str) -> int | None:
-        """The latest end of the account's published locks, expired ones included; None: none."""
+    def replicas(self) -> int:
+        """How many replicas are live (each locks an account after its share of the threshold)."""
         ...
 
-    def publish(self, lock: Lock) -> None: ...
+    def locked_ms(self, key: str) -> int:
+        """How much longer the account's shared locks last; 0 when none is in force."""
+        ...
 
-    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
-        """Delete the account's locks (only those ended by ``expired_by_ms`` when given); the ends of the
-        locks this call deleted."""
+    def share(self, lock: Lock) -> bool:
+        """Take the lock, for every replica; False (nothing written) when the store holds as many locks in
+        force as it may. Raises StoreUnavailable when the store cannot be written."""
+        ...
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        """End the account's shared locks, and have every replica forget its own lock and count of the account
+        (``on_released``), for ``duration_ms`` (the longest a lock it releases can last); whether a shared lock
+        was in force. Raises StoreUnavailable when the store cannot be written."""
+        ...
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(key)`` for each release any replica makes (this one's included), soon after."""
+        ...
+
+    def remove_ended(self) -> int:
+        """Delete the locks that have ended, and releases older than their duration; how many locks. Run by
+        the leader alone."""
         ...

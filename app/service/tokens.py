@@ -10,7 +10,7 @@ from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
-from app.domain.errors import TokenNotFound
+from app.domain.errors import NotAuthenticated, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
@@ -201,14 +201,26 @@ class TokenService:
             if token is None:
                 self._auditor.record(_event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
             return token
-        subject = token_subject(token_id)
-        guard.admit(caller.host, subject, lambda: _event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
-        token = self.verify(token_id, mac)
-        if token is None:
-            guard.failed(caller.host, subject, _event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED))
-        else:
-            guard.succeeded(caller.host, subject)
-        return token
+
+        def check() -> TokenInformation:
+            token = self.verify(token_id, mac)
+            if token is None:
+                raise NotAuthenticated("Unknown, expired or invalid delegation token.", known=self.is_known(token_id))
+            return token
+
+        try:
+            return guard.attempt(
+                caller.host,
+                token_subject(token_id),
+                lambda _: _event(Action.TOKEN_VERIFY, caller, token_id, outcome=Outcome.DENIED),
+                check,
+            )
+        except NotAuthenticated:
+            return None
+
+    def is_known(self, token_id: str) -> bool:
+        """Whether this replica knows a token of that id (for the audit of failures alone)."""
+        return self._view.get(token_id) is not None
 
     def _admit(self, event: AuditEvent, admit: Callable[[CapacityGuard], None]) -> None:
         """Refuse (and audit) a write that would fill a child list brokers must list (app/service/capacity.py)."""

@@ -36,6 +36,7 @@ def upgrade() -> None:
     op.create_table(
         "account_locks",
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True),
+        sa.Column("kind", sa.String(8), nullable=False),
         sa.Column("account_key", sa.String(64), nullable=False),
         sa.Column("locked_at_ms", sa.BigInteger(), nullable=False),
         sa.Column("until_ms", sa.BigInteger(), nullable=False),

@@ -21,6 +21,7 @@ from app.domain.errors import (
     StoreUnavailable,
     TokenNotFound,
 )
+from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
@@ -306,6 +307,60 @@ class FakeUserStore:
         self.intents.append(intent)
 
 
+# -------------------- account locks
+
+
+class FakeLockoutStore:
+    """Shared locks in a dict, ended by the fake clock. ``full`` refuses new locks (the bound reached);
+    ``fail_with`` fails every write as an unreachable store does."""
+
+    def __init__(self, clock: FakeClock, replicas: int = 1) -> None:
+        self.clock = clock
+        self.replicas_seen = replicas
+        self.locks: dict[str, list[Lock]] = {}
+        self.ends: dict[str, int] = {}
+        self.full = False
+        self.fail_with: KtsError | None = None
+        self.listeners: list[Callable[[str], None]] = []
+        self.releases: list[str] = []
+
+    def replicas(self) -> int:
+        return self.replicas_seen
+
+    def locked_ms(self, key: str) -> int:
+        return max(0, self.ends.get(key, 0) - self.clock.now_ms())
+
+    def share(self, lock: Lock) -> bool:
+        if self.fail_with is not None:
+            raise self.fail_with
+        if self.full:
+            return False
+        self.locks.setdefault(lock.key, []).append(lock)
+        self.ends[lock.key] = max(self.ends.get(lock.key, 0), self.clock.now_ms() + lock.duration_ms)
+        return True
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        if self.fail_with is not None:
+            raise self.fail_with
+        was = self.locked_ms(key) > 0
+        self.locks.pop(key, None)
+        self.ends.pop(key, None)
+        self.releases.append(key)
+        for listener in self.listeners:
+            listener(key)
+        return was
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        self.listeners.append(listener)
+
+    def remove_ended(self) -> int:
+        ended = [key for key in self.ends if self.locked_ms(key) == 0]
+        for key in ended:
+            del self.ends[key]
+            self.locks.pop(key, None)
+        return len(ended)
+
+
 # -------------------- audit
 
 
@@ -370,6 +425,9 @@ class FakeAuditLog:
         if event_id not in self.appended:
             return None
         return event_id not in self.completed and self.appended[event_id].outcome is Outcome.PENDING
+
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        return 0
 
     def events(self) -> list[AuditEvent]:
         """Each event as it ended (or as appended while it has not been completed), in order."""

@@ -42,7 +42,8 @@ account_locks = Table(
     metadata,
     # SQLite would reuse the id of a deleted last row; ids here are never reused, as on PostgreSQL.
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
-    Column("account_key", String(KEY_LENGTH), nullable=False),
+    Column("kind", String(8), nullable=False),  # lock, or release (a super user's unlock, heard by every replica)
+    Column("account_key", String(KEY_LENGTH), nullable=False),  # app/domain/lockout.py's account_key
     Column("locked_at_ms", BigInteger, nullable=False),
     Column("until_ms", BigInteger, nullable=False),
     Column("failures", Integer, nullable=False),
