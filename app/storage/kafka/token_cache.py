@@ -60,6 +60,8 @@ class KafkaTokenCache:
         self._asked: dict[str, KafkaPrincipal] = {}  # who asked for the tokens kts made (from here or the audit)
         self._not_ours: TTLCache[str, bool] = TTLCache(maxsize=1_000_000, ttl=UNKNOWN_REQUESTER_RECHECK_S, timer=timer)
         self._unshown: list[RecentCreate] = []  # made on some replica, not described yet
+        self._described: dict[str, float] = {}  # ids some snapshot showed lately (gone since: deleted, not lagging)
+        self._deleted: dict[str, float] = {}  # ids this replica deleted lately
         self._last_refresh = float("-inf")
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -138,6 +140,7 @@ class KafkaTokenCache:
     def discard(self, token_id: str) -> None:
         with self._lock:
             self._written[token_id] = (self._timer(), None)
+            self._deleted[token_id] = self._timer()
             self._index.drop(token_id)
 
     # --- refreshing ---
@@ -194,7 +197,19 @@ class KafkaTokenCache:
                 else:
                     tokens[token_id] = state
             self._install(tokens)
-            self._unshown = [made for made in recent if made.token_id not in tokens]
+            self._described = _lately(self._described, began)
+            self._deleted = _lately(self._deleted, began)
+            for stored in snapshot:
+                self._described.setdefault(stored.token.token_id, began)
+            # Counted until a broker describes it, unless shown before (then gone: deleted, not lagging) or deleted
+            # by this replica.
+            self._unshown = [
+                made
+                for made in recent
+                if made.token_id not in tokens
+                and made.token_id not in self._described
+                and made.token_id not in self._deleted
+            ]
             self._written = pending
             self._asked = {token_id: who for token_id, who in self._asked.items() if token_id in tokens}
         self._last_refresh = began
@@ -247,3 +262,8 @@ class KafkaTokenCache:
                 self.refresh_all()
             except KtsError as exc:
                 log.warning("token cache not refreshed: %s", exc.message)
+
+
+def _lately(seen: dict[str, float], now: float) -> dict[str, float]:
+    """The entries of the last two grace periods (a recent record is at most one old)."""
+    return {token_id: when for token_id, when in seen.items() if now - when <= 2 * OWN_WRITE_GRACE_S}

@@ -164,3 +164,21 @@ def test_a_token_another_replica_made_a_moment_ago_counts_until_a_broker_describ
     cluster.tokens.answers = [described, elsewhere]
     view.catch_up()
     assert view.live_count(alice_quota, 0) == 2
+
+
+def test_a_recent_token_deleted_since_counts_no_more() -> None:
+    """Expired by this replica (its own discard), or described once and gone since: deleted, not lagging."""
+    alice_quota = QuotaKey(QuotaKind.OWNER, ALICE)
+    mine, seen = token(new_token_id()), token(new_token_id())
+    requesters = Requesters(made=[Made(mine.token_id, ALICE), Made(seen.token_id, ALICE)])
+    cluster = ScriptedCluster(ScriptedTokens([seen]))
+    view = cache(cluster, requesters)
+    view.apply(StoredToken(mine, 0))
+    view.catch_up()
+    assert view.live_count(alice_quota, 0) == 2
+
+    view.discard(mine.token_id)  # expired here
+    cluster.tokens.answers = []  # and the other expired elsewhere
+    view.catch_up()
+
+    assert view.live_count(alice_quota, 0) == 0
