@@ -24,7 +24,9 @@ class SqlAuditLog:
         self._clock = clock
         self._writes = GroupCommitter(engine)
 
-    def _row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
+    def event_row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
+        """The storable row of ``event``, stamped now by this replica (also for writers that put an event in
+        a transaction of their own, app/storage/sql/token_requesters.py)."""
         row: dict[str, Any] = {
             "timestamp": self._clock.now_ms(),
             "action": event.action.value,
@@ -55,7 +57,7 @@ class SqlAuditLog:
 
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
-        row = self._row(event, context)
+        row = self.event_row(event, context)
 
         def write(connection: Connection) -> int:
             result = connection.execute(insert(events).values(**row))
@@ -65,7 +67,7 @@ class SqlAuditLog:
 
     def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
         """Insert several events in one transaction (one commit); ids in the order given."""
-        rows = [self._row(event, context) for event in batch]
+        rows = [self.event_row(event, context) for event in batch]
         statement = insert(events).returning(events.c.id, sort_by_parameter_order=True)
         return self._writes.run(lambda connection: [int(row[0]) for row in connection.execute(statement, rows)])
 
@@ -75,26 +77,8 @@ class SqlAuditLog:
 
     def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
         """Settle several pending events in one transaction; returns how many were still pending."""
-        statement = (
-            update(events)
-            .where(and_(events.c.id == bindparam("event_id"), events.c.outcome == Outcome.PENDING.value))
-            .values(
-                outcome=bindparam("new_outcome"),
-                error_code=bindparam("new_error_code"),
-                details=bindparam("new_details"),
-                token_id=func.coalesce(bindparam("new_token_id"), events.c.token_id),
-            )
-        )
-        parameters = [
-            {
-                "event_id": event_id,
-                "new_outcome": _column_text("outcome", event.outcome.value),
-                "new_error_code": event.error_code,
-                "new_details": _details_json(event.details),
-                "new_token_id": _column_text("token_id", event.token_id),
-            }
-            for event_id, event in settled
-        ]
+        statement = completion_statement()
+        parameters = [{"event_id": event_id, **completion_parameters(event)} for event_id, event in settled]
         return self._writes.run(
             lambda connection: int(
                 connection.execute(statement, parameters[0] if len(parameters) == 1 else parameters).rowcount
@@ -154,6 +138,31 @@ class SqlAuditLog:
             StoredEvent(**{key: row[key] for key in row.keys() if key != "details"}, details=json.loads(row["details"]))
             for row in rows
         ]
+
+
+def completion_statement() -> Any:
+    """Settle the event ``event_id`` if it is still pending, with ``completion_parameters``; a token id
+    given replaces the one the pending event named (on a cluster that picks ids, the real one)."""
+    return (
+        update(events)
+        .where(and_(events.c.id == bindparam("event_id"), events.c.outcome == Outcome.PENDING.value))
+        .values(
+            outcome=bindparam("new_outcome"),
+            error_code=bindparam("new_error_code"),
+            details=bindparam("new_details"),
+            token_id=func.coalesce(bindparam("new_token_id"), events.c.token_id),
+        )
+    )
+
+
+def completion_parameters(event: AuditEvent) -> dict[str, Any]:
+    """What settling a pending event writes (the ``new_*`` parameters of ``complete_many``'s statement)."""
+    return {
+        "new_outcome": _column_text("outcome", event.outcome.value),
+        "new_error_code": event.error_code,
+        "new_details": _details_json(event.details),
+        "new_token_id": _column_text("token_id", event.token_id),
+    }
 
 
 def _column_text(column: str, value: str | None) -> str | None:
