@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -44,7 +45,9 @@ QUOTA = 5
 
 class ClusterView:
     """This replica's cache of the cluster, as far as the quota uses it (``TokenView``'s ``live_count``,
-    ``catch_up``, ``apply``): a catch-up lists the cluster, as the Kafka-protocol cache's describe does."""
+    ``catch_up``, ``apply``): a catch-up lists the cluster, as the Kafka-protocol cache's describe does. The
+    cluster names kts as the requester of what kts made; the real cache puts back the caller recorded in the
+    token requesters table, here alice, who creates for herself."""
 
     def __init__(self, cluster: FakeCluster) -> None:
         self._cluster = cluster
@@ -54,16 +57,20 @@ class ClusterView:
 
     def catch_up(self) -> None:
         with self._lock:
-            self._tokens = {token.token_id: token for token in self._cluster.list_tokens()}
+            self._tokens = {token.token_id: _as_requested(token) for token in self._cluster.list_tokens()}
             self.catch_ups += 1
 
     def apply(self, stored: StoredToken) -> None:
         with self._lock:
-            self._tokens[stored.token.token_id] = stored.token
+            self._tokens[stored.token.token_id] = _as_requested(stored.token)
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         with self._lock:
             return sum(1 for token in self._tokens.values() if counts_against(key, token, now_ms))
+
+
+def _as_requested(token: TokenInformation) -> TokenInformation:
+    return replace(token, token_requester=token.owner) if token.token_requester == KTS else token
 
 
 class Replica:
