@@ -46,6 +46,7 @@ from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
+from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
@@ -82,6 +83,7 @@ class Runtime:
     attempt_guards: list[AttemptGuard]
     lockout_store: ZkLockoutStore
     readiness: Readiness
+    cluster: ClusterWatch
 
     def readings(self) -> RuntimeReadings:
         """What the metrics read at each scrape."""
@@ -94,6 +96,7 @@ class Runtime:
             zookeeper_state=lambda: self.zk.state.lower(),
             child_lists=self._child_lists,
             replicas=self.lockout_store.replicas,
+            cluster_phase=lambda: self.cluster.state.phase.value,
         )
 
     def _child_lists(self) -> list[ChildListFigures] | None:
@@ -117,6 +120,7 @@ class Runtime:
                 "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
             )
         self.zk.start()
+        self.cluster.start()  # before anything writes: the fence needs its first reading
         ensure_cluster_secret(self.zk, TokenSecret(self.settings.secret_key))
         self.lockout_store.start()
         self.acl_cache.start()
@@ -132,15 +136,18 @@ class Runtime:
         self.reconciler.stop()
         self.token_cache.stop()
         self.acl_cache.stop()
+        self.cluster.stop()
         self.zk.stop()
 
 
 def zk_connection(settings: Settings) -> ZkConnection:
-    """The ZooKeeper session of these settings: address, timeouts, login, TLS and znode ACL policy."""
+    """The ZooKeeper session of these settings: address, timeouts, login, TLS, znode ACL policy, and whether a
+    Kafka cluster must already live there."""
     return ZkConnection(
         settings.zookeeper_connect,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
         security=settings.zookeeper_security,
+        require_cluster=settings.zookeeper_cluster_required,
     )
 
 
@@ -232,6 +239,8 @@ def build_runtime(
     ``audit_observer`` is told how each action ended (the metrics)."""
     clock = clock or SystemClock()
     zk = zk_connection(settings)
+    cluster = ClusterWatch(zk)
+    zk.write_fence = cluster  # every token, ACL and credential write checks the cluster's controller
     if audit_log is None:
         audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
     intents = ZkIntentStore(zk)
@@ -254,7 +263,10 @@ def build_runtime(
         next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
     )
     purger = NotificationPurger(
-        zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
+        zk,
+        [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT],
+        now_ms=clock.now_ms,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     lockout_store = ZkLockoutStore(zk, service_id=settings.service_id)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
@@ -290,6 +302,7 @@ def build_runtime(
         clock=clock,
         interval_ms=settings.delegation_token_expiry_check_interval_ms,
         room=capacity.sweep_room,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     return Runtime(
         settings=settings,
@@ -343,5 +356,7 @@ def build_runtime(
             tokens_loaded=lambda: token_cache.loaded,
             acls_loaded=lambda: acl_cache.loaded,
             audit_log=audit_log,
+            cluster=lambda: cluster.state,
         ),
+        cluster=cluster,
     )

@@ -103,6 +103,9 @@ class Settings(BaseSettings):
     allow_everyone_if_no_acl_found: bool = False
     ssl_principal_mapping_rules: str = "DEFAULT"
     zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
+    # kts key: refuse to start where no broker ever wrote /cluster/id (a mistyped chroot); false only to run
+    # kts before the cluster's first broker
+    zookeeper_cluster_required: bool = True
     # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
     # (checked together by app/storage/zk/client_security.py; docs/operations.md#zookeeper-security)
     zookeeper_set_acl: bool = False
@@ -403,4 +406,3 @@ def describe_validation_error(exc: ValidationError) -> str:
     if first.get("type") == "missing":
         return f"{property_key(field)}: missing (set it in the properties file or as {env_name(field)})"
     return f"{property_key(field)}: {message}"
-

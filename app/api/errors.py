@@ -41,6 +41,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.ConcurrentModification, 409),
     (errors.TooManyAttempts, 429),
     (errors.CapacityExhausted, 503),
+    (errors.ClusterMigrating, 503),
     (errors.TokenQuotaExceeded, 429),
     (errors.StoreUnavailable, 503),
 )
@@ -81,7 +82,7 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
         headers["WWW-Authenticate"] = WWW_AUTHENTICATE
     if isinstance(exc, errors.TooManyAttempts):
         headers["Retry-After"] = str(exc.retry_after_s)
-    if isinstance(exc, errors.CapacityExhausted):
+    if isinstance(exc, errors.CapacityExhausted | errors.ClusterMigrating):
         headers["Retry-After"] = str(exc.retry_after_s)
     elif status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS

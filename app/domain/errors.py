@@ -19,7 +19,9 @@
     │   └── AccountLocked           too many failed logins for this user name, from anywhere
     ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
     ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
+    ├── ClusterMigrating            the cluster moves to KRaft: kts in ZooKeeper mode writes no more
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
+        └── ClusterNotFound         the ZooKeeper path holds no Kafka cluster (checked at start)
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
 """
@@ -137,5 +139,23 @@ class TokenQuotaExceeded(KtsError):
     name = "TOKEN_QUOTA_EXCEEDED"
 
 
+class ClusterMigrating(KtsError):
+    """The cluster is migrating (or has migrated) to KRaft, whose controller deletes the token, ACL and credential
+    znodes it did not make: the write was not made (app/domain/cluster_migration.py). Its outcome is known, so
+    unlike StoreUnavailable the audit event is settled as failed at once."""
+
+    name = "CLUSTER_MIGRATING"
+
+    def __init__(self, message: str, retry_after_s: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class StoreUnavailable(KtsError):
     name = "SERVICE_UNAVAILABLE"
+
+
+class ClusterNotFound(StoreUnavailable):
+    """``zookeeper.connect`` leads to no Kafka cluster (a mistyped chroot): kts does not start there."""
+
+    name = "CLUSTER_NOT_FOUND"

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.errors import ClusterMigrating, ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.service.audit import Auditor
 from app.service.ports import StoredToken, TokenStore, TokenView
@@ -39,8 +39,10 @@ class Sweeper:
         clock: Clock,
         interval_ms: int,
         room: Callable[[], int] | None = None,
+        writes_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self._store = store
+        self._writes_allowed = writes_allowed
         self._room = room
         self._view = view
         self._auditor = auditor
@@ -57,10 +59,12 @@ class Sweeper:
         while not lost.wait(self._interval_s):
             try:
                 self.sweep(lost)
-            except StoreUnavailable as exc:
+            except (StoreUnavailable, ClusterMigrating) as exc:
                 log.warning("sweep interrupted: %s", exc.message)
 
     def sweep(self, lost: threading.Event | None = None) -> int:
+        if not self._writes_allowed():
+            return 0  # the cluster moves to KRaft, whose controller expires tokens now (the cluster watch logs it)
         self.runs_total += 1
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)

@@ -8,8 +8,9 @@ process (the tests) never clash over metric names. Three kinds of figures:
 - actions by audit action, outcome and Kafka error code, counted as the auditor settles each event (it is
   an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
 - figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
-  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, and the size of the child
-  lists brokers must list (app/domain/capacity.py) with the room left in them.
+  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, the size of the child
+  lists brokers must list (app/domain/capacity.py) with the room left in them, and the cluster's phase in its
+  migration to KRaft (app/domain/cluster_migration.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from app.version import kts_version, python_version
 # The classic text format, which every Prometheus version reads (what generate_latest writes by default).
 EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 ZOOKEEPER_STATES = ("connected", "suspended", "lost")
+# The cluster's migration to KRaft (app/domain/cluster_migration.py); kts refuses writes from "migrating" on.
+CLUSTER_PHASES = ("zookeeper", "pre-migration", "migrating", "migrated", "unknown")
 UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
 
 
@@ -54,6 +57,7 @@ class RuntimeReadings:
     # renews are refused; None when ZooKeeper cannot be read.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
+    cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,7 +137,11 @@ class _RuntimeCollector(Collector):
         )
         for name in ZOOKEEPER_STATES:
             zookeeper.add_metric([name], 1.0 if name == state else 0.0)
-        return [*_child_list_metrics(readings.child_lists()), *self._replica_metrics(readings, zookeeper)]
+        return [
+            *_child_list_metrics(readings.child_lists()),
+            *_cluster_metrics(readings.cluster_phase()),
+            *self._replica_metrics(readings, zookeeper),
+        ]
 
     @staticmethod
     def _replica_metrics(readings: RuntimeReadings, zookeeper: Metric) -> list[Metric]:
@@ -160,6 +168,21 @@ class _RuntimeCollector(Collector):
             ),
             zookeeper,
         ]
+
+
+def _cluster_metrics(phase: str | None) -> list[Metric]:
+    if phase is None:
+        return []
+    family = GaugeMetricFamily(
+        "kts_cluster_migration_phase",
+        "1 for the Kafka cluster's phase in its migration to KRaft as ZooKeeper shows it (zookeeper, pre-migration, "
+        "migrating, migrated, unknown); kts refuses token, ACL and credential writes in migrating, migrated and "
+        "unknown.",
+        labels=["phase"],
+    )
+    for name in CLUSTER_PHASES:
+        family.add_metric([name], 1.0 if name == phase else 0.0)
+    return [family]
 
 
 def _child_list_metrics(figures: list[ChildListFigures] | None) -> list[Metric]:

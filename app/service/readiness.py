@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.domain.cluster_migration import ClusterState
 from app.domain.errors import KtsError
 from app.service.audit import AuditLog
 
@@ -21,6 +22,9 @@ class Readiness:
     tokens_loaded: Callable[[], bool]
     acls_loaded: Callable[[], bool]
     audit_log: AuditLog
+    # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
+    # ready and /readyz says what it sees.
+    cluster: Callable[[], ClusterState] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""

@@ -100,6 +100,8 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
             console.print(f"starting ZooKeeper on 127.0.0.1:{zookeeper.port} ...")
             zookeeper.start()
             overrides["zookeeper_connect"] = zookeeper.connect_string
+            # No broker runs on the embedded ZooKeeper, so no /cluster/id: the one place kts runs without one.
+            overrides["zookeeper_cluster_required"] = False
         base = load_settings(config_file, **overrides)
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
