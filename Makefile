@@ -9,6 +9,10 @@ PY := $(VENV)/bin/python
 RUN_APT_PACKAGES := zookeeper
 TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-java libxerial-sqlite-jdbc-java \
 	build-essential python3-dev
+# The tests' Kafka brokers (tests/kafka/README.md): Maven fetches their jars from Maven Central, a JDK runs them
+# and compiles the tests' Java clients. Each as command:package, installed only where the command is missing
+# (a JDK or Maven from elsewhere will do).
+KAFKA_TOOLS := mvn:maven javac:default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
@@ -44,11 +48,22 @@ define apt_install
 	fi
 endef
 
+# Installs the Debian package of each command:package pair of $(1) whose command is missing.
+define install_missing_commands
+	@missing=""; for pair in $(1); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
 run-system-deps:
 	$(call apt_install,$(RUN_APT_PACKAGES))
 
 system-deps:
 	$(call apt_install,$(RUN_APT_PACKAGES) $(TEST_APT_PACKAGES))
+	$(call install_missing_commands,$(KAFKA_TOOLS))
 
 $(VENV)/.installed-run: pyproject.toml
 	[ -x $(PY) ] || $(PYTHON) -m venv $(VENV)

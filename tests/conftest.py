@@ -1,10 +1,11 @@
-"""Fixtures shared by every test: a real ZooKeeper server (one per session, a fresh chroot per test)."""
+"""Fixtures shared by every test: a real ZooKeeper server (one per session, a fresh chroot per test), real
+PostgreSQL, and real Kafka brokers (tests/kafka/README.md)."""
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,6 +13,9 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.kafka_broker.broker import BrokerFailed
+from app.cli.server.kafka_broker.release import KafkaUnavailable
+from tests.kafka.brokers import RunningBroker, start_kraft_broker, start_zookeeper_mode_broker
 from tests.postgres_server import PostgresServer
 
 SECRET = "test12345"
@@ -152,3 +156,64 @@ def any_audit_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def write_properties(path: Path, values: dict[str, str]) -> Path:
     path.write_text("".join(f"{key}={value}\n" for key, value in values.items()), encoding="utf-8")
     return path
+
+
+# Real Kafka brokers, one of each per session (tests/kafka/README.md). They share state across the tests that
+# use them: give users, topics and tokens names of your own (RunningBroker.new_user, create_topic).
+KAFKA_FIXTURES = ("kafka_zk_broker", "kafka_kraft_broker")
+
+
+def _started(start: Callable[[], RunningBroker]) -> RunningBroker:
+    """A broker that cannot be had fails every test that needs it with one line, never a skip."""
+    try:
+        return start()
+    except (KafkaUnavailable, BrokerFailed) as exc:
+        pytest.fail(f"no Kafka broker: {exc}", pytrace=False)
+
+
+def _stopped(broker: RunningBroker) -> None:
+    died = not broker.broker.alive()
+    broker.broker.stop()
+    if died:
+        pytest.fail(f"the Kafka {broker.version} broker died during the session:\n{broker.log_tail()}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def kafka_zk_broker(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
+    """Kafka 3.9 in ZooKeeper mode on the tests' ZooKeeper, under a chroot of its own: kts started with
+    ``zookeeper_connect=broker.zookeeper_connect`` and ``delegation_token_secret_key=broker.secret`` is its
+    token authority."""
+    directory = tmp_path_factory.mktemp("kafka-zk")
+    connect = f"{zookeeper.connect_string}/kafka-{uuid.uuid4().hex[:12]}"
+    broker = _started(lambda: start_zookeeper_mode_broker(directory, connect, SECRET))
+    yield broker
+    _stopped(broker)
+
+
+@pytest.fixture(scope="session")
+def kafka_kraft_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
+    """Kafka 4.x in KRaft mode: one combined broker and controller, its storage formatted with the super user."""
+    directory = tmp_path_factory.mktemp("kafka-kraft")
+    broker = _started(lambda: start_kraft_broker(directory, SECRET))
+    yield broker
+    _stopped(broker)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest)."""
+    for item in items:
+        if any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.kafka)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test on a broker shows the end of the broker's log."""
+    report = yield
+    if report.failed:
+        funcargs = getattr(item, "funcargs", {})
+        for name in KAFKA_FIXTURES:
+            broker = funcargs.get(name)
+            if isinstance(broker, RunningBroker):
+                report.sections.append((f"{name}: the end of {broker.log_path}", broker.log_tail(60)))
+    return report

@@ -94,8 +94,16 @@ def test_make_test_installs_the_rest_on_top(run: Plan, test: Plan) -> None:
     assert test.commands[-1].startswith(".venv/bin/python -m pytest")
 
 
+def test_make_test_installs_maven_and_a_jdk_where_missing_and_make_run_does_not(run: Plan, test: Plan) -> None:
+    """The Kafka brokers' tools: by command, so that a JDK or Maven installed otherwise is not doubled."""
+    step = "for pair in mvn:maven javac:default-jdk-headless; do command -v"
+    assert [command for command in test.commands if step in command]
+    assert not [command for command in run.commands if "maven" in command]
+
+
 def test_ci_installs_everything_and_runs_make_test() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     (install,) = [line for line in script.splitlines() if line.startswith("apt-get install")]
-    assert {"zookeeper", "make", "python3-venv"} | TEST_ONLY_APT <= set(install.split())
+    expected = {"zookeeper", "make", "python3-venv", "maven", "default-jdk-headless"} | TEST_ONLY_APT
+    assert expected <= set(install.split())
     assert script.rstrip().splitlines()[-1] == "make test"

@@ -37,7 +37,7 @@ NETTY_JARS = tuple(
 PR_SET_PDEATHSIG = 1
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Ask Linux to SIGTERM the server when its parent dies, even by SIGKILL, so no ZooKeeper is orphaned."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -129,7 +129,7 @@ class EmbeddedZooKeeper:
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
             umask=0o077,  # its snapshots and logs hold SCRAM verifiers: readable by this user only
         )
         log.close()

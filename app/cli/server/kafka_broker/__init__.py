@@ -1,0 +1,1 @@
+"""Real Apache Kafka brokers beside kts: their jars from Maven Central (``release``), one process (``broker``)."""
