@@ -3,8 +3,6 @@ operations and bytes as Kafka (``KafkaZkClient.scala``, ``ZkData.scala``), for t
 
 from __future__ import annotations
 
-import json
-
 from kazoo.client import KazooClient
 
 TIMESTAMP = "1700000000000"
@@ -25,17 +23,12 @@ def kraft_controller(node_id: int, kraft_epoch: int) -> bytes:
 
 
 def migration(controller_id: int = -1, controller_epoch: int = -1, offset: int = -1, metadata_epoch: int = -1) -> bytes:
-    """``MigrationZNode.encode``: -1 everywhere is ``ZkMigrationLeadershipState.EMPTY``."""
-    return json.dumps(
-        {
-            "kraft_metadata_epoch": metadata_epoch,
-            "kraft_controller_id": controller_id,
-            "kraft_metadata_offset": offset,
-            "kraft_controller_epoch": controller_epoch,
-            "version": 0,
-        },
-        separators=(",", ":"),
-    ).encode()
+    """``MigrationZNode.encode`` (a Scala HashMap, hence this key order, as a real 3.9.1 controller wrote it); -1
+    everywhere is ``ZkMigrationLeadershipState.EMPTY``."""
+    return (
+        b'{"version":0,"kraft_metadata_offset":%d,"kraft_controller_id":%d,"kraft_metadata_epoch":%d,'
+        b'"kraft_controller_epoch":%d}' % (offset, controller_id, metadata_epoch, controller_epoch)
+    )
 
 
 def register_broker(client: KazooClient, broker_id: int) -> None:

@@ -119,10 +119,12 @@ def judge(view: ClusterView) -> ClusterState:
             )
         return ClusterState(Phase.MIGRATED, f"{owner}; no broker is registered in ZooKeeper", view)
     if migration is not None:
+        known = migration.kraft_controller_id >= 0  # -1 until the controller records itself at its claim
+        who = f"KRaft controller {migration.kraft_controller_id}" if known else "A KRaft controller"
         return ClusterState(
             Phase.PRE_MIGRATION,
-            f"KRaft controller {migration.kraft_controller_id} is provisioned for the migration (/migration) and "
-            "waits for the brokers; kts writes until it claims the cluster: switch kts to bootstrap.servers now",
+            f"{who} is provisioned for the migration (/migration) and waits for the brokers; kts writes until it "
+            "claims the cluster: switch kts to bootstrap.servers now",
             view,
         )
     return ClusterState(Phase.ZOOKEEPER, "ZooKeeper mode, no migration to KRaft begun", view)

@@ -53,6 +53,9 @@ def test_a_kraft_quorum_waiting_for_the_brokers_still_allows_writes() -> None:
     assert state.writes_allowed
     assert state.fence_version == 3
     assert "bootstrap.servers" in state.reason
+    assert state.reason.startswith("A KRaft controller is provisioned")
+    named = judge(view(ZK_CONTROLLER, MigrationRecord(3000, 1, -1, -1)))
+    assert named.reason.startswith("KRaft controller 3000 is provisioned")
 
 
 @pytest.mark.parametrize("migration", [None, WAITING, COPIED])

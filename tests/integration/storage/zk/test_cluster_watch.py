@@ -176,9 +176,7 @@ def test_garbage_in_controller_refuses_writes_until_it_reads_as_kafka_writes_it(
     ZkTokenStore(zk).create(_token("GarbageTokenAAAAAAAAAA"))
 
 
-def test_brokers_leaving_zookeeper_make_the_cluster_migrated(
-    watch: ClusterWatch, raw_zk: KazooClient
-) -> None:
+def test_brokers_leaving_zookeeper_make_the_cluster_migrated(watch: ClusterWatch, raw_zk: KazooClient) -> None:
     kafka_znodes.provision_kraft_quorum(raw_zk)
     kafka_znodes.claim_for_kraft(raw_zk)
     eventually(lambda: watch.state.phase is Phase.MIGRATING)

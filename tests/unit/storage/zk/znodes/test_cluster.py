@@ -12,16 +12,18 @@ from app.storage.zk.znodes import ClusterIdZNode, ControllerZNode, MalformedZNod
 ZK_CONTROLLER = b'{"version":2,"brokerid":0,"timestamp":"1700000000000","kraftControllerEpoch":-1}'
 # ... from Kafka 2.x to 3.3 (version 1 has no KRaft epoch).
 OLD_ZK_CONTROLLER = b'{"version":1,"brokerid":1,"timestamp":"1700000000000"}'
-# ... written by KafkaZkClient.tryRegisterKRaftControllerAsActiveController when KRaft controller 3000 claims.
-KRAFT_CONTROLLER = b'{"version":2,"brokerid":3000,"timestamp":"1700000000123","kraftControllerEpoch":1}'
-# MigrationZNode.encode(ZkMigrationLeadershipState.EMPTY), as a KRaft controller creates it at start.
+# ... written by KafkaZkClient.tryRegisterKRaftControllerAsActiveController when KRaft controller 3000 claims (read
+# from a real 3.9.1 controller).
+KRAFT_CONTROLLER = b'{"version":2,"brokerid":3000,"timestamp":"1795741741727","kraftControllerEpoch":1}'
+# MigrationZNode.encode (a Scala HashMap: this key order), read from a real Kafka 3.9.1 controller's znodes: as it
+# creates /migration at start (ZkMigrationLeadershipState.EMPTY), and once it has copied the metadata.
 MIGRATION_WAITING = (
-    b'{"kraft_metadata_epoch":-1,"kraft_controller_id":-1,"kraft_metadata_offset":-1,'
-    b'"kraft_controller_epoch":-1,"version":0}'
+    b'{"version":0,"kraft_metadata_offset":-1,"kraft_controller_id":-1,"kraft_metadata_epoch":-1,'
+    b'"kraft_controller_epoch":-1}'
 )
 MIGRATION_DONE = (
-    b'{"kraft_metadata_epoch":1,"kraft_controller_id":3000,"kraft_metadata_offset":57,'
-    b'"kraft_controller_epoch":1,"version":0}'
+    b'{"version":0,"kraft_metadata_offset":62,"kraft_controller_id":3000,"kraft_metadata_epoch":1,'
+    b'"kraft_controller_epoch":1}'
 )
 
 
@@ -35,7 +37,7 @@ def test_controller_znodes() -> None:
 def test_migration_znodes() -> None:
     assert MigrationZNode.decode(MIGRATION_WAITING) == MigrationRecord(-1, -1, -1, -1)
     done = MigrationZNode.decode(MIGRATION_DONE)
-    assert done == MigrationRecord(3000, 1, 57, 1)
+    assert done == MigrationRecord(3000, 1, 62, 1)
     assert done.metadata_copied
 
 
