@@ -80,10 +80,11 @@ ENV KTS_HTTP_LISTENERS=http://0.0.0.0:8080
 USER 10001:10001
 EXPOSE 8080
 
-# No curl in a slim image: ask /healthz with Python, on the port KTS_HTTP_LISTENERS names. The check talks to
-# this very process, so an https listener's certificate is not verified here.
+# No curl in a slim image: ask /healthz with Python, on the port KTS_HTTP_MANAGEMENT_LISTENERS names when it is
+# set (outside the connection caps clients may fill), else KTS_HTTP_LISTENERS. The check talks to this very
+# process, so an https listener's certificate is not verified here.
 HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, ssl, urllib.parse as p, urllib.request as r; u = p.urlsplit(os.environ.get('KTS_HTTP_LISTENERS', 'http://127.0.0.1:8080')); r.urlopen(f\"{u.scheme}://127.0.0.1:{u.port or (443 if u.scheme == 'https' else 80)}/healthz\", timeout=4, context=ssl._create_unverified_context())"]
+    CMD ["python", "-c", "import os, ssl, urllib.parse as p, urllib.request as r; u = p.urlsplit(os.environ.get('KTS_HTTP_MANAGEMENT_LISTENERS') or os.environ.get('KTS_HTTP_LISTENERS', 'http://127.0.0.1:8080')); r.urlopen(f\"{u.scheme}://127.0.0.1:{u.port or (443 if u.scheme == 'https' else 80)}/healthz\", timeout=4, context=ssl._create_unverified_context())"]
 
 ENTRYPOINT ["kts"]
 CMD ["serve"]

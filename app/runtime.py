@@ -208,6 +208,8 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
         audiences=settings.jwt_audiences,
         sub_claim=settings.sasl_oauthbearer_sub_claim_name,
         clock_skew_s=settings.sasl_oauthbearer_clock_skew_seconds,
+        principal_prefix=settings.sasl_oauthbearer_principal_prefix,
+        max_lifetime_s=settings.sasl_oauthbearer_max_lifetime_seconds,
     )
     return JwtAuthenticator(keys, policy)
 

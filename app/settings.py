@@ -29,6 +29,7 @@ from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 
 ENV_PREFIX = "KTS_"
+DEFAULT_JWT_MAX_LIFETIME_S = 86_400  # one day: a Kubernetes projected token lives an hour by default
 _CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
 
 
@@ -42,10 +43,10 @@ def is_http_listener_list(value: str) -> bool:
     return all(urlsplit(entry).scheme.lower() in ("http", "https") for entry in entries)
 
 
-def _one_listener_url(value: str) -> str:
+def _one_listener_url(value: str, examples: str = "http://127.0.0.1:8080 or https://0.0.0.0:8443") -> str:
     parts = urlsplit(value.strip())
     if "," in value or parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("must be one URL such as http://127.0.0.1:8080 or https://0.0.0.0:8443")
+        raise ValueError(f"must be one URL such as {examples}")
     try:
         parts.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
@@ -143,6 +144,8 @@ class Settings(BaseSettings):
     http_keepalive_timeout_ms: int = Field(5_000, ge=100, le=600_000)  # an idle kept-alive connection
     http_max_connections: int = Field(1_000, ge=1)  # open at once; beyond it requests get 503
     http_max_connections_per_address: int = Field(100, ge=1)  # open at once from one address (IPv6: its /64)
+    # A listener for /healthz, /readyz and /metrics only, outside http.max.connections (app/api/management.py)
+    http_management_listeners: str | None = None
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
     auth_failures_max: int = Field(10, ge=0)  # per claimed principal and per (principal, client address)
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims
@@ -159,6 +162,8 @@ class Settings(BaseSettings):
     sasl_oauthbearer_expected_audience: str = ""  # a comma-separated list, as Kafka reads it
     sasl_oauthbearer_sub_claim_name: str = Field("sub", min_length=1)
     sasl_oauthbearer_clock_skew_seconds: int = Field(30, ge=0, le=3_600)
+    sasl_oauthbearer_principal_prefix: str = ""  # kts key: JWT callers are User:<prefix><sub>
+    sasl_oauthbearer_max_lifetime_seconds: int = Field(DEFAULT_JWT_MAX_LIFETIME_S, ge=1)  # kts key: exp - iat
     # per-user token quotas (app/domain/token_quota.py): live tokens, 0 = no limit
     token_quota_per_owner: int = 500
     token_quota_per_requester: int = 5000  # tokens one principal holds for other owners
@@ -253,6 +258,22 @@ class Settings(BaseSettings):
             raise ValueError(problem)
         return value.strip()
 
+    @field_validator("sasl_oauthbearer_principal_prefix")
+    @classmethod
+    def _jwt_prefix(cls, value: str) -> str:
+        from app.auth.workload_jwt import subject_problem
+
+        if value and (problem := subject_problem(value)) is not None:
+            raise ValueError(f'{problem}: a prefix such as jwt: may hold no whitespace, control characters or ;,"\\*')
+        return value
+
+    @field_validator("http_management_listeners")
+    @classmethod
+    def _management_listener(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return _one_listener_url(value, "http://0.0.0.0:9090 or https://0.0.0.0:9443")
+
     @field_validator("sasl_oauthbearer_jwks_endpoint_cafile")
     @classmethod
     def _jwks_cafile(cls, value: Path | None) -> Path | None:
@@ -276,6 +297,12 @@ class Settings(BaseSettings):
         if self.ssl_client_auth != "none" and self.listener_scheme == "http" and self._brokers_listeners:
             # The brokers' setting for their SSL listeners (the file is a server.properties): not about kts's.
             self.ssl_client_auth = "none"
+        if self.management_scheme == "https" and not (self.ssl_certfile and self.ssl_keyfile):
+            raise ValueError("http.management.listeners: an https listener needs ssl.certfile and ssl.keyfile")
+        if self.http_management_listeners is not None and self.management_port == self.listener_port:
+            raise ValueError(
+                f"http.management.listeners: port {self.listener_port} is {self._listener_key_used}'s; choose another"
+            )
         if self.ssl_client_auth != "none" and (self.listener_scheme != "https" or not self.ssl_cafile):
             raise ValueError("ssl.client.auth: client certificates need an https listener and ssl.cafile")
         for key in ("ssl_certfile", "ssl_keyfile", "ssl_cafile"):
@@ -339,6 +366,19 @@ class Settings(BaseSettings):
         return parts.port or (443 if parts.scheme == "https" else 80)
 
     @property
+    def management_scheme(self) -> str | None:
+        return None if self.http_management_listeners is None else urlsplit(self.http_management_listeners).scheme
+
+    @property
+    def management_host(self) -> str:
+        return urlsplit(self.http_management_listeners or "").hostname or "127.0.0.1"
+
+    @property
+    def management_port(self) -> int:
+        parts = urlsplit(self.http_management_listeners or "")
+        return parts.port or (443 if parts.scheme == "https" else 80)
+
+    @property
     def _brokers_listeners(self) -> bool:
         """Whether ``listeners`` is a broker's (``SASL_SSL://:9093``...), i.e. the file is a server.properties."""
         return self.listeners is not None and not is_http_listener_list(self.listeners)
@@ -379,6 +419,21 @@ def allow_everyone_warning(settings: Settings) -> str | None:
         "ACL, e.g. with no ACL on Cluster:kafka-cluster manage SCRAM credentials (a super user's password "
         "included) and ACLs, and with no ACL on User:<name> create tokens that authenticate as that user."
     )
+
+
+def jwt_super_user_warnings(settings: Settings) -> list[str]:
+    """One start-up warning per ``super.users`` entry a JWT could authenticate as: JWT logins on, no
+    ``sasl.oauthbearer.principal.prefix``, and a ``User:`` principal."""
+    if settings.sasl_oauthbearer_jwks_endpoint_url is None or settings.sasl_oauthbearer_principal_prefix:
+        return []
+    claim = settings.sasl_oauthbearer_sub_claim_name
+    return [
+        f"super.users: {principal} is also what a JWT whose {claim} is {principal.name!r} authenticates as, so "
+        "whoever the JWT issuer names so is a super user; set sasl.oauthbearer.principal.prefix (e.g. jwt:) to give "
+        "JWT callers principals of their own"
+        for principal in settings.super_user_principals
+        if principal.is_user
+    ]
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:

@@ -9,6 +9,7 @@ write audit events, so it stays in the pool."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
@@ -17,6 +18,8 @@ from fastapi.security.base import SecurityBase
 
 from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
+from app.domain.cluster_migration import ClusterState
+from app.domain.errors import StoreUnavailable
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
 from app.service.metrics_access import MetricsAccess
@@ -74,8 +77,26 @@ class Services(Protocol):
 SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 
 
+class Starting:
+    """The readiness of a replica whose runtime is not built yet (the management listener answers meanwhile)."""
+
+    cluster: Callable[[], ClusterState] | None = None  # not read yet
+
+    def checks(self) -> dict[str, str]:
+        return {"runtime": "starting"}
+
+
+class ReadinessChecks(Protocol):
+    @property
+    def cluster(self) -> Callable[[], ClusterState] | None: ...
+
+    def checks(self) -> dict[str, str]: ...
+
+
 async def get_services(request: Request) -> Services:
-    services: Services = getattr(request.app.state, SERVICES_STATE)
+    services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
+    if services is None:  # only the management listener serves before the main app's lifespan has run
+        raise StoreUnavailable("kts is starting; retry later.")
     return services
 
 
@@ -119,8 +140,9 @@ async def get_audit_trail(services: ServicesDep) -> AuditTrail:
     return services.audit_trail
 
 
-async def get_readiness(services: ServicesDep) -> Readiness:
-    return services.readiness
+async def get_readiness(request: Request) -> ReadinessChecks:
+    services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
+    return Starting() if services is None else services.readiness
 
 
 CurrentCaller = Annotated[Caller, Depends(get_caller)]
@@ -129,4 +151,4 @@ Revocations = Annotated[TokenRevocation, Depends(get_revocation)]
 Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
 Audit = Annotated[AuditTrail, Depends(get_audit_trail)]
-ReadinessView = Annotated[Readiness, Depends(get_readiness)]
+ReadinessView = Annotated[ReadinessChecks, Depends(get_readiness)]

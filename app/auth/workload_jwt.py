@@ -1,11 +1,17 @@
 """Workload JWTs as callers: a Kubernetes service-account token or any OIDC ID token, checked as a Kafka broker's
 OAUTHBEARER validator checks it (KIP-768), with PyJWT.
 
-A JWT authenticates as ``User:<sub>`` (``sasl.oauthbearer.sub.claim.name``), a full principal: unlike a delegation
-token it may create tokens. It must be signed by a key of the JWKS endpoint (``app/auth/jwks.py``) with an
-asymmetric algorithm (``none`` and HMAC algorithms are refused before any key is looked up), by an RSA key of
-at least ``MIN_RSA_BITS`` bits, carry ``exp`` and ``iat`` (as Kafka requires), and match the expected issuer and
-audience when they are configured; ``exp``, ``nbf`` and ``iat`` are checked with ``clock_skew_s`` of leeway.
+A JWT authenticates as ``User:<prefix><sub>`` (``sasl.oauthbearer.principal.prefix``, none by default, and the claim
+``sasl.oauthbearer.sub.claim.name`` names), a full principal: unlike a delegation token it may create tokens. With a
+prefix such as ``jwt:`` JWT callers live in their own namespace: ``sub: admin`` is ``User:jwt:admin``, never the
+SCRAM user or super user ``User:admin``. A subject that is empty, ``*`` or holds characters a principal name cannot
+carry safely (``subject_problem``) is refused.
+
+It must be signed by a key of the JWKS endpoint (``app/auth/jwks.py``) with an asymmetric algorithm (``none`` and
+HMAC algorithms are refused before any key is looked up), by an RSA key of at least ``MIN_RSA_BITS`` bits, carry
+``exp`` and ``iat`` (as Kafka requires), and match the expected issuer and audience when they are configured;
+``exp``, ``nbf`` and ``iat`` are checked with ``clock_skew_s`` of leeway. A JWT that lives longer than
+``max_lifetime_s`` (``exp - iat``) is refused: a leaked long-lived JWT would be a password nobody can change.
 
 Each refusal is a NotAuthenticated whose message says which check failed and never repeats the token or
 what it claims; an endpoint that cannot be fetched is StoreUnavailable (503), not a failed login.
@@ -13,6 +19,8 @@ what it claims; an endpoint that cannot be fetched is StoreUnavailable (503), no
 
 from __future__ import annotations
 
+import time
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -39,6 +47,10 @@ from app.domain.principal import KafkaPrincipal
 
 MIN_RSA_BITS = 2048
 MAX_CLAIMED_SUBJECT_LENGTH = 255
+DEFAULT_MAX_LIFETIME_S = 86_400
+# Separators and quotes of the places principals are written (super.users, ACL and CLI lists, JAAS), and "*",
+# the wildcard principal of ACLs. Whitespace and control or other invisible characters are refused too.
+_UNSAFE = frozenset(';,"\\*')
 NOT_ENABLED = "JWT authentication is not enabled on this service (no sasl.oauthbearer.jwks.endpoint.url)."
 _ALLOWED = ", ".join(ALLOWED_ALGORITHMS)
 
@@ -57,6 +69,8 @@ class JwtPolicy:
     audiences: tuple[str, ...] = ()
     sub_claim: str = "sub"
     clock_skew_s: int = 30
+    principal_prefix: str = ""
+    max_lifetime_s: int = DEFAULT_MAX_LIFETIME_S
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +100,25 @@ class JwtAuthenticator:
         if isinstance(key, RSAPublicKey) and key.key_size < MIN_RSA_BITS:
             raise NotAuthenticated(f"The JWT is signed with an RSA key under {MIN_RSA_BITS} bits.")
         claims = self._decode(token, key, algorithm)
-        subject = claims.get(self.policy.sub_claim)
-        if not isinstance(subject, str) or not subject:
-            raise NotAuthenticated(f"The JWT has no {self.policy.sub_claim} claim (a non-empty string).")
         try:
-            return KafkaPrincipal.parse(f"User:{subject}")
+            lifetime_s = _lifetime_s(claims)
+        except (TypeError, ValueError, OverflowError):
+            raise NotAuthenticated("The JWT's exp or iat claim is not a time.") from None
+        if lifetime_s > self.policy.max_lifetime_s:
+            raise NotAuthenticated(
+                f"The JWT lives longer than {self.policy.max_lifetime_s} seconds "
+                "(sasl.oauthbearer.max.lifetime.seconds)."
+            )
+        claim = self.policy.sub_claim
+        subject = claims.get(claim)
+        if not isinstance(subject, str) or not subject:
+            raise NotAuthenticated(f"The JWT has no {claim} claim (a non-empty string).")
+        if subject_problem(subject) is not None:
+            raise NotAuthenticated(f"The JWT's {claim} claim is not a usable principal name.")
+        try:
+            return KafkaPrincipal.parse(f"User:{self.policy.principal_prefix}{subject}")
         except InvalidPrincipal:
-            raise NotAuthenticated(f"The JWT's {self.policy.sub_claim} claim is not a usable principal name.") from None
+            raise NotAuthenticated(f"The JWT's {claim} claim is not a usable principal name.") from None
 
     def claimed_principal(self, token: str) -> str | None:
         """``User:<sub>`` as the JWT claims it, unverified: what its failures are charged to and audited as."""
@@ -103,7 +129,7 @@ class JwtAuthenticator:
         subject = claims.get(self.policy.sub_claim)
         if not isinstance(subject, str) or not subject:
             return None
-        return f"User:{subject[:MAX_CLAIMED_SUBJECT_LENGTH]}"
+        return f"User:{self.policy.principal_prefix}{subject[:MAX_CLAIMED_SUBJECT_LENGTH]}"
 
     def _decode(self, token: str, key: Any, algorithm: str) -> dict[str, Any]:
         policy = self.policy
@@ -126,6 +152,30 @@ class JwtAuthenticator:
         except PyJWTError as exc:
             raise NotAuthenticated(_reason(exc)) from None
         return claims
+
+
+def subject_problem(value: str) -> str | None:
+    """Why ``value`` cannot be (part of) a JWT caller's principal name, or None. Refused: empty, ``*`` (what
+    ACLs read as every principal) or holding it, whitespace, control and other invisible characters, and the
+    separators and quotes of the places principal names are written (``;``, ``,``, ``"``, ``\\``)."""
+    if not value:
+        return "is empty"
+    for character in value:
+        if character in _UNSAFE:
+            return f"holds {character!r}"
+        if character.isspace() or unicodedata.category(character).startswith("C"):
+            return "holds whitespace, a control or an invisible character"
+    return None
+
+
+def _lifetime_s(claims: dict[str, Any]) -> float:
+    """How long the JWT is valid: from ``iat`` (required, as Kafka requires it; PyJWT has checked both are
+    numbers) to ``exp``; without ``iat``, from now. An ``iat`` in the future counts from now."""
+    expires = float(claims["exp"])
+    now = time.time()  # PyJWT's own clock for exp, nbf and iat
+    issued = claims.get("iat")
+    start = now if issued is None else min(float(issued), now)
+    return expires - start
 
 
 def _reason(exc: PyJWTError) -> str:

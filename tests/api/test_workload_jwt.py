@@ -143,6 +143,13 @@ REFUSALS: list[tuple[str, Callable[[], str], str]] = [
     ("expired", lambda: SIGNER.mint(lifetime_s=-60), "The JWT has expired."),
     ("not-yet-valid", lambda: SIGNER.mint(issued_s_ago=-3600), "not valid yet"),
     ("no-sub", lambda: SIGNER.mint(sub=None), "The JWT has no sub claim"),
+    ("sub-wildcard", lambda: SIGNER.mint(sub="*"), "The JWT's sub claim is not a usable principal name."),
+    ("sub-list", lambda: SIGNER.mint(sub="admin;User:ops"), "The JWT's sub claim is not a usable principal name."),
+    (
+        "lives-a-year",
+        lambda: SIGNER.mint(lifetime_s=365 * 86_400),
+        "The JWT lives longer than 86400 seconds (sasl.oauthbearer.max.lifetime.seconds).",
+    ),
     ("too-long", _long_jwt, f"The JWT is longer than {MAX_JWT_LENGTH} characters."),
 ]
 
@@ -162,6 +169,28 @@ def test_each_refusal_is_401_with_its_reason_and_audited_as_a_failed_login(
     assert reason in events[0]["details"]["reason"]
     signature = token.split(".")[-1]
     assert not signature or signature not in json.dumps(events)
+
+
+def test_sub_admin_is_the_super_user_unless_a_prefix_gives_jwts_a_namespace(
+    app_for: Callable[..., TestClient], server: JwksServer
+) -> None:
+    """The attack: an issuer that names a workload ``admin`` (or whoever controls such a name there) makes a
+    super user. With ``sasl.oauthbearer.principal.prefix=jwt:`` that JWT is ``User:jwt:admin``, an ordinary user."""
+    cafile = str(server.ca.path)
+    as_admin = jwt_header(SIGNER.mint(sub="admin"))
+    unprefixed = app_for(server.url, sasl_oauthbearer_jwks_endpoint_cafile=cafile)
+    assert unprefixed.get("/v1/audit", headers=as_admin).status_code == 200  # why kts warns at start
+
+    prefixed = app_for(
+        server.url, sasl_oauthbearer_jwks_endpoint_cafile=cafile, sasl_oauthbearer_principal_prefix="jwt:"
+    )
+    own = prefixed.post("/v1/tokens", json={}, headers=as_admin)
+    assert own.status_code == 201, own.text
+    assert own.json()["owner"] == "User:jwt:admin"
+    assert prefixed.get("/v1/audit", headers=as_admin).status_code == 403
+    refused = prefixed.post("/v1/tokens", json={"owner": "User:joe"}, headers=as_admin)
+    assert (refused.status_code, refused.json()["code"]) == (403, 65)
+    assert prefixed.get("/v1/audit", headers=basic(ADMIN)).status_code == 200  # the real admin is unaffected
 
 
 def test_an_rsa_key_under_2048_bits_is_refused(app_for: Callable[..., TestClient], server: JwksServer) -> None:

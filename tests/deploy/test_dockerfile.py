@@ -179,6 +179,7 @@ def test_healthcheck_asks_healthz_with_python_on_the_configured_port(runtime: St
     command = json.loads(healthcheck[healthcheck.index("CMD") + len("CMD") :])
     assert command[:2] == ["python", "-c"]
     assert "/healthz" in command[2] and "KTS_HTTP_LISTENERS" in command[2]
+    assert "KTS_HTTP_MANAGEMENT_LISTENERS" in command[2]  # the listener outside the connection caps, when set
     compile(command[2], "<healthcheck>", "exec")  # valid Python
 
 

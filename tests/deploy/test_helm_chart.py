@@ -168,7 +168,9 @@ def test_service_monitor_is_a_crd_object_and_scrapes_metrics(everything: dict[st
     assert monitor["spec"]["selector"]["matchLabels"] == everything["Service"]["spec"]["selector"]
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["port"] == everything["Service"]["spec"]["ports"][0]["name"] == "http"
+    # the management listener: Prometheus scrapes outside the connection caps clients may fill
+    assert endpoint["port"] == everything["Service"]["spec"]["ports"][1]["name"] == "management"
+    assert endpoint["scheme"] == "http"
     assert endpoint["path"] == "/metrics"
     assert endpoint["interval"] == "30s" and endpoint["scrapeTimeout"] == "10s"
 
@@ -200,6 +202,10 @@ def test_schema_rejects_a_value_of_the_wrong_type(chart: helm.Chart) -> None:
         ({"extraVolumeMounts": [{"name": "x"}]}, "missing property 'mountPath'"),
         ({"extraVolumes": [{"secret": {"secretName": "x"}}]}, "missing property 'name'"),
         ({"serviceMonitor": {"enabled": True, "tls": {}}}, "additional properties 'tls'"),
+        ({"management": {"enabled": True, "port": 0}}, "/management/port"),
+        ({"management": {"enabled": "yes", "port": 9090}}, "/management/enabled"),
+        ({"jwt": {"principalPrefix": "jwt *"}}, "/jwt/principalPrefix"),
+        ({"jwt": {"maxLifetimeSeconds": 0}}, "/jwt/maxLifetimeSeconds"),
     ],
 )
 def test_schema_rejects_unknown_keys_and_bad_values(chart: helm.Chart, values: dict[str, Any], where: str) -> None:
@@ -230,13 +236,41 @@ def test_deployment_runs_three_locked_down_replicas(defaults: dict[str, dict[str
     assert {"cpu", "memory"} <= set(kts["resources"]["limits"])
 
 
-def test_deployment_probes_liveness_and_readiness(defaults: dict[str, dict[str, Any]]) -> None:
+def test_deployment_probes_liveness_and_readiness_on_the_management_listener(
+    defaults: dict[str, dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     kts = container(defaults)
-    (port,) = kts["ports"]
-    assert port == {"name": "http", "containerPort": 8080, "protocol": "TCP"}
-    assert kts["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": "HTTP"}
-    assert kts["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http", "scheme": "HTTP"}
-    assert kts["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "http", "scheme": "HTTP"}
+    assert kts["ports"] == [
+        {"name": "http", "containerPort": 8080, "protocol": "TCP"},
+        {"name": "management", "containerPort": 9090, "protocol": "TCP"},
+    ]
+    assert kts["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "management", "scheme": "HTTP"}
+    assert kts["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "management", "scheme": "HTTP"}
+    assert kts["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "management", "scheme": "HTTP"}
+    service_ports = {port["name"]: port for port in defaults["Service"]["spec"]["ports"]}
+    assert service_ports["management"] == {
+        "name": "management",
+        "port": 9090,
+        "targetPort": "management",
+        "protocol": "TCP",
+    }
+    settings, _ = settings_in_pod(defaults, tmp_path, monkeypatch)
+    assert settings.http_management_listeners == "http://0.0.0.0:9090"
+    assert settings.management_port == kts["ports"][1]["containerPort"]
+
+
+def test_without_the_management_listener_the_probes_and_scrapes_use_the_main_port(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, {**EVERYTHING_ENABLED, "management": {"enabled": False, "port": 9090}}))
+    kts = container(objects)
+    assert [port["name"] for port in kts["ports"]] == ["http"]
+    assert {probe["port"] for probe in probes(objects)} == {"http"}
+    assert [port["name"] for port in objects["Service"]["spec"]["ports"]] == ["http"]
+    assert objects["ServiceMonitor"]["spec"]["endpoints"][0]["port"] == "http"
+    assert objects["NetworkPolicy"]["spec"]["ingress"][0]["ports"] == [{"port": "http", "protocol": "TCP"}]
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.http_management_listeners is None
 
 
 def test_deployment_has_a_writable_tmp_only(defaults: dict[str, dict[str, Any]]) -> None:
@@ -305,6 +339,7 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
     rules = r"RULE:^CN=([a-z]+)\.example\.com$/$1/L,DEFAULT"
     values = {
         "containerPort": 9090,
+        "management": {"enabled": True, "port": 9091},
         "config": {
             "zookeeperConnect": "zk-0.zk:2181,zk-1.zk:2181/kafka",
             "delegationTokenMaxLifetimeMs": 1_209_600_000,
@@ -329,6 +364,7 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
     assert settings.audit_db_auto_migrate is False
     assert settings.service_id == "kts-eu"
     assert settings.listener_port == 9090
+    assert settings.management_port == 9091
     kts = container(objects)
     assert kts["ports"][0]["containerPort"] == 9090
     assert {"name": "KTS_HTTP_LISTENERS", "value": "http://0.0.0.0:9090"} in kts["env"]
@@ -352,7 +388,7 @@ def test_network_policy_admits_the_listed_clients_on_http(everything: dict[str, 
     spec = everything["NetworkPolicy"]["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     (rule,) = spec["ingress"]
-    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}]
+    assert rule["ports"] == [{"port": "http", "protocol": "TCP"}, {"port": "management", "protocol": "TCP"}]
     assert rule["from"] == EVERYTHING_ENABLED["networkPolicy"]["ingressFrom"]
     assert spec["egress"] == EVERYTHING_ENABLED["networkPolicy"]["egress"]
 
@@ -517,9 +553,13 @@ def test_tls_listener_serves_the_certificate_secret(
     assert settings.ssl_keyfile.read_text() == "listener key"
     assert settings.ssl_client_auth == "none" and settings.ssl_cafile is None
     assert [probe["scheme"] for probe in probes(objects)] == ["HTTPS"] * 3
-    assert {probe["port"] for probe in probes(objects)} == {"https"}
+    assert {probe["port"] for probe in probes(objects)} == {"management"}
+    assert settings.http_management_listeners == "https://0.0.0.0:9090"  # the same certificate as the main one
     kts = container(objects)
-    assert kts["ports"] == [{"name": "https", "containerPort": 8443, "protocol": "TCP"}]
+    assert kts["ports"] == [
+        {"name": "https", "containerPort": 8443, "protocol": "TCP"},
+        {"name": "management", "containerPort": 9090, "protocol": "TCP"},
+    ]
     assert objects["Service"]["spec"]["ports"][0]["targetPort"] == "https"
     (tls,) = [
         volume for volume in objects["Deployment"]["spec"]["template"]["spec"]["volumes"] if volume["name"] == "tls"
@@ -585,6 +625,8 @@ def test_jwt_values_reach_kts_with_the_cluster_ca_from_a_config_map(
             "caConfigMap": {"name": "kube-root-ca.crt", "key": "ca.crt"},
             "expectedIssuer": "https://kubernetes.default.svc.cluster.local",
             "clockSkewSeconds": 10,
+            "principalPrefix": "k8s:",
+            "maxLifetimeSeconds": 7200,
         }
     }
     objects = by_kind(render(chart, values))
@@ -596,6 +638,17 @@ def test_jwt_values_reach_kts_with_the_cluster_ca_from_a_config_map(
     assert settings.sasl_oauthbearer_expected_issuer == "https://kubernetes.default.svc.cluster.local"
     assert settings.jwt_audiences == ("kts",)
     assert (settings.sasl_oauthbearer_sub_claim_name, settings.sasl_oauthbearer_clock_skew_seconds) == ("sub", 10)
+    assert settings.sasl_oauthbearer_principal_prefix == "k8s:"
+    assert settings.sasl_oauthbearer_max_lifetime_seconds == 7200
+
+
+def test_jwt_defaults_keep_no_prefix_and_a_day_of_lifetime(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, {"jwt": {"jwksConfigMap": {"name": "cluster-jwks", "key": "keys.json"}}}))
+    settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.sasl_oauthbearer_principal_prefix == ""
+    assert settings.sasl_oauthbearer_max_lifetime_seconds == 86_400
 
 
 def test_the_jwk_set_can_come_from_a_config_map(
@@ -622,7 +675,7 @@ def test_extra_volumes_mounts_and_environment_are_added(chart: helm.Chart) -> No
 def test_service_monitor_scrapes_https_with_its_tls_config(chart: helm.Chart) -> None:
     monitor = by_kind(render(chart, SECURED))["ServiceMonitor"]
     (endpoint,) = monitor["spec"]["endpoints"]
-    assert endpoint["scheme"] == "https" and endpoint["port"] == "https"
+    assert endpoint["scheme"] == "https" and endpoint["port"] == "management"
     assert endpoint["tlsConfig"] == {"insecureSkipVerify": True}
 
 
@@ -666,6 +719,7 @@ def test_production_values_run_three_https_replicas_on_postgresql_with_a_zookeep
             {"jwt": {"jwksEndpointUrl": "https://issuer.example/jwks", "jwksConfigMap": {"name": "cluster-jwks"}}},
             "give either jwksEndpointUrl or jwksConfigMap.name",
         ),
+        ({"management": {"enabled": True, "port": 8080}}, "management.port: give the management listener a port"),
     ],
 )
 def test_inconsistent_values_are_refused_with_a_sentence(
@@ -686,6 +740,8 @@ def test_the_listener_key_is_named_in_one_helper_only() -> None:
     helpers = (templates / "_helpers.tpl").read_text(encoding="utf-8")
     (definition,) = re.findall(r'define "kts\.listenerKey" -}}\n(\S+)\n', helpers)
     assert definition == "http.listeners"
+    (management,) = re.findall(r'define "kts\.managementListenerKey" -}}\n(\S+)\n', helpers)
+    assert management == "http.management.listeners"
 
 
 def test_the_listener_is_kts_own_key_not_the_brokers(defaults: dict[str, dict[str, Any]]) -> None:

@@ -82,6 +82,22 @@ def test_serves_tokens_from_a_broker_style_properties_file(
             },
             "delegation.token.max.lifetime.ms",
         ),
+        (
+            {
+                "zookeeper.connect": "127.0.0.1:2181",
+                "delegation.token.secret.key": "never-echo-this-secret",
+                "http.management.listeners": "0.0.0.0:9090",
+            },
+            "http.management.listeners",
+        ),
+        (
+            {
+                "zookeeper.connect": "127.0.0.1:2181",
+                "delegation.token.secret.key": "never-echo-this-secret",
+                "sasl.oauthbearer.principal.prefix": "jwt *",
+            },
+            "sasl.oauthbearer.principal.prefix",
+        ),
     ],
 )
 def test_refuses_to_start_with_one_line_naming_the_key(tmp_path: Path, values: dict[str, str], key: str) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.principal import KafkaPrincipal
-from app.settings import ConfigError, Settings, load_settings
+from app.settings import ConfigError, Settings, jwt_super_user_warnings, load_settings
 
 SECRET = "Sup3r-S3cret-Value"
 CONNECT = "zk1:2181,zk2:2181/kafka"
@@ -243,6 +243,15 @@ INVALID_VALUES = [
     pytest.param("zookeeper.children.max.bytes", "88", id="children-budget-below-an-empty-listing"),
     pytest.param("zookeeper.children.max.bytes", "1000000.5", id="fractional-children-budget"),
     pytest.param("zookeeper.children.max.bytes", "1MB", id="non-numeric-children-budget"),
+    pytest.param("http.management.listeners", "ftp://0.0.0.0:9090", id="management-listener-ftp"),
+    pytest.param("http.management.listeners", "0.0.0.0:9090", id="management-listener-without-scheme"),
+    pytest.param("http.management.listeners", "http://a:1,http://b:2", id="management-listener-list"),
+    pytest.param("http.management.listeners", "http://127.0.0.1:8080", id="management-listener-on-the-main-port"),
+    pytest.param("http.management.listeners", "https://0.0.0.0:9443", id="management-https-without-certificate"),
+    pytest.param("sasl.oauthbearer.principal.prefix", "jwt *", id="jwt-prefix-with-space-and-wildcard"),
+    pytest.param("sasl.oauthbearer.principal.prefix", "a;b", id="jwt-prefix-with-separator"),
+    pytest.param("sasl.oauthbearer.max.lifetime.seconds", "0", id="zero-jwt-lifetime"),
+    pytest.param("sasl.oauthbearer.max.lifetime.seconds", "a day", id="non-numeric-jwt-lifetime"),
 ]
 
 
@@ -330,6 +339,26 @@ def test_defaults_match_the_contract(properties: Path) -> None:
     assert settings.service_id == socket.gethostname()
     assert settings.delegation_token_master_key is None
     assert (settings.token_revoke_on_credential_delete, settings.token_revoke_on_acl_delete) == (False, False)
+    assert settings.http_management_listeners is None and settings.management_scheme is None
+    assert settings.sasl_oauthbearer_principal_prefix == ""
+    assert settings.sasl_oauthbearer_max_lifetime_seconds == 86_400
+
+
+@pytest.mark.parametrize(
+    ("value", "where"),
+    [
+        ("http://0.0.0.0:9090", ("http", "0.0.0.0", 9090)),  # noqa: S104 - a value under test, not a bind
+        ("http://[::]:9090", ("http", "::", 9090)),
+        (" http://127.0.0.1:9090 ", ("http", "127.0.0.1", 9090)),
+    ],
+)
+def test_the_management_listener_is_one_url(properties: Path, value: str, where: tuple[str, str, int]) -> None:
+    settings = load_file(properties, {**REQUIRED, "http.management.listeners": value})
+    assert (settings.management_scheme, settings.management_host, settings.management_port) == where
+
+
+def test_an_empty_management_listener_is_none(properties: Path) -> None:
+    assert load_file(properties, {**REQUIRED, "http.management.listeners": ""}).http_management_listeners is None
 
 
 # -------------------- super users
@@ -426,3 +455,24 @@ def test_bad_workload_jwt_values_are_one_line_naming_the_key(
     assert error.startswith(f"{key}: ")
     assert message in error
     assert "\n" not in error
+
+
+@pytest.mark.parametrize(
+    ("values", "warned"),
+    [
+        ({}, []),  # JWT logins off: no JWT can be a super user
+        ({"sasl.oauthbearer.jwks.endpoint.url": "JWKS"}, ["User:admin", "User:ops"]),
+        ({"sasl.oauthbearer.jwks.endpoint.url": "JWKS", "sasl.oauthbearer.principal.prefix": "jwt:"}, []),
+    ],
+)
+def test_super_users_a_jwt_could_be_are_warned_about_one_line_each(
+    properties: Path, tmp_path: Path, values: dict[str, str], warned: list[str]
+) -> None:
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text('{"keys": []}')
+    values = {key: jwks_file.as_uri() if value == "JWKS" else value for key, value in values.items()}
+    settings = load_file(properties, {**REQUIRED, "super.users": "User:admin;Group:ops;User:ops", **values})
+    warnings = jwt_super_user_warnings(settings)
+    assert [warning.split(" ")[1] for warning in warnings] == warned
+    for warning in warnings:
+        assert "\n" not in warning and "sasl.oauthbearer.principal.prefix" in warning

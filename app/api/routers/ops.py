@@ -32,7 +32,8 @@ def readyz(readiness: ReadinessView) -> JSONResponse:
     stands in its migration to KRaft. A cluster that refuses kts's writes leaves the replica ready for reads
     (``status`` is then ``read-only``)."""
     checks = readiness.checks()
-    state = readiness.cluster() if readiness.cluster is not None else None
+    probe = readiness.cluster
+    state = probe() if probe is not None else None
     extra: dict[str, Any] = {"checks": checks}
     if state is not None:
         extra["cluster"] = cluster_json(state).model_dump()

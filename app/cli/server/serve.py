@@ -1,5 +1,12 @@
 """``kts serve``: run the service under uvicorn with settings from a properties file and ``KTS_*``.
 
+With ``http.management.listeners`` a second uvicorn server, on the same event loop, serves ``/healthz``, ``/readyz``
+and ``/metrics`` of the same replica (``app/api/management.py``) on a socket of its own, outside the main
+listener's connection caps: probes and scrapes still answer while clients hold every slot of the main listener.
+Its socket is bound before anything is served, so a busy port is one line naming the key. The main server is
+started last, so it receives SIGTERM and drains gracefully while the management listener keeps answering; when
+either stops, the other is told to.
+
 An https listener gets the TLS policy of ``app/cli/server/tls.py`` (TLS 1.2+, forward-secret AEAD
 ciphers). A plain http listener on an address other than loopback starts with a loud warning: callers'
 passwords and token HMACs would cross the network in clear text, which Kafka itself never allows for
@@ -8,9 +15,11 @@ token requests; it is legitimate only behind a TLS-terminating mesh or proxy.
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import logging
 import signal
+import socket
 import ssl
 import sys
 from typing import Any
@@ -18,11 +27,12 @@ from typing import Any
 import uvicorn
 
 from app.api.app import create_app
+from app.api.management import MANAGEMENT_PATHS, create_management_app
 from app.cli.server.logging_config import LogFormat, configure_logging
 from app.cli.server.tls import hardened_context
 from app.cli.server.uvicorn_h11 import limited_protocol
 from app.domain.errors import StoreUnavailable
-from app.settings import Settings, allow_everyone_warning
+from app.settings import ConfigError, Settings, allow_everyone_warning, jwt_super_user_warnings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 
@@ -56,6 +66,7 @@ def plaintext_warning(settings: Settings) -> str | None:
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
+    """The main listener: the API, within the connection caps."""
     options: dict[str, Any] = {
         "host": settings.listener_host,
         "port": settings.listener_port,
@@ -65,20 +76,70 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
         "http": limited_protocol(
             request_timeout_s=settings.http_request_timeout_ms / 1000,
             max_connections_per_address=settings.http_max_connections_per_address,
+            max_connections=settings.http_max_connections,
         ),
         "timeout_keep_alive": settings.http_keepalive_timeout_ms / 1000,
-        "limit_concurrency": settings.http_max_connections,
     }
     if settings.listener_scheme == "https":
-        options |= {
-            "ssl_certfile": str(settings.ssl_certfile),
-            "ssl_keyfile": str(settings.ssl_keyfile),
-            "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
-            "ssl_context_factory": hardened_context,
-        }
-        if settings.ssl_cafile is not None:
-            options["ssl_ca_certs"] = str(settings.ssl_cafile)
+        options |= _tls_options(settings)
     return options
+
+
+def management_options(settings: Settings) -> dict[str, Any]:
+    """The management listener: no total cap (its own share per address, the same timeouts), no access log
+    (probes and scrapes every few seconds), and no lifespan (the main server runs the app's)."""
+    options: dict[str, Any] = {
+        "proxy_headers": False,
+        "server_header": False,
+        "log_level": "info",
+        "access_log": False,
+        "lifespan": "off",
+        "http": limited_protocol(
+            request_timeout_s=settings.http_request_timeout_ms / 1000,
+            max_connections_per_address=settings.http_max_connections_per_address,
+        ),
+        "timeout_keep_alive": settings.http_keepalive_timeout_ms / 1000,
+    }
+    if settings.management_scheme == "https":
+        options |= _tls_options(settings)
+    return options
+
+
+def _tls_options(settings: Settings) -> dict[str, Any]:
+    options: dict[str, Any] = {
+        "ssl_certfile": str(settings.ssl_certfile),
+        "ssl_keyfile": str(settings.ssl_keyfile),
+        "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
+        "ssl_context_factory": hardened_context,
+    }
+    if settings.ssl_cafile is not None:
+        options["ssl_ca_certs"] = str(settings.ssl_cafile)
+    return options
+
+
+def bind_management_socket(settings: Settings) -> socket.socket:
+    """The management listener's socket, bound and listening, or a ConfigError naming the key."""
+    host, port = settings.management_host, settings.management_port
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    try:
+        return socket.create_server((host, port), family=family, backlog=128)
+    except OSError as exc:
+        raise ConfigError(f"http.management.listeners: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+
+def run_with_management(main: uvicorn.Server, management: uvicorn.Server, sock: socket.socket) -> None:
+    """Run both servers on one event loop until either stops (a signal reaches the main one, installed last)."""
+
+    async def both() -> None:
+        serving = asyncio.create_task(management.serve(sockets=[sock]))
+        await asyncio.sleep(0)  # the management server installs its signal handlers first, the main one last
+        api = asyncio.create_task(main.serve())
+        await asyncio.wait({serving, api}, return_when=asyncio.FIRST_COMPLETED)
+        main.should_exit = management.should_exit = True
+        await asyncio.gather(serving, api)
+
+    with asyncio.Runner(loop_factory=main.config.get_loop_factory()) as runner:
+        runner.run(both())
 
 
 def prepare_audit_database(settings: Settings) -> None:
@@ -105,15 +166,29 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         log.warning(lenient)
     if (renamed := settings.listeners_deprecation) is not None:
         log.warning(renamed)
+    for warning in jwt_super_user_warnings(settings):
+        log.warning(warning)
+    management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
-    server = uvicorn.Server(config)
+    app = create_app(settings)
+    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings), log_config=None))
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
     # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     try:
-        server.run()
+        if management_socket is None:
+            server.run()
+        else:
+            config = uvicorn.Config(create_management_app(app), **management_options(settings), log_config=None)
+            log.info(
+                "management listener on %s serves %s only, outside http.max.connections",
+                settings.http_management_listeners,
+                ", ".join(MANAGEMENT_PATHS),
+            )
+            run_with_management(server, uvicorn.Server(config), management_socket)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if management_socket is not None:
+            management_socket.close()
     return 0 if server.started else 1

@@ -1,14 +1,19 @@
 """The one place kts uses uvicorn's private API: its h11 HTTP protocol class, subclassed.
 
 Why: uvicorn verifies TLS client certificates but gives the app no way to learn them (no ASGI TLS
-extension, no public hook per connection), and kts maps the certificate to the caller's principal. The
-subclass reads the verified peer certificate when a connection is made and wraps the app for that
-connection in ``tls.WithTlsExtension``. What it relies on, checked by tests/unit/cli/server/test_uvicorn_h11.py
-so that an upgrade fails loudly instead of silently dropping certificate logins:
+extension, no public hook per connection), and kts maps the certificate to the caller's principal; and
+uvicorn bounds neither a slow request, nor a client that does not read its responses, nor a header block
+that arrives whole. What it relies on, checked by tests/unit/cli/server/test_uvicorn_h11.py so that an
+upgrade fails loudly instead of silently dropping certificate logins or a limit:
 
 - the class ``uvicorn.protocols.http.h11_impl.H11Protocol``, built once per connection;
 - its ``connection_made(transport)``, called before any request of the connection;
-- its ``app`` attribute, set in ``__init__`` and read for each request.
+- its ``app`` attribute, set in ``__init__`` and read for each request; its ``conn`` (the h11 connection),
+  read for each event; ``send_400_response``, called when h11 refuses what the client sent; ``cycle`` (the
+  request in progress, with ``response_complete``);
+- ``data_received``, ``connection_lost``, ``on_response_complete``, ``timeout_keep_alive_handler``,
+  ``shutdown``, ``pause_writing`` and ``resume_writing``; the attributes ``loop``, ``client``, ``transport``,
+  ``connections`` and ``tasks``.
 
 pyproject.toml bounds uvicorn below the next minor version for the same reason.
 """
@@ -16,17 +21,28 @@ pyproject.toml bounds uvicorn below the next minor version for the same reason.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections import Counter
-from typing import ClassVar
+from collections.abc import Callable
+from http import HTTPStatus
+from typing import Any, ClassVar
 
 import h11
+from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
+from app.api.errors import RETRY_AFTER_SECONDS, error_body
+from app.api.security_headers import API_POLICY, SecurityHeaders, security_headers
 from app.cli.server.tls import WithTlsExtension, tls_facts
 from app.domain.throttle import address_group
 
 log = logging.getLogger("app.cli.serve")
+
+# The request line and header fields of one request (or the trailer fields of a chunked body), however the
+# bytes arrive. h11 bounds only an incomplete header block; one that arrives whole in a single read it
+# would accept at any size.
+MAX_HEADER_BYTES = 16 * 1024
 
 
 class TlsAwareH11Protocol(H11Protocol):
@@ -43,42 +59,110 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
     """uvicorn's ``http=`` protocol for every listener: a slow client cannot hold a connection, nor many.
 
     - A connection must deliver a whole request (headers and body) within ``request_timeout_s`` of opening,
-      or of the first byte of its next request: uvicorn itself times out only idle kept-alive connections,
-      so a client sending headers a byte at a time held its connection for ever.
+      or of the first byte of its next request (a pipelined one included): uvicorn itself times out only idle
+      kept-alive connections, so a client sending headers a byte at a time held its connection for ever.
+    - What the server writes must be taken by the client within ``request_timeout_s``: when the transport's
+      write buffer stops draining (``pause_writing``, until ``resume_writing``), and when the connection is
+      being closed (a graceful close waits for the buffer to drain), a deadline starts; a connection still
+      paused, or still not gone, by then is cut off (``abort``). Otherwise a client that pipelines requests and
+      never reads held its connection with no traffic at all, as uvicorn awaits the drain and neither of its
+      timers runs meanwhile; and one whose last response sat unread was never gone after its keep-alive close.
     - At most ``max_connections_per_address`` connections per client address (an IPv6 address as its /64)
-      are open at once; more are closed on arrival, so one client cannot take every slot of uvicorn's
-      ``limit_concurrency``.
+      are open at once; more are closed on arrival, so one client cannot take every slot.
+    - With ``max_connections``, while more connections are open (or requests in progress) than that, requests
+      are answered 503 with the error envelope and ``Connection: close`` (in place of uvicorn's
+      ``limit_concurrency``, whose 503 is bare text).
+    - The request line and header fields are at most ``MAX_HEADER_BYTES``, however they arrive: more is
+      answered 431 and the connection closed. Requests h11 cannot parse get a 400 with the error envelope.
 
-    Made per server by ``limited_protocol``; relies on the same private API as its base, plus
-    ``data_received``/``connection_lost`` and h11's ``conn.their_state``.
+    Made per server by ``limited_protocol``.
     """
 
     request_timeout_s: ClassVar[float] = 10.0
     max_connections_per_address: ClassVar[int] = 100
+    max_connections: ClassVar[int | None] = None
     open_connections: ClassVar[Counter[str]] = Counter()
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self.conn = HeaderLimitedConnection(MAX_HEADER_BYTES)
         self._read_timer: asyncio.TimerHandle | None = None
+        self._drain_timer: asyncio.TimerHandle | None = None
+        self._lost = False
         self._address = address_group(self.client[0]) if self.client else ""
         self._counted = False
+        if self.max_connections is not None:
+            self.app = ConnectionCap(self.app, self._over_capacity, self.max_connections)
         if self.open_connections[self._address] >= self.max_connections_per_address:
             log.warning("refused a connection: %d are open from %s", self.max_connections_per_address, self._address)
             transport.close()
             return
         self.open_connections[self._address] += 1
         self._counted = True
-        self._arm()
+        self._arm_read()
 
     def data_received(self, data: bytes) -> None:
         if self._read_timer is None and self.conn.their_state not in _REQUEST_READ:
-            self._arm()  # the first bytes of the next request on a kept-alive connection
+            self._arm_read()  # the first bytes of the next request on a kept-alive connection
         super().data_received(data)
         if self.conn.their_state in _REQUEST_READ:
-            self._disarm()
+            self._disarm_read()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()  # may start the next, pipelined, request from bytes already read
+        if self._lost:
+            return
+        if self.transport.is_closing():
+            self._watch_drain()  # a response with Connection: close, perhaps not all taken by the client yet
+        elif self.conn.their_state is h11.SEND_BODY and self._read_timer is None:
+            self._arm_read()  # a pipelined request whose body has not all arrived: no data_received may follow
+
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        self._watch_drain()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if not self.transport.is_closing():  # a close still waits for the rest of the buffer
+            self._cancel_drain()
+
+    def timeout_keep_alive_handler(self) -> None:
+        super().timeout_keep_alive_handler()
+        self._watch_drain()
+
+    def shutdown(self) -> None:
+        super().shutdown()  # closes an idle connection: uvicorn's graceful shutdown waits until it is gone
+        if self.transport.is_closing():
+            self._watch_drain()
+
+    def send_400_response(self, msg: str) -> None:
+        """What uvicorn sends when h11 refuses the request: the error envelope, 431 for too long a header."""
+        refusal = self.conn.refusal if isinstance(self.conn, HeaderLimitedConnection) else None
+        if refusal is not None and refusal.error_status_hint == 431:
+            message = f"The request line and header fields exceed {MAX_HEADER_BYTES} bytes."
+            status, headers, body = _json(431, error_body("REQUEST_HEADER_FIELDS_TOO_LARGE", message))
+        else:
+            status, headers, body = _json(400, error_body("BAD_REQUEST", "The request is not valid HTTP/1.1."))
+        log.info("refused a request from %s with %d: %s", self._address, status, refusal or msg)
+        in_progress = self.cycle is not None and not self.cycle.response_complete  # refused trailer fields
+        if not in_progress and self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):  # else the app answers: close
+            headers += [
+                *security_headers(self.scheme or "http", "/"),
+                (b"content-security-policy", API_POLICY.encode()),
+            ]
+            for event in (
+                h11.Response(status_code=status, headers=headers, reason=HTTPStatus(status).phrase),
+                h11.Data(data=body),
+                h11.EndOfMessage(),
+            ):
+                self.transport.write(self.conn.send(event) or b"")
+        self.transport.close()
+        self._watch_drain()
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._lost = True
+        self._disarm_read()
+        self._cancel_drain()
         if self._counted:
             self._counted = False
             self.open_connections[self._address] -= 1
@@ -86,11 +170,16 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
                 del self.open_connections[self._address]
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._disarm()
+    def _over_capacity(self) -> bool:
+        """uvicorn's ``limit_concurrency`` rule; the request asking is already one of ``tasks``."""
+        cap = self.max_connections
+        return cap is not None and (len(self.connections) > cap or len(self.tasks) > cap)
+
+    def _arm_read(self) -> None:
+        self._disarm_read()
         self._read_timer = self.loop.call_later(self.request_timeout_s, self._read_timed_out)
 
-    def _disarm(self) -> None:
+    def _disarm_read(self) -> None:
         if self._read_timer is not None:
             self._read_timer.cancel()
             self._read_timer = None
@@ -101,20 +190,120 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
             return
         log.info("closed a connection from %s: no complete request within %s s", self._address, self.request_timeout_s)
         self.transport.close()
+        self._watch_drain()
+
+    def _watch_drain(self) -> None:
+        """Start the deadline for the write buffer to drain (or the closing connection to be gone), unless it is
+        running."""
+        if self._drain_timer is None and not self._lost:
+            self._drain_timer = self.loop.call_later(self.request_timeout_s, self._drain_timed_out)
+
+    def _cancel_drain(self) -> None:
+        if self._drain_timer is not None:
+            self._drain_timer.cancel()
+            self._drain_timer = None
+
+    def _drain_timed_out(self) -> None:
+        self._drain_timer = None
+        if self._lost or not (self.flow.write_paused or self.transport.is_closing()):
+            return
+        unsent = self.transport.get_write_buffer_size()
+        log.info(
+            "closed a connection from %s: %d bytes of its responses unread for %s s",
+            self._address,
+            unsent,
+            self.request_timeout_s,
+        )
+        self.transport.abort()
+
+
+class HeaderLimitedConnection(h11.Connection):
+    """h11's server side, refusing a header block over ``max_header_bytes`` even when it arrived whole (h11
+    checks only incomplete ones), and keeping the last refusal for the error response."""
+
+    def __init__(self, max_header_bytes: int) -> None:
+        super().__init__(h11.SERVER, max_incomplete_event_size=max_header_bytes)
+        self.max_header_bytes = max_header_bytes
+        self.refusal: h11.RemoteProtocolError | None = None
+
+    def next_event(self) -> Any:
+        try:
+            event = super().next_event()
+        except h11.RemoteProtocolError as exc:
+            self.refusal = exc
+            raise
+        if header_block_bytes(event) > self.max_header_bytes:
+            self.refusal = h11.RemoteProtocolError("header block too long", error_status_hint=431)
+            raise self.refusal
+        return event
+
+
+def header_block_bytes(event: object) -> int:
+    """The size of a request's line and header fields, or of a body's trailer fields, as sent (less any
+    optional whitespace h11 stripped); 0 for other events."""
+    if isinstance(event, h11.Request):
+        line = len(event.method) + len(event.target) + len(b"  HTTP/1.1\r\n")
+        return line + _fields_bytes(event.headers)
+    if isinstance(event, h11.EndOfMessage):
+        return _fields_bytes(event.headers)
+    return 0
+
+
+def _fields_bytes(headers: Any) -> int:
+    return sum(len(name) + len(value) + len(b": \r\n") for name, value in headers) + len(b"\r\n")
+
+
+class ConnectionCap:
+    """The app of a connection on a listener with a connection cap: over it, 503 with the error envelope."""
+
+    def __init__(self, app: ASGIApp, over_capacity: Callable[[], bool], cap: int) -> None:
+        self._app = app
+        self._over_capacity = over_capacity
+        self._cap = cap
+        self._refuse = SecurityHeaders(self._refusal)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self._over_capacity():
+            log.warning("answering 503: more than %d connections or requests at once", self._cap)
+            await self._refuse(scope, receive, send)
+            return
+        await self._app(scope, receive, send)
+
+    async def _refusal(self, scope: Scope, receive: Receive, send: Send) -> None:
+        body = error_body(
+            "TOO_MANY_CONNECTIONS",
+            f"The server has more than {self._cap} connections or requests at once (http.max.connections); "
+            "retry later.",
+        )
+        status, headers, encoded = _json(503, body, ((b"retry-after", RETRY_AFTER_SECONDS.encode()),))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": encoded})
+
+
+def _json(
+    status: int, body: dict[str, Any], extra: tuple[tuple[bytes, bytes], ...] = ()
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """A JSON error response that closes the connection (a refused client gives its slot back)."""
+    encoded = json.dumps(body).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(encoded)).encode())]
+    return status, [*headers, *extra, (b"connection", b"close")], encoded
 
 
 # The client has sent a whole request (or is done with the connection): nothing more to wait for.
 _REQUEST_READ = frozenset({h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR})
 
 
-def limited_protocol(*, request_timeout_s: float, max_connections_per_address: int) -> type[LimitedH11Protocol]:
-    """A ``LimitedH11Protocol`` with these limits and its own count of open connections."""
+def limited_protocol(
+    *, request_timeout_s: float, max_connections_per_address: int, max_connections: int | None = None
+) -> type[LimitedH11Protocol]:
+    """A ``LimitedH11Protocol`` with these limits and its own count of open connections (one per listener)."""
     return type(
         "LimitedH11Protocol",
         (LimitedH11Protocol,),
         {
             "request_timeout_s": request_timeout_s,
             "max_connections_per_address": max_connections_per_address,
+            "max_connections": max_connections,
             "open_connections": Counter(),
         },
     )

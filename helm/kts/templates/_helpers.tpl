@@ -57,6 +57,22 @@ http.listeners
 {{- ternary "https" "http" .Values.tls.enabled }}
 {{- end }}
 
+{{/* The management listener (http.management.listeners): /healthz, /readyz and /metrics only, outside the main
+listener's connection caps, with the main listener's scheme and certificate. The probes and the ServiceMonitor use
+it when management.enabled. */}}
+{{- define "kts.managementListenerKey" -}}
+http.management.listeners
+{{- end }}
+
+{{- define "kts.managementListener" -}}
+{{- printf "%s://0.0.0.0:%d" (include "kts.scheme" .) (int .Values.management.port) }}
+{{- end }}
+
+{{/* The port the probes and the ServiceMonitor use: the management port when it is on, else the main one. */}}
+{{- define "kts.probePort" -}}
+{{- if .Values.management.enabled }}management{{ else }}{{ include "kts.portName" . }}{{ end }}
+{{- end }}
+
 {{/* The name of the container and Service port: what it speaks. */}}
 {{- define "kts.portName" -}}
 {{- include "kts.scheme" . }}
@@ -99,6 +115,9 @@ them at start-up too, but only after the pods were scheduled. */}}
 {{- end }}
 {{- if and $sasl.jaasSecret.name $sasl.username }}
 {{- fail "zookeeper.sasl: give either jaasSecret or username and passwordSecret, not both" }}
+{{- end }}
+{{- if and .Values.management.enabled (eq (int .Values.management.port) (int .Values.containerPort)) }}
+{{- fail "management.port: give the management listener a port other than containerPort" }}
 {{- end }}
 {{- if and .Values.jwt.jwksEndpointUrl .Values.jwt.jwksConfigMap.name }}
 {{- fail "jwt: give either jwksEndpointUrl or jwksConfigMap.name, not both" }}

@@ -1,5 +1,6 @@
-"""Workload JWT checks over a fixed key set: the principal a good JWT becomes, and one refusal (with its reason)
-per way a JWT can be wrong: signature, algorithm, key size, kid, issuer, audience, times, subject."""
+"""Workload JWT checks over a fixed key set: the principal a good JWT becomes (with the principal prefix), and one
+refusal (with its reason) per way a JWT can be wrong: signature, algorithm, key size, kid, issuer, audience, times,
+lifetime, subject."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from app.auth.jwks import SigningKey, parse_jwks
-from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
+from app.auth.workload_jwt import DEFAULT_MAX_LIFETIME_S, JwtAuthenticator, JwtPolicy, subject_problem
 from app.domain.errors import NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from tests.jwt_material import AUDIENCE, ISSUER, SPARK, claims_for, forge, jwks
@@ -160,6 +161,18 @@ def forge_without_kid(key: Key) -> str:
         (lambda: claims_for(sub=""), "The JWT has no sub claim (a non-empty string)."),
         (lambda: claims_for(sub=42), "The JWT has no sub claim (a non-empty string)."),
         (lambda: claims_for(sub="bad\nname"), "The JWT's sub claim is not a usable principal name."),
+        (lambda: claims_for(sub="*"), "The JWT's sub claim is not a usable principal name."),
+        (lambda: claims_for(sub="admin;User:ops"), "The JWT's sub claim is not a usable principal name."),
+        (lambda: claims_for(sub=" admin"), "The JWT's sub claim is not a usable principal name."),
+        (lambda: claims_for(sub="ad\u200bmin"), "The JWT's sub claim is not a usable principal name."),
+        (
+            lambda: claims_for(lifetime_s=DEFAULT_MAX_LIFETIME_S + 60),
+            "The JWT lives longer than 86400 seconds (sasl.oauthbearer.max.lifetime.seconds).",
+        ),
+        (
+            lambda: claims_for(lifetime_s=10 * 365 * 86_400, issued_s_ago=5 * 365 * 86_400),
+            "The JWT lives longer than 86400 seconds (sasl.oauthbearer.max.lifetime.seconds).",
+        ),
         (lambda: {key: value for key, value in claims_for().items() if key != "exp"}, "The JWT has no exp claim."),
         (lambda: {key: value for key, value in claims_for().items() if key != "iat"}, "The JWT has no iat claim."),
         (lambda: {**claims_for(), "exp": "soon"}, "The JWT cannot be decoded."),
@@ -174,6 +187,12 @@ def forge_without_kid(key: Key) -> str:
         "empty-sub",
         "number-sub",
         "control-character-sub",
+        "wildcard-sub",
+        "separator-sub",
+        "whitespace-sub",
+        "invisible-character-sub",
+        "lives-over-a-day",
+        "issued-years-ago-for-ten-years",
         "no-exp",
         "no-iat",
         "exp-not-a-time",
@@ -215,3 +234,39 @@ def test_the_claimed_principal_is_the_unverified_subject_cut_short() -> None:
     assert checker.claimed_principal(RSA.mint(claims_for(sub="x" * 1000))) == "User:" + "x" * 255
     assert checker.claimed_principal(RSA.mint(claims_for(sub=None))) is None
     assert checker.claimed_principal("not.a.jwt") is None
+
+
+def test_a_prefix_puts_jwt_callers_in_a_namespace_of_their_own() -> None:
+    prefixed = authenticator(principal_prefix="jwt:")
+    assert prefixed.authenticate(RSA.mint(sub="admin")) == KafkaPrincipal.user("jwt:admin")
+    assert prefixed.authenticate(RSA.mint()) == KafkaPrincipal.user(f"jwt:{SPARK}")
+    assert prefixed.claimed_principal(RSA.mint(sub="admin")) == "User:jwt:admin"
+    assert authenticator().authenticate(RSA.mint(sub="admin")) == KafkaPrincipal.user("admin")  # the default: none
+    assert refusal(RSA.mint(sub="*"), prefixed) == "The JWT's sub claim is not a usable principal name."
+
+
+def test_the_lifetime_bound_is_configurable_and_counts_from_iat() -> None:
+    hour = RSA.mint(claims_for(lifetime_s=3600))
+    assert authenticator(max_lifetime_s=3600).authenticate(hour) == KafkaPrincipal.user(SPARK)
+    assert refusal(hour, authenticator(max_lifetime_s=3599)) == (
+        "The JWT lives longer than 3599 seconds (sasl.oauthbearer.max.lifetime.seconds)."
+    )
+    # issued long ago, expiring soon: what counts is exp - iat, not what is left
+    old = RSA.mint(claims_for(lifetime_s=3 * 86_400, issued_s_ago=3 * 86_400 - 600))
+    assert refusal(old) == "The JWT lives longer than 86400 seconds (sasl.oauthbearer.max.lifetime.seconds)."
+
+
+@pytest.mark.parametrize(
+    "subject",
+    [SPARK, "alice", "auth0|5f1c", "repo:octo-org/app:ref:refs/heads/main", "jo@example.com", "Zoë", "123456789"],
+)
+def test_subjects_identity_providers_issue_are_usable(subject: str) -> None:
+    assert subject_problem(subject) is None
+    assert authenticator().authenticate(RSA.mint(sub=subject)) == KafkaPrincipal.user(subject)
+
+
+@pytest.mark.parametrize(
+    "subject", ["", "*", "svc*", "a;b", "a,b", 'a"b', "a\\b", "a b", "a\tb", "a\x7fb", "a\u00a0b", "a\u202eb"]
+)
+def test_subjects_a_principal_name_cannot_hold_safely_are_refused(subject: str) -> None:
+    assert subject_problem(subject) is not None

@@ -10,7 +10,7 @@ import pytest
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.server.serve import plaintext_warning, serve, uvicorn_options
+from app.cli.server.serve import management_options, plaintext_warning, serve, uvicorn_options
 from app.settings import Settings, allow_everyone_warning, load_settings
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority
@@ -79,3 +79,59 @@ def test_serve_logs_once_what_allow_everyone_if_no_acl_found_allows(
     else:
         assert expected is None
         assert "allow.everyone.if.no.acl.found" not in logged
+
+
+def test_the_main_listener_caps_connections_itself_with_the_error_envelope() -> None:
+    """uvicorn's limit_concurrency answers a bare-text 503: the cap is the protocol's (``max_connections``)."""
+    settings = _settings("http://127.0.0.1:8080", http_max_connections=7, http_max_connections_per_address=3)
+    options = uvicorn_options(settings)
+    assert "limit_concurrency" not in options
+    assert (options["http"].max_connections, options["http"].max_connections_per_address) == (7, 3)
+
+
+def test_the_management_listener_has_no_cap_a_share_of_its_own_and_the_main_tls(tmp_path: Path) -> None:
+    server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
+    settings = _settings(
+        "https://127.0.0.1:8443",
+        ssl_certfile=server.cert,
+        ssl_keyfile=server.key,
+        http_management_listeners="https://127.0.0.1:9443",
+    )
+    main, management = uvicorn_options(settings), management_options(settings)
+    assert management["http"].max_connections is None
+    assert management["http"].open_connections is not main["http"].open_connections
+    assert management["http"].request_timeout_s == main["http"].request_timeout_s
+    assert (management["lifespan"], management["access_log"]) == ("off", False)
+    config = uvicorn.Config(create_app(settings), **management, log_config=None)
+    config.load()
+    assert config.ssl is not None and config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
+
+
+@pytest.mark.parametrize("prefix", ["", "jwt:"])
+def test_serve_warns_once_per_super_user_a_jwt_could_be(
+    prefix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text('{"keys": []}')
+    settings = _settings(
+        "http://127.0.0.1:8080",
+        super_users="User:admin;User:ops",
+        sasl_oauthbearer_jwks_endpoint_url=jwks.as_uri(),
+        sasl_oauthbearer_principal_prefix=prefix,
+        log_format="text",
+    )
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        serve(settings)
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+    warned = [line for line in capsys.readouterr().out.splitlines() if "sasl.oauthbearer.principal.prefix" in line]
+    if prefix:
+        assert warned == []
+    else:
+        assert len(warned) == 2
+        assert "super.users: User:admin is also what a JWT whose sub is 'admin'" in warned[0]
+        assert "User:ops" in warned[1]

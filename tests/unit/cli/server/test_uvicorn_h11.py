@@ -1,13 +1,15 @@
 """The fence around uvicorn's private H11Protocol (app/cli/server/uvicorn_h11.py): if an upgrade moves the
 class, changes ``connection_made`` or stops reading ``self.app`` per request, these tests say so plainly,
-instead of certificate logins silently turning into 401s. Driven through a real H11Protocol on an
-in-memory transport."""
+instead of certificate logins silently turning into 401s; likewise for the hooks the limits rely on (flow
+control, the h11 connection, the 400 response, the cap). Driven through a real H11Protocol on an in-memory
+transport."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib
 import inspect
+import json
 import ssl
 from pathlib import Path
 from typing import Any
@@ -47,11 +49,24 @@ class MemoryTransport(asyncio.Transport):
         extra = {"ssl_object": self.ssl_object, "sslcontext": ssl.create_default_context() if self.ssl_object else None}
         return extra.get(name, default)
 
+    unsent = 0  # what get_write_buffer_size reports: bytes the client has not taken
+    aborted = False
+    protocol: Any = None  # told of an abort
+
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.written += bytes(data)
 
+    def get_write_buffer_size(self) -> int:
+        return self.unsent
+
     def close(self) -> None:
         self.closed = True
+
+    def abort(self) -> None:
+        """As a real transport: closed at once, and the protocol told so (which ends a wait for the drain)."""
+        self.aborted = self.closed = True
+        if self.protocol is not None:
+            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
 
     def is_closing(self) -> bool:
         return self.closed
@@ -166,3 +181,183 @@ def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one(
     assert slow_closed
     assert "data_received" in vars(TlsAwareH11Protocol.__mro__[1]), f"{CHANGED}: no data_received"
     assert "connection_lost" in vars(TlsAwareH11Protocol.__mro__[1]), f"{CHANGED}: no connection_lost"
+
+
+def _limited(**limits: Any) -> tuple[type[Any], uvicorn.Config]:
+    protocol_class = limited_protocol(
+        request_timeout_s=limits.pop("request_timeout_s", 0.2), max_connections_per_address=10, **limits
+    )
+    config = uvicorn.Config(RecordingApp(), http=protocol_class, proxy_headers=False, log_config=None)
+    return protocol_class, config
+
+
+def test_writes_that_do_not_drain_cut_the_connection_off() -> None:
+    """``pause_writing`` (the transport's write buffer over its high-water mark) starts a deadline; a client that
+    has not taken the bytes by then is aborted (a graceful close would wait for the buffer); ``resume_writing``
+    in time stops it. Relies on uvicorn's ``flow`` (``write_paused``) and the transport's ``abort``."""
+    protocol_class, config = _limited()
+
+    async def exchange() -> tuple[MemoryTransport, MemoryTransport]:
+        loop = asyncio.get_running_loop()
+        stuck_protocol = protocol_class(config, ServerState(), {}, _loop=loop)
+        stuck = MemoryTransport(None)
+        stuck.protocol = stuck_protocol
+        stuck_protocol.connection_made(stuck)
+        stuck_protocol.data_received(REQUEST)
+        stuck.unsent = 1 << 20
+        stuck_protocol.pause_writing()
+        assert stuck_protocol.flow.write_paused, f"{CHANGED}: H11Protocol.pause_writing no longer pauses its flow"
+        reading_protocol = protocol_class(config, ServerState(), {}, _loop=loop)
+        reading = MemoryTransport(None)
+        reading_protocol.connection_made(reading)
+        reading_protocol.data_received(REQUEST)
+        reading_protocol.pause_writing()
+        reading_protocol.resume_writing()
+        async with asyncio.timeout(10):
+            while not stuck.aborted:
+                await asyncio.sleep(0.01)
+        await asyncio.sleep(0.4)  # twice the deadline: the reading client is still connected
+        return stuck, reading
+
+    stuck, reading = asyncio.run(exchange())
+    assert stuck.aborted
+    assert not reading.aborted and not reading.closed
+
+
+def test_a_close_waiting_for_unread_bytes_is_cut_off() -> None:
+    """An idle kept-alive connection whose last response still sits unread: uvicorn's keep-alive close would wait
+    for the buffer to drain for ever; the deadline aborts it. Relies on ``timeout_keep_alive_handler``."""
+    protocol_class, config = _limited()
+
+    async def exchange() -> MemoryTransport:
+        protocol = protocol_class(config, ServerState(), {}, _loop=asyncio.get_running_loop())
+        transport = MemoryTransport(None)
+        transport.protocol = protocol
+        protocol.connection_made(transport)
+        protocol.data_received(REQUEST)
+        async with asyncio.timeout(10):
+            while b"\r\n\r\nok" not in transport.written:
+                await asyncio.sleep(0.01)
+        transport.unsent = 100
+        protocol.timeout_keep_alive_handler()
+        assert transport.closed, f"{CHANGED}: timeout_keep_alive_handler no longer closes the connection"
+        async with asyncio.timeout(10):
+            while not transport.aborted:
+                await asyncio.sleep(0.01)
+        return transport
+
+    assert asyncio.run(exchange()).aborted
+
+
+@pytest.mark.parametrize("chunk", [64 * 1024, 512], ids=["one-read", "many-reads"])
+def test_a_header_block_over_16_kib_is_answered_431_with_the_envelope(chunk: int) -> None:
+    """h11 bounds only an incomplete header block; the adapter replaces ``conn`` with a subclass that bounds
+    whole ones too, and ``send_400_response`` answers with the error envelope."""
+    protocol_class, _ = _limited()
+    request = b"GET /x HTTP/1.1\r\nHost: kts\r\n" + b"X-Pad: " + b"a" * 20_000 + b"\r\n\r\n"
+
+    async def exchange() -> MemoryTransport:
+        app = RecordingApp()
+        protocol = protocol_class(
+            uvicorn.Config(app, http=protocol_class, proxy_headers=False, log_config=None),
+            ServerState(),
+            {},
+            _loop=asyncio.get_running_loop(),
+        )
+        transport = MemoryTransport(None)
+        protocol.connection_made(transport)
+        for start in range(0, len(request), chunk):
+            if transport.closed:
+                break
+            protocol.data_received(request[start : start + chunk])
+        await asyncio.sleep(0.05)
+        assert app.scopes == [], "served"
+        return transport
+
+    transport = asyncio.run(exchange())
+    head, _, body = transport.written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 431 Request Header Fields Too Large"), head[:80]
+    assert b"content-type: application/json" in head and b"connection: close" in head
+    assert json.loads(body)["error"] == "REQUEST_HEADER_FIELDS_TOO_LARGE"
+    assert transport.closed
+
+
+def test_trailer_fields_over_16_kib_close_the_connection_while_the_request_is_in_progress() -> None:
+    """A chunked body's trailer block counts as a header block too; the app is already answering that request,
+    so the connection is closed without a second response."""
+    protocol_class, config = _limited()
+    trailer = b"X-Trailer: " + b"a" * 20_000 + b"\r\n\r\n"
+    request = b"POST /x HTTP/1.1\r\nHost: kts\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n" + trailer
+
+    async def exchange() -> MemoryTransport:
+        protocol = protocol_class(config, ServerState(), {}, _loop=asyncio.get_running_loop())
+        transport = MemoryTransport(None)
+        protocol.connection_made(transport)
+        protocol.data_received(request)
+        return transport
+
+    transport = asyncio.run(exchange())
+    assert transport.closed
+    assert b"431" not in transport.written.split(b"\r\n", 1)[0]
+
+
+def test_a_request_h11_cannot_parse_gets_a_400_envelope() -> None:
+    protocol_class, config = _limited()
+
+    async def exchange() -> MemoryTransport:
+        protocol = protocol_class(config, ServerState(), {}, _loop=asyncio.get_running_loop())
+        transport = MemoryTransport(None)
+        protocol.connection_made(transport)
+        protocol.data_received(b"GET / HTTP/1.1\r\nHost kts\r\n\r\n")
+        return transport
+
+    transport = asyncio.run(exchange())
+    head, _, body = transport.written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 Bad Request")
+    assert json.loads(body) == {"error": "BAD_REQUEST", "message": "The request is not valid HTTP/1.1."}
+    assert transport.closed
+
+
+def test_over_the_cap_a_request_gets_503_with_the_envelope() -> None:
+    """In place of uvicorn's ``limit_concurrency`` (a bare-text 503): relies on ``connections`` and ``tasks`` of
+    the server state, shared by every connection of one server."""
+    protocol_class, config = _limited(max_connections=1)
+
+    async def exchange() -> tuple[MemoryTransport, MemoryTransport]:
+        state, loop = ServerState(), asyncio.get_running_loop()
+        first_protocol = protocol_class(config, state, {}, _loop=loop)
+        first = MemoryTransport(None)
+        first_protocol.connection_made(first)
+        first_protocol.data_received(REQUEST)
+        async with asyncio.timeout(10):
+            while b"\r\n\r\nok" not in first.written:
+                await asyncio.sleep(0.01)
+        second_protocol = protocol_class(config, state, {}, _loop=loop)
+        second = MemoryTransport(None)
+        second_protocol.connection_made(second)  # two open, cap one
+        second_protocol.data_received(REQUEST)
+        async with asyncio.timeout(10):
+            while not second.closed:
+                await asyncio.sleep(0.01)
+        return first, second
+
+    first, second = asyncio.run(exchange())
+    assert first.written.startswith(b"HTTP/1.1 200")
+    head, _, body = second.written.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 503"), head[:80]
+    assert b"retry-after: 2" in head and b"connection: close" in head
+    assert json.loads(body)["error"] == "TOO_MANY_CONNECTIONS"
+
+
+def test_the_hooks_the_limits_override_are_still_the_base_class_s() -> None:
+    base = TlsAwareH11Protocol.__mro__[1]
+    for name in (
+        "on_response_complete",
+        "pause_writing",
+        "resume_writing",
+        "timeout_keep_alive_handler",
+        "shutdown",
+        "send_400_response",
+        "handle_events",
+    ):
+        assert name in vars(base), f"{CHANGED}: H11Protocol no longer defines {name}"
