@@ -192,7 +192,7 @@ def _migrate(
     creator = Creator(url)
     creator.start()
     wait_until(lambda: len(creator.answers) >= 3, "first creates")
-    timeline.mark("alice starts creating tokens through kts, one every 0.2 s")
+    timeline.mark("alice starts creating tokens through kts, one every 0.2 s", creator.answers[0].sent_ms)
 
     # Phase 2: the KRaft controller is provisioned for the migration and waits for the broker.
     migration.start_controller(cluster_id)
