@@ -7,10 +7,11 @@ from __future__ import annotations
 import logging
 import secrets
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.auth.jwks import JwksKeys, fetcher
 from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.acl import AclAuthorizer
@@ -35,6 +36,7 @@ from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
+from app.service.ports import AclView, LockoutStore
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
@@ -42,7 +44,14 @@ from app.service.users import UserCredentialService
 from app.settings import Settings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
+from app.storage.audit.requesters import AuditTokenRequesters, NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
+from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.token_cache import KafkaTokenCache
+from app.storage.kafka.token_store import KafkaTokenStore
+from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
+from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
@@ -64,8 +73,11 @@ UNREACHED = 2**31  # a throttle limit no client reaches
 
 @dataclass
 class Runtime:
+    """What one replica runs, whichever backend reaches the cluster (``settings.backend``): the services the
+    API sees, and the steps that start and stop the connections, caches and background duties behind them."""
+
     settings: Settings
-    zk: ZkConnection
+    backend: str  # zookeeper, or kafka (the Kafka protocol)
     audit_log: AuditLog
     tokens: TokenService
     revocation: TokenRevocation
@@ -73,45 +85,18 @@ class Runtime:
     acls: AclService
     audit_trail: AuditTrail
     metrics_access: MetricsAccess
-    acl_cache: AclCache
-    token_cache: TokenCache
-    sweeper: Sweeper
-    capacity: CapacityGuard
-    sweeper_leadership: Leadership
     reconciler: AuditReconciler
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
-    lockout_store: ZkLockoutStore
     readiness: Readiness
-    cluster: ClusterWatch
+    cluster_connected: Callable[[], bool]
+    startup: list[Callable[[], None]]  # in order, once the audit database is ready
+    shutdown: list[Callable[[], None]]  # in order
+    readings_of: Callable[[], RuntimeReadings]
 
     def readings(self) -> RuntimeReadings:
         """What the metrics read at each scrape."""
-        return RuntimeReadings(
-            cached_tokens=lambda: len(self.token_cache),
-            acl_entries=lambda: len(self.acl_cache.snapshot()),
-            sweep_runs=lambda: self.sweeper.runs_total,
-            swept_tokens=lambda: self.sweeper.deleted_total,
-            leads_sweeper=lambda: self.sweeper_leadership.is_leader,
-            zookeeper_state=lambda: self.zk.state.lower(),
-            child_lists=self._child_lists,
-            replicas=self.lockout_store.replicas,
-            cluster_phase=lambda: self.cluster.state.phase.value,
-        )
-
-    def _child_lists(self) -> list[ChildListFigures] | None:
-        try:
-            readings = self.capacity.read()
-        except KtsError:
-            return None
-        limit = self.capacity.policy.limit(Purpose.ISSUE)
-        counted = with_notifications_to_come(readings)
-        return [
-            ChildListFigures(
-                child_list.value, reading.entries, reading.bytes, max(0, limit - counted[child_list].bytes)
-            )
-            for child_list, reading in readings.items()
-        ]
+        return self.readings_of()
 
     def start(self) -> None:
         if isinstance(self.audit_log, SqlAuditLog):
@@ -119,32 +104,39 @@ class Runtime:
             log.info(
                 "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
             )
-        self.zk.start()
-        self.cluster.start()  # before anything writes: the fence needs its first reading
-        ensure_cluster_secret(self.zk, TokenSecret(self.settings.secret_key))
-        self.lockout_store.start()
-        self.acl_cache.start()
-        self.token_cache.start()
-        self._child_lists()  # one reading at start: the capacity guard warns if a list is already past 80%
-        self.reconciler.start()
-        self.sweeper_leadership.start()
+        for step in self.startup:
+            step()
 
     def stop(self) -> None:
         for guard in self.attempt_guards:  # bursts still open are audited, not lost with the process
             guard.flush()
-        self.sweeper_leadership.stop()
-        self.reconciler.stop()
-        self.token_cache.stop()
-        self.acl_cache.stop()
-        self.cluster.stop()
-        self.zk.stop()
+        for step in self.shutdown:
+            step()
+
+
+def _first_reading(capacity: CapacityGuard) -> None:
+    """One reading at start: the capacity guard warns if a child list is already past 80%."""
+    _child_list_figures(capacity)
+
+
+def _child_list_figures(capacity: CapacityGuard) -> list[ChildListFigures] | None:
+    try:
+        readings = capacity.read()
+    except KtsError:
+        return None
+    limit = capacity.policy.limit(Purpose.ISSUE)
+    counted = with_notifications_to_come(readings)
+    return [
+        ChildListFigures(child_list.value, reading.entries, reading.bytes, max(0, limit - counted[child_list].bytes))
+        for child_list, reading in readings.items()
+    ]
 
 
 def zk_connection(settings: Settings) -> ZkConnection:
     """The ZooKeeper session of these settings: address, timeouts, login, TLS, znode ACL policy, and whether a
     Kafka cluster must already live there."""
     return ZkConnection(
-        settings.zookeeper_connect,
+        settings.zookeeper_connect_string,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
         security=settings.zookeeper_security,
         require_cluster=settings.zookeeper_cluster_required,
@@ -179,7 +171,7 @@ def attempt_guard(
 
 
 def account_locks(
-    settings: Settings, store: ZkLockoutStore, auditor: Auditor, authorizer: AclAuthorizer, clock: Clock
+    settings: Settings, store: LockoutStore, auditor: Auditor, authorizer: AclAuthorizer, clock: Clock
 ) -> AccountLocks:
     policy = LockoutPolicy(
         threshold=max(1, settings.auth_lockout_threshold),  # 0 (off): built for unlocking what is left only
@@ -214,12 +206,28 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
     return JwtAuthenticator(keys, policy)
 
 
-def check_zookeeper(settings: Settings) -> None:
-    """Connect once before serving, so an unreachable ZooKeeper, a rejected login (StoreUnavailable) or a secret
-    key other than the cluster's (SecretKeyMismatch) is one line from the CLI rather than a start-up traceback
-    in the log."""
+def check_cluster(settings: Settings) -> None:
+    """Connect once before serving, so an unreachable cluster, a rejected login, a cluster without delegation
+    tokens (StoreUnavailable) or a secret key other than the cluster's (SecretKeyMismatch) is one line from the
+    CLI rather than a start-up traceback in the log."""
+    if settings.backend == "kafka":
+        cluster = kafka_cluster(settings)
+        cluster.start(TokenSecret(settings.secret_key))
+        cluster.stop()
+        return
     zk = zk_connection(settings)
     zk.check(then=lambda: ensure_cluster_secret(zk, TokenSecret(settings.secret_key)))
+
+
+check_zookeeper = check_cluster  # the name kts dev and older callers use
+
+
+def kafka_cluster(settings: Settings) -> KafkaCluster:
+    """The brokers of ``bootstrap.servers``, reached with the ``admin.*`` login."""
+    assert settings.bootstrap_servers is not None
+    return KafkaCluster(
+        settings.bootstrap_servers, settings.kafka_security, request_timeout_ms=settings.admin_request_timeout_ms
+    )
 
 
 def ensure_cluster_secret(zk: ZkConnection, secret: TokenSecret) -> None:
@@ -238,22 +246,150 @@ def build_runtime(
     audit_observer: AuditObserver | None = None,
 ) -> Runtime:
     """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
-    ``audit_observer`` is told how each action ended (the metrics)."""
+    ``audit_observer`` is told how each action ended (the metrics). The backend is the settings': ZooKeeper
+    wherever ``zookeeper.connect`` is set, else the Kafka protocol to ``bootstrap.servers``."""
     clock = clock or SystemClock()
+    if audit_log is None:
+        audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
+    if settings.backend == "kafka":
+        return _kafka_runtime(settings, clock, audit_log, audit_observer)
+    return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
+
+
+def _policy(settings: Settings) -> TokenPolicy:
+    return TokenPolicy(
+        max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
+        default_renew_ms=settings.delegation_token_expiry_time_ms,
+        create_for_super_users=settings.token_create_for_super_users,
+    )
+
+
+def _quota(settings: Settings) -> TokenQuota:
+    return TokenQuota(
+        per_owner=settings.token_quota_per_owner,
+        per_requester=settings.token_quota_per_requester,
+        exempt_super_users=settings.token_quota_exempt_super_users,
+    )
+
+
+def _authorizer(settings: Settings, view: AclView) -> AclAuthorizer:
+    return AclAuthorizer(
+        settings.super_user_principals,
+        view.snapshot,
+        allow_everyone_if_no_acl_found=settings.allow_everyone_if_no_acl_found,
+    )
+
+
+def _kafka_runtime(
+    settings: Settings, clock: Clock, audit_log: AuditLog, audit_observer: AuditObserver | None
+) -> Runtime:
+    """Through the Kafka protocol. The controller expires tokens itself: no sweeper, no capacity guard (no
+    ZooKeeper child lists). What replicas share in ZooKeeper mode (intent markers, quota guards, account locks)
+    is held in process here: ONE replica only, until a shared store is wired in (app/storage/single_replica.py)."""
+    log.warning(
+        "bootstrap.servers: audit intents, quota guards and account locks are kept in this process: run one replica"
+    )
+    secret = TokenSecret(settings.secret_key)
+    cluster = kafka_cluster(settings)
+    intents = MemoryIntentStore()
+    auditor = Auditor(audit_log, intents, observer=audit_observer)
+    acl_rpc = KafkaAcls(cluster.wire)
+    acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.cluster_cache_refresh_ms)
+    acl_store = KafkaAclStore(acl_rpc, acl_cache, intents)
+    authorizer = _authorizer(settings, acl_cache)
+    requesters = AuditTokenRequesters(audit_log.engine) if isinstance(audit_log, SqlAuditLog) else NoTokenRequesters()
+    token_cache = KafkaTokenCache(cluster, secret, requesters, interval_ms=settings.cluster_cache_refresh_ms)
+    token_store = KafkaTokenStore(cluster, token_cache, secret, quota_guard=MemoryQuotaGuard(), intents=intents)
+    user_store = KafkaUserStore(cluster.wire, intents)
+    lockout_store = MemoryLockoutStore()
+    locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
+    verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
+    login_guard = attempt_guard(
+        settings, auditor, clock, Action.AUTHENTICATION, locks if settings.auth_lockout_threshold else None
+    )
+    tokens = TokenService(
+        token_store,
+        token_cache,
+        secret=secret,
+        policy=_policy(settings),
+        authorizer=authorizer,
+        clock=clock,
+        auditor=auditor,
+        verify_guard=verify_guard,
+        quota=_quota(settings),
+    )
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+    return Runtime(
+        settings=settings,
+        backend="kafka",
+        audit_log=audit_log,
+        tokens=tokens,
+        revocation=revocation,
+        users=UserCredentialService(
+            user_store,
+            authorizer=authorizer,
+            auditor=auditor,
+            revocation=revocation if settings.token_revoke_on_credential_delete else None,
+            locks=locks,
+        ),
+        acls=AclService(
+            acl_store,
+            acl_cache,
+            authorizer=authorizer,
+            auditor=auditor,
+            super_users=settings.super_user_principals,
+            tokens_for_super_users=settings.token_create_for_super_users,
+            revocation=revocation if settings.token_revoke_on_acl_delete else None,
+        ),
+        audit_trail=AuditTrail(audit_log, authorizer=authorizer),
+        metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
+        reconciler=reconciler,
+        authenticator=Authenticator(
+            BasicAuthenticator(BrokerCredentials(cluster.wire, user_store), clock),
+            tokens,
+            client_auth=settings.ssl_client_auth,
+            mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
+            auditor=auditor,
+            guard=login_guard,
+            jwt=jwt_authenticator(settings, clock),
+        ),
+        attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
+        readiness=Readiness(
+            cluster_connected=lambda: cluster.connected,
+            tokens_loaded=lambda: token_cache.loaded,
+            acls_loaded=lambda: acl_cache.loaded,
+            audit_log=audit_log,
+            backend="kafka",
+        ),
+        cluster_connected=lambda: cluster.connected,
+        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, reconciler.start],
+        shutdown=[reconciler.stop, token_cache.stop, acl_cache.stop, cluster.stop],
+        readings_of=lambda: RuntimeReadings(
+            cached_tokens=lambda: len(token_cache),
+            acl_entries=lambda: len(acl_cache.snapshot()),
+            sweep_runs=lambda: 0,
+            swept_tokens=lambda: 0,
+            leads_sweeper=lambda: False,
+            cluster_state=lambda: cluster.state,
+            backend="kafka",
+            replicas=lockout_store.replicas,
+        ),
+    )
+
+
+def _zookeeper_runtime(
+    settings: Settings, clock: Clock, audit_log: AuditLog, audit_observer: AuditObserver | None
+) -> Runtime:
+    """Through ZooKeeper, written as a broker writes it, while the cluster's controller is a ZooKeeper broker."""
     zk = zk_connection(settings)
     cluster = ClusterWatch(zk)
     zk.write_fence = cluster  # every token, ACL and credential write checks the cluster's controller
-    if audit_log is None:
-        audit_log = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
     intents = ZkIntentStore(zk)
     auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_store = ZkAclStore(zk)
     acl_cache = AclCache(zk, acl_store)
-    authorizer = AclAuthorizer(
-        settings.super_user_principals,
-        acl_cache.snapshot,
-        allow_everyone_if_no_acl_found=settings.allow_everyone_if_no_acl_found,
-    )
+    authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
@@ -280,21 +416,13 @@ def build_runtime(
         token_store,
         token_cache,
         secret=secret,
-        policy=TokenPolicy(
-            max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
-            default_renew_ms=settings.delegation_token_expiry_time_ms,
-            create_for_super_users=settings.token_create_for_super_users,
-        ),
+        policy=_policy(settings),
         authorizer=authorizer,
         clock=clock,
         auditor=auditor,
         verify_guard=verify_guard,
         capacity=capacity,
-        quota=TokenQuota(
-            per_owner=settings.token_quota_per_owner,
-            per_requester=settings.token_quota_per_requester,
-            exempt_super_users=settings.token_quota_exempt_super_users,
-        ),
+        quota=_quota(settings),
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
     sweeper = Sweeper(
@@ -306,9 +434,17 @@ def build_runtime(
         room=capacity.sweep_room,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
+    # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
+    sweeper_leadership = Leadership(
+        zk,
+        KtsZNodes.SWEEPER_ELECTION,
+        settings.service_id,
+        side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
+    )
+    reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     return Runtime(
         settings=settings,
-        zk=zk,
+        backend="zookeeper",
         audit_log=audit_log,
         tokens=tokens,
         revocation=revocation,
@@ -330,20 +466,9 @@ def build_runtime(
         ),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
-        acl_cache=acl_cache,
-        token_cache=token_cache,
-        sweeper=sweeper,
-        capacity=capacity,
-        # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
-        sweeper_leadership=Leadership(
-            zk,
-            KtsZNodes.SWEEPER_ELECTION,
-            settings.service_id,
-            side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
-        ),
-        reconciler=AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id),
+        reconciler=reconciler,
         authenticator=Authenticator(
-            BasicAuthenticator(user_store, clock),
+            BasicAuthenticator(StoredKeyCredentials(user_store), clock),
             tokens,
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
@@ -352,13 +477,37 @@ def build_runtime(
             jwt=jwt_authenticator(settings, clock),
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        lockout_store=lockout_store,
         readiness=Readiness(
-            zookeeper_connected=lambda: zk.connected,
+            cluster_connected=lambda: zk.connected,
             tokens_loaded=lambda: token_cache.loaded,
             acls_loaded=lambda: acl_cache.loaded,
             audit_log=audit_log,
+            backend="zookeeper",
             cluster=lambda: cluster.state,
         ),
-        cluster=cluster,
+        cluster_connected=lambda: zk.connected,
+        startup=[
+            zk.start,
+            cluster.start,  # before anything writes: the fence needs its first reading
+            lambda: ensure_cluster_secret(zk, secret),
+            lockout_store.start,
+            acl_cache.start,
+            token_cache.start,
+            lambda: _first_reading(capacity),
+            reconciler.start,
+            sweeper_leadership.start,
+        ],
+        shutdown=[sweeper_leadership.stop, reconciler.stop, token_cache.stop, acl_cache.stop, cluster.stop, zk.stop],
+        readings_of=lambda: RuntimeReadings(
+            cached_tokens=lambda: len(token_cache),
+            acl_entries=lambda: len(acl_cache.snapshot()),
+            sweep_runs=lambda: sweeper.runs_total,
+            swept_tokens=lambda: sweeper.deleted_total,
+            leads_sweeper=lambda: sweeper_leadership.is_leader,
+            cluster_state=lambda: zk.state.lower(),
+            backend="zookeeper",
+            child_lists=lambda: _child_list_figures(capacity),
+            replicas=lockout_store.replicas,
+            cluster_phase=lambda: cluster.state.phase.value,
+        ),
     )

@@ -26,6 +26,7 @@ from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.storage.kafka.client_config import KafkaClientSecurity, bootstrap_servers, kafka_client_security
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 
 ENV_PREFIX = "KTS_"
@@ -93,8 +94,10 @@ class _PropertiesFile(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=False, extra="ignore")
 
-    # Kafka broker keys
-    zookeeper_connect: str
+    # Kafka broker keys. The cluster: zookeeper.connect (ZooKeeper-mode clusters, read and written in ZooKeeper),
+    # else bootstrap.servers (any cluster from Kafka 3.3 on, KRaft included, through the Kafka protocol).
+    zookeeper_connect: str | None = None
+    bootstrap_servers: str | None = None
     delegation_token_secret_key: SecretStr | None = None
     delegation_token_master_key: SecretStr | None = None
     delegation_token_max_lifetime_ms: int = Field(604_800_000, ge=1)
@@ -120,6 +123,20 @@ class Settings(BaseSettings):
     zookeeper_ssl_keyfile: Path | None = None
     zookeeper_ssl_keyfile_password: SecretStr | None = None
     zookeeper_ssl_endpoint_identification_algorithm: str = "HTTPS"
+    # kts's own login to the brokers (bootstrap.servers only): a Kafka admin client's keys, prefixed ``admin.``
+    # as Kafka Connect names its admin client's (checked together by app/storage/kafka/client_config.py)
+    admin_security_protocol: str = "PLAINTEXT"
+    admin_sasl_mechanism: str = "GSSAPI"
+    admin_sasl_jaas_config: SecretStr | None = None
+    admin_ssl_truststore_location: Path | None = None
+    admin_ssl_truststore_type: str = "PEM"
+    admin_ssl_keystore_location: Path | None = None
+    admin_ssl_keystore_type: str = "PEM"
+    admin_ssl_key_password: SecretStr | None = None
+    admin_ssl_endpoint_identification_algorithm: str = "https"
+    admin_request_timeout_ms: int = Field(30_000, ge=1_000, le=600_000)
+    # How often each replica re-reads tokens and ACLs from the brokers (bootstrap.servers only)
+    cluster_cache_refresh_ms: int = Field(2_000, ge=100, le=3_600_000)
     # service keys
     http_listeners: str = "http://127.0.0.1:8080"
     # A broker's listeners (SASL_SSL://:9093,...) are not kts's: read only when every entry is an http(s) URL,
@@ -174,14 +191,46 @@ class Settings(BaseSettings):
     auth_lockout_duration_ms: int = Field(900_000, ge=1)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
+    _kafka_security: KafkaClientSecurity = PrivateAttr(default_factory=KafkaClientSecurity)
     _listener_key_used: str = PrivateAttr(default="http.listeners")
 
     @field_validator("zookeeper_connect")
     @classmethod
-    def _connect_string(cls, value: str) -> str:
+    def _connect_string(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
         if not _CONNECT.fullmatch(value.strip()):
             raise ValueError("must be host:port[,host:port...][/chroot]")
         return value.strip()
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _bootstrap_servers(cls, value: str | None) -> str | None:
+        if value is None or not value.strip():
+            return None
+        return ",".join(bootstrap_servers(value))
+
+    @model_validator(mode="after")
+    def _one_cluster(self) -> Settings:
+        if self.zookeeper_connect is None and self.bootstrap_servers is None:
+            raise ValueError(
+                "zookeeper.connect: missing (set it, or bootstrap.servers for a cluster reached through the Kafka "
+                "protocol, in the properties file or as KTS_ZOOKEEPER_CONNECT / KTS_BOOTSTRAP_SERVERS)"
+            )
+        return self
+
+    @property
+    def backend(self) -> Literal["zookeeper", "kafka"]:
+        """Where kts reads and writes the cluster's tokens, ACLs and users: ZooKeeper wherever zookeeper.connect
+        is set (as before bootstrap.servers existed), else the Kafka protocol."""
+        return "zookeeper" if self.zookeeper_connect is not None else "kafka"
+
+    @property
+    def zookeeper_connect_string(self) -> str:
+        """``zookeeper.connect``, for the ZooKeeper backend only."""
+        if self.zookeeper_connect is None:
+            raise ConfigError("zookeeper.connect: missing")
+        return self.zookeeper_connect
 
     @field_validator("token_quota_per_owner", "token_quota_per_requester", mode="before")
     @classmethod
@@ -333,6 +382,33 @@ class Settings(BaseSettings):
             ssl_endpoint_identification_algorithm=self.zookeeper_ssl_endpoint_identification_algorithm,
         )
         return self
+
+    @model_validator(mode="after")
+    def _kafka_client_settings(self) -> Settings:
+        """Checks the ``admin.*`` keys together (raises ValueError naming the bad key), for bootstrap.servers."""
+        if self.backend != "kafka":
+            return self
+
+        def secret(value: SecretStr | None) -> str | None:
+            return None if value is None else value.get_secret_value()
+
+        self._kafka_security = kafka_client_security(
+            security_protocol=self.admin_security_protocol,
+            sasl_mechanism=self.admin_sasl_mechanism,
+            sasl_jaas_config=secret(self.admin_sasl_jaas_config),
+            truststore_location=self.admin_ssl_truststore_location,
+            truststore_type=self.admin_ssl_truststore_type,
+            keystore_location=self.admin_ssl_keystore_location,
+            keystore_type=self.admin_ssl_keystore_type,
+            key_password=secret(self.admin_ssl_key_password),
+            endpoint_identification_algorithm=self.admin_ssl_endpoint_identification_algorithm,
+        )
+        return self
+
+    @property
+    def kafka_security(self) -> KafkaClientSecurity:
+        """How kts logs in to the brokers (derived at load from the ``admin.*`` keys)."""
+        return self._kafka_security
 
     @property
     def zookeeper_security(self) -> ZkClientSecurity:

@@ -14,7 +14,7 @@ import json
 import statistics
 import time
 
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.domain.clock import SystemClock
 from app.domain.credentials import MIN_ITERATIONS, Mechanism, ScramCredential
 from app.domain.scram import derive
@@ -40,7 +40,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=200)
     rounds = parser.parse_args().rounds
     credential = derive(Mechanism.SCRAM_SHA_512, "the-password", MIN_ITERATIONS)
-    authenticator = BasicAuthenticator(_Users({"alice": {Mechanism.SCRAM_SHA_512: credential}}), SystemClock())
+    authenticator = BasicAuthenticator(
+        StoredKeyCredentials(_Users({"alice": {Mechanism.SCRAM_SHA_512: credential}})), SystemClock()
+    )
     known: list[float] = []
     unknown: list[float] = []
     for _ in range(rounds):

@@ -2,7 +2,8 @@
 printed as one JSON document with the goals of issue 6 beside the figures.
 
     python -m bench.suite            # 100k tokens
-    python -m bench.suite --quick    # the same figures on small data, in about a minute
+    python -m bench.suite --quick    # the same figures on small data, in a few minutes
+    python -m bench.kraft [--quick]  # only the Kafka-protocol backend's (also under "kraft" here)
 """
 
 from __future__ import annotations
@@ -225,8 +226,13 @@ def main() -> None:
     args = parser.parse_args()
     tokens = args.tokens or (2_000 if args.quick else 100_000)
     seconds = args.seconds or (3.0 if args.quick else 10.0)
+    from bench import kraft  # the Kafka-protocol backend's figures (it imports this module's helpers)
+
     with tempfile.TemporaryDirectory(prefix="kts-bench-") as directory:
-        print_json(run(tokens, seconds, args.concurrency, Path(directory)))
+        report = run(tokens, seconds, args.concurrency, Path(directory))
+        # Creates through a KRaft controller are far slower than znode writes: fewer tokens for its describe.
+        report["kraft"] = kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory))
+        print_json(report)
 
 
 if __name__ == "__main__":

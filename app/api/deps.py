@@ -80,6 +80,7 @@ SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 class Starting:
     """The readiness of a replica whose runtime is not built yet (the management listener answers meanwhile)."""
 
+    backend: str | None = None  # not chosen yet
     cluster: Callable[[], ClusterState] | None = None  # not read yet
 
     def checks(self) -> dict[str, str]:
@@ -87,6 +88,9 @@ class Starting:
 
 
 class ReadinessChecks(Protocol):
+    @property
+    def backend(self) -> str | None: ...
+
     @property
     def cluster(self) -> Callable[[], ClusterState] | None: ...
 

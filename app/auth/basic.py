@@ -1,16 +1,22 @@
-"""HTTP Basic against Kafka-format SCRAM credentials, with a short-lived cache of verified passwords.
+"""HTTP Basic logins: a credential source checks the password, and a short-lived cache remembers successes.
 
-PBKDF2 with thousands of iterations costs milliseconds by design; running it on every request would cap
-the service at a few hundred requests per second. A successful check is remembered for a short time,
-keyed by the user, the exact stored credential, and a keyed hash of the password (the key is random per
-process, so the cache holds nothing an attacker could use offline). A changed or deleted credential no
-longer matches its cache entries, so it takes effect on the next request.
+Two sources (``CredentialSource``, app/service/ports.py): ``StoredKeyCredentials`` below checks against
+Kafka-format SCRAM keys kts reads (ZooKeeper's ``/config/users``); with the Kafka protocol, which never answers
+keys, a broker checks it in a SCRAM exchange (app/storage/kafka/scram_login.py). Either way the throttle and the
+lockout (app/service/attempts.py) apply before the source is asked.
 
-A refused login costs the same PBKDF2 work whoever it names, so its duration does not tell whether the user
-exists: a login that the cache does not answer and that fails has derived one key per mechanism, against the
-user's credential for it or, when the user has none that can be used, against a fixed dummy credential with
-the iteration count kts writes by default. A login that succeeds stops at the matching credential. (A user
-whose credential was written with more iterations still costs more, as on a broker.)
+PBKDF2 with thousands of iterations costs milliseconds by design, and a broker's SCRAM exchange a round trip;
+running either on every request would cap the service at a few hundred requests per second. A successful check
+is remembered for a short time, keyed by the user, the source's fingerprint of the user's credentials, and a
+keyed hash of the password (the key is random per process, so the cache holds nothing an attacker could use
+offline). A credential changed or deleted where the source can see it no longer matches its cache entries, so
+it takes effect on the next request.
+
+With stored keys, a refused login costs the same PBKDF2 work whoever it names, so its duration does not tell
+whether the user exists: a login that the cache does not answer and that fails has derived one key per
+mechanism, against the user's credential for it or, when the user has none that can be used, against a fixed
+dummy credential with the iteration count kts writes by default. A login that succeeds stops at the matching
+credential. (A user whose credential was written with more iterations still costs more, as on a broker.)
 """
 
 from __future__ import annotations
@@ -19,53 +25,85 @@ import hashlib
 import hmac
 import os
 import threading
+from typing import Protocol
 
 from cachetools import TTLCache
 
 from app.domain.clock import Clock
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
 from app.domain.scram import derive, password_matches
-from app.service.ports import UserStore
+from app.service.ports import CredentialSource
+
+
+class StoredCredentials(Protocol):
+    """A user store that answers SCRAM keys (ZooKeeper's)."""
+
+    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]: ...
+
 
 # Strongest first: a user with both credentials is checked against SCRAM-SHA-512.
 _MECHANISMS = (Mechanism.SCRAM_SHA_512, Mechanism.SCRAM_SHA_256)
 DUMMY_ITERATIONS = MIN_ITERATIONS  # what PUT /v1/users/{name}/credentials writes unless told otherwise
 
 
-class BasicAuthenticator:
-    def __init__(self, store: UserStore, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000) -> None:
+class StoredKeyCredentials:
+    """Passwords checked against the SCRAM keys a store answers (ZooKeeper)."""
+
+    def __init__(self, store: StoredCredentials) -> None:
         self._store = store
-        self._cache_key = os.urandom(32)
-        # Least recently used entries go first when full; the injected clock keeps expiry testable.
-        self._verified: TTLCache[bytes, bool] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
-        self._lock = threading.Lock()  # cachetools caches are not thread-safe
         # Derived from a random password no caller can send back, and never accepted anyway.
         unguessable = os.urandom(32).hex()
         self._dummies = {mechanism: derive(mechanism, unguessable, DUMMY_ITERATIONS) for mechanism in _MECHANISMS}
 
-    def authenticate(self, user_name: str, password: str) -> bool:
-        stored = self._store.credentials(user_name)
-        usable = {mechanism: credential for mechanism, credential in stored.items() if _usable(credential)}
-        entries = {
-            mechanism: self._entry(user_name, mechanism, credential.stored_key, password)
-            for mechanism, credential in usable.items()
-        }
-        if any(self._remembered(entry) for entry in entries.values()):
-            return True
+    def fingerprint(self, user_name: str) -> bytes:
+        usable = self._usable(user_name)
+        return b"\x00".join(
+            mechanism.value.encode() + credential.stored_key for mechanism, credential in usable.items()
+        )
+
+    def verify(self, user_name: str, password: str) -> bool:
+        usable = self._usable(user_name)
         for mechanism in _MECHANISMS:
             credential = usable.get(mechanism)
             if credential is not None and password_matches(mechanism, credential, password):
-                self._remember(entries[mechanism])
                 return True
         for mechanism in _MECHANISMS:
             if mechanism not in usable:  # a refusal costs one derivation per mechanism, whoever it names
                 password_matches(mechanism, self._dummies[mechanism], password)
         return False
 
-    def _entry(self, user_name: str, mechanism: Mechanism, stored_key: bytes, password: str) -> bytes:
-        message = b"\x00".join(
-            (user_name.encode("utf-8"), mechanism.value.encode(), stored_key, password.encode("utf-8"))
-        )
+    def _usable(self, user_name: str) -> dict[Mechanism, ScramCredential]:
+        stored = self._store.credentials(user_name)
+        return {
+            mechanism: stored[mechanism]
+            for mechanism in _MECHANISMS
+            if mechanism in stored and _usable(stored[mechanism])
+        }
+
+
+class BasicAuthenticator:
+    def __init__(
+        self, source: CredentialSource, clock: Clock, *, cache_ttl_ms: int = 60_000, cache_size: int = 10_000
+    ) -> None:
+        self._source = source
+        self._cache_key = os.urandom(32)
+        # Least recently used entries go first when full; the injected clock keeps expiry testable.
+        self._verified: TTLCache[bytes, bool] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
+        self._lock = threading.Lock()  # cachetools caches are not thread-safe
+
+    def authenticate(self, user_name: str, password: str) -> bool:
+        fingerprint = self._source.fingerprint(user_name)
+        entry = self._entry(user_name, fingerprint, password)
+        if fingerprint and self._remembered(entry):
+            return True
+        if not self._source.verify(user_name, password):
+            return False
+        # The fingerprint read before the check: a credential changed meanwhile leaves an entry nobody matches.
+        self._remember(entry)
+        return True
+
+    def _entry(self, user_name: str, fingerprint: bytes, password: str) -> bytes:
+        message = b"\x00".join((user_name.encode("utf-8"), fingerprint, password.encode("utf-8")))
         return hmac.new(self._cache_key, message, hashlib.sha256).digest()
 
     def _remembered(self, entry: bytes) -> bool:

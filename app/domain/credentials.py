@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -26,6 +26,9 @@ class ScramCredential:
     stored_key: bytes
     server_key: bytes
     iterations: int
+    # The PBKDF2 output the keys are derived from: what Kafka's AlterUserScramCredentials takes (KIP-554).
+    # Known only for a credential kts derived from a password; never stored by kts.
+    salted_password: bytes = field(default=b"", compare=False)
 
     def __repr__(self) -> str:
         return f"ScramCredential(iterations={self.iterations}, ***)"

@@ -18,12 +18,12 @@ from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, Sc
 SALT_BYTES = 32
 
 
-def _keys(mechanism: Mechanism, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes]:
+def _keys(mechanism: Mechanism, password: str, salt: bytes, iterations: int) -> tuple[bytes, bytes, bytes]:
     salted = hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode("utf-8"), salt, iterations)
     client_key = hmac.new(salted, b"Client Key", mechanism.hash_name).digest()
     stored_key = hashlib.new(mechanism.hash_name, client_key).digest()
     server_key = hmac.new(salted, b"Server Key", mechanism.hash_name).digest()
-    return stored_key, server_key
+    return stored_key, server_key, salted
 
 
 def derive(mechanism: Mechanism, password: str, iterations: int, salt: bytes | None = None) -> ScramCredential:
@@ -31,13 +31,13 @@ def derive(mechanism: Mechanism, password: str, iterations: int, salt: bytes | N
     if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
         raise ValueError(f"iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS}")
     salt = os.urandom(SALT_BYTES) if salt is None else salt
-    stored_key, server_key = _keys(mechanism, password, salt, iterations)
-    return ScramCredential(salt, stored_key, server_key, iterations)
+    stored_key, server_key, salted = _keys(mechanism, password, salt, iterations)
+    return ScramCredential(salt, stored_key, server_key, iterations, salted_password=salted)
 
 
 def password_matches(mechanism: Mechanism, credential: ScramCredential, password: str) -> bool:
     """Recompute the stored key from the password and compare in constant time."""
     if not MIN_ITERATIONS <= credential.iterations <= MAX_ITERATIONS:
         return False  # a tampered iteration count must not turn one request into minutes of PBKDF2
-    stored_key, _ = _keys(mechanism, password, credential.salt, credential.iterations)
+    stored_key, _, _ = _keys(mechanism, password, credential.salt, credential.iterations)
     return hmac.compare_digest(stored_key, credential.stored_key)

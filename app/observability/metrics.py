@@ -8,7 +8,7 @@ process (the tests) never clash over metric names. Three kinds of figures:
 - actions by audit action, outcome and Kafka error code, counted as the auditor settles each event (it is
   an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
 - figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
-  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, the size of the child
+  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, and the size of the child
   lists brokers must list (app/domain/capacity.py) with the room left in them, and the cluster's phase in its
   migration to KRaft (app/domain/cluster_migration.py).
 """
@@ -36,7 +36,7 @@ from app.version import kts_version, python_version
 
 # The classic text format, which every Prometheus version reads (what generate_latest writes by default).
 EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-ZOOKEEPER_STATES = ("connected", "suspended", "lost")
+CLUSTER_STATES = ("connected", "suspended", "lost")
 # The cluster's migration to KRaft (app/domain/cluster_migration.py); kts refuses writes from "migrating" on.
 CLUSTER_PHASES = ("zookeeper", "pre-migration", "migrating", "migrated", "unknown")
 UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
@@ -52,9 +52,10 @@ class RuntimeReadings:
     sweep_runs: Callable[[], int]
     swept_tokens: Callable[[], int]
     leads_sweeper: Callable[[], bool]
-    zookeeper_state: Callable[[], str]  # one of ZOOKEEPER_STATES
+    cluster_state: Callable[[], str]  # one of CLUSTER_STATES
+    backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
     # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
-    # renews are refused; None when ZooKeeper cannot be read.
+    # renews are refused; None when ZooKeeper cannot be read or is not used.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
     cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
@@ -129,22 +130,23 @@ class _RuntimeCollector(Collector):
         readings = self._readings()
         if readings is None:
             return []
-        state = readings.zookeeper_state()
-        zookeeper = GaugeMetricFamily(
-            "kts_zookeeper_session_state",
-            "1 for the current state of this replica's ZooKeeper session.",
-            labels=["state"],
+        state = readings.cluster_state()
+        cluster = GaugeMetricFamily(
+            "kts_cluster_connection_state",
+            "1 for the current state of this replica's connection to the cluster (backend: zookeeper, its "
+            "session; kafka, the brokers through the Kafka protocol).",
+            labels=["backend", "state"],
         )
-        for name in ZOOKEEPER_STATES:
-            zookeeper.add_metric([name], 1.0 if name == state else 0.0)
+        for name in CLUSTER_STATES:
+            cluster.add_metric([readings.backend, name], 1.0 if name == state else 0.0)
         return [
             *_child_list_metrics(readings.child_lists()),
             *_cluster_metrics(readings.cluster_phase()),
-            *self._replica_metrics(readings, zookeeper),
+            *self._replica_metrics(readings, cluster),
         ]
 
     @staticmethod
-    def _replica_metrics(readings: RuntimeReadings, zookeeper: Metric) -> list[Metric]:
+    def _replica_metrics(readings: RuntimeReadings, cluster: Metric) -> list[Metric]:
         return [
             GaugeMetricFamily(
                 "kts_tokens",
@@ -166,7 +168,7 @@ class _RuntimeCollector(Collector):
                 "Live replicas as this one sees them (the account lockout divides its threshold among them).",
                 value=readings.replicas(),
             ),
-            zookeeper,
+            cluster,
         ]
 
 

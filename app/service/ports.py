@@ -1,8 +1,13 @@
-"""What the use cases need from storage. ZooKeeper adapters in ``app/storage/zk`` implement these."""
+"""What the use cases need from storage. Two backends implement these: ZooKeeper (``app/storage/zk``), which kts
+writes as a broker would, with compare-and-set and ids kts picks; and the Kafka protocol (``app/storage/kafka``),
+where the controller makes each change, picks token ids and times, and kts only asks. The ports are shaped so that
+the services decide the same way over both: a change carries both its new state (what ZooKeeper writes) and the
+request it stands for (what the protocol sends)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -24,16 +29,38 @@ class StoredToken:
 
 
 @dataclass(frozen=True, slots=True)
+class Renewal:
+    """A renew as Kafka's RenewDelegationToken asks it: ``period_ms`` < 0 means the cluster's default."""
+
+    period_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    """An expire as Kafka's ExpireDelegationToken asks it: ``period_ms`` < 0 means now."""
+
+    period_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
-    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), and what the
-    caller wants back from the attempt that was written."""
+    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the caller
+    wants back from the attempt that was written, and the request the change stands for. A store that writes the
+    state itself (ZooKeeper) writes ``token``; a store whose cluster makes the change (the Kafka protocol) sends
+    ``request`` (a deletion is an expire now) and answers the state the cluster reports, which may differ from
+    ``token`` (a KRaft controller never renews past ``delegation.token.expiry.time.ms``)."""
 
     token: TokenInformation | None
     result: R
+    request: Renewal | Expiry | None = None
 
 
 class TokenStore(Protocol):
-    # ``intent``: a znode created in the same transaction as the change (see app/service/audit.py).
+    # ``intent``: the audit intent marker of the change (see app/service/audit.py), created with it.
+
+    def next_token_id(self) -> str | None:
+        """The id of the next token to create, or None when the cluster picks it (``create`` answers it)."""
+        ...
 
     def get(self, token_id: str) -> StoredToken | None: ...
 
@@ -56,7 +83,10 @@ class TokenStore(Protocol):
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
-        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times."""
+        charged to the same quota); on a lost race read and admit again. ``admit`` may run several times.
+        Answers the token as stored: where the cluster picks the id and times, they are the cluster's, and the
+        owner, requester and renewers those of ``token`` (a cluster that records kts's own principal as the
+        requester does not change who asked)."""
         ...
 
     def change(
@@ -70,9 +100,14 @@ class TokenStore(Protocol):
 
 
 class TokenView(Protocol):
-    """The replica's in-memory tokens (read paths never ask ZooKeeper)."""
+    """The replica's in-memory tokens (read paths never ask the cluster)."""
 
     def get(self, token_id: str) -> StoredToken | None: ...
+
+    def lookup(self, token_id: str) -> StoredToken | None:
+        """``get`` for a Bearer login or a verify: a view that lags behind the cluster (one that polls it) may
+        refresh once first, rate-limited; one that follows every change answers ``get``."""
+        ...
 
     def find_by_hmac(self, mac: bytes) -> str | None: ...
 
@@ -92,7 +127,7 @@ class TokenView(Protocol):
     def refresh(self, token_id: str) -> None: ...
 
     def refresh_latest(self, token_id: str) -> None:
-        """``refresh`` after catching up with writes acknowledged anywhere in the ensemble."""
+        """``refresh`` after catching up with writes acknowledged anywhere in the cluster."""
         ...
 
     def catch_up(self) -> None:
@@ -105,11 +140,16 @@ class TokenView(Protocol):
 
 
 class UserStore(Protocol):
-    def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]: ...
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        """The user's SCRAM mechanisms and their iteration counts (what a cluster that keeps keys to itself
+        tells: no salt, no key)."""
+        ...
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """Write ``credential`` (derived by kts: ``salted_password`` is set, for a cluster that takes it)."""
+        ...
 
     def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None: ...
 
@@ -129,6 +169,44 @@ class AclView(Protocol):
     def snapshot(self) -> AclSnapshot: ...
 
     def refresh(self, pattern: ResourcePattern) -> None: ...
+
+
+class CredentialSource(Protocol):
+    """Where HTTP Basic passwords are checked (app/auth/basic.py): against stored SCRAM keys kts can read
+    (ZooKeeper), or by a SCRAM exchange with a broker (the Kafka protocol never answers keys)."""
+
+    def fingerprint(self, user_name: str) -> bytes:
+        """What identifies the user's credentials as this replica knows them now: a remembered successful
+        check counts only while it is unchanged."""
+        ...
+
+    def verify(self, user_name: str, password: str) -> bool: ...
+
+
+class TokenRequesters(Protocol):
+    """Who asked for each token, where the cluster records kts's own principal instead (the Kafka protocol:
+    kts creates as itself, for its HTTP callers). Shared by every replica, kept as long as the tokens."""
+
+    def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
+        """The requesters known for those of ``token_ids`` kts created; the others are left out."""
+        ...
+
+
+class QuotaGuard(Protocol):
+    """Turns between creates charged to the same quota, on every replica, for a store whose cluster cannot
+    guard a create itself (the Kafka protocol); ZooKeeper's guards are znodes in the create's transaction."""
+
+    def hold(self, keys: Sequence[QuotaKey]) -> AbstractContextManager[Mapping[QuotaKey, int]]:
+        """Hold the guards of ``keys`` (a create charged to one of them elsewhere waits) and answer each one's
+        version; leaving the block without an error moves every version on (a create was charged)."""
+        ...
+
+
+class IntentMarks(Protocol):
+    """Creates the audit intent marker (app/service/audit.py) of a change a cluster made, for a store that
+    cannot create it in the same transaction as the change (the Kafka protocol)."""
+
+    def mark(self, intent: str) -> None: ...
 
 
 class ChildListGauge(Protocol):

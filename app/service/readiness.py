@@ -18,20 +18,21 @@ OK = "ok"
 
 @dataclass(frozen=True, slots=True)
 class Readiness:
-    zookeeper_connected: Callable[[], bool]
+    cluster_connected: Callable[[], bool]
     tokens_loaded: Callable[[], bool]
     acls_loaded: Callable[[], bool]
     audit_log: AuditLog
+    backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
     # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
-    # ready and /readyz says what it sees.
+    # ready and /readyz says what it sees (ZooKeeper backend only: app/storage/zk/cluster_watch.py).
     cluster: Callable[[], ClusterState] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""
         return {
-            "zookeeper": OK
-            if self.zookeeper_connected()
-            else "session not connected (reads are served from the caches; writes are refused)",
+            "cluster": OK
+            if self.cluster_connected()
+            else f"{self.backend} connection lost (reads are served from the caches; writes are refused)",
             "tokens": OK if self.tokens_loaded() else "not loaded",
             "acls": OK if self.acls_loaded() else "not loaded",
             "audit_database": self._audit_database(),

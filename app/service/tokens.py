@@ -16,11 +16,11 @@ from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
-from app.domain.token_secret import TokenSecret, new_token_id
+from app.domain.token_secret import TokenSecret
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.capacity import CapacityGuard
-from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
 
 T = TypeVar("T")
@@ -71,7 +71,8 @@ class TokenService:
         self._auditor = auditor
 
     def create(self, caller: Caller, request: CreateRequest) -> IssuedToken:
-        token_id = new_token_id()
+        # None: the cluster picks the id as it creates the token (the event gets it when it succeeds).
+        token_id = self._store.next_token_id()
         event = AuditEvent(
             Action.TOKEN_CREATE,
             Outcome.PENDING,
@@ -90,7 +91,7 @@ class TokenService:
                 token_rules.plan_create(
                     caller,
                     request,
-                    token_id=token_id,
+                    token_id=token_id or "",
                     now_ms=self._clock.now_ms(),
                     policy=self._policy,
                     authorizer=self._authorizer,
@@ -98,17 +99,18 @@ class TokenService:
             ),
         )
         self._admit(event, lambda guard: guard.admit_create())
-        self._auditor.mutation(
+        # What the store answers is what the cluster holds (its id and times, where it picks them).
+        stored = self._auditor.mutation(
             event,
             lambda intent: self._created(token, intent),
-            succeeded=lambda _: event.ended(
+            succeeded=lambda stored: replace(event, token_id=stored.token.token_id).ended(
                 Outcome.SUCCEEDED,
-                issueTimestamp=token.issue_timestamp,
-                expiryTimestamp=token.expiry_timestamp,
-                maxTimestamp=token.max_timestamp,
+                issueTimestamp=stored.token.issue_timestamp,
+                expiryTimestamp=stored.token.expiry_timestamp,
+                maxTimestamp=stored.token.max_timestamp,
             ),
         )
-        return IssuedToken(token, self._secret.hmac(token.token_id))
+        return IssuedToken(stored.token, self._secret.hmac(stored.token.token_id))
 
     def renew(self, caller: Caller, token_id: str, renew_period_ms: int) -> ExpiryChange:
         event = _event(Action.TOKEN_RENEW, caller, token_id, renewTimePeriodMs=renew_period_ms)
@@ -178,9 +180,13 @@ class TokenService:
 
     def verify(self, token_id: str, mac: bytes) -> TokenInformation | None:
         """The token when ``mac`` is its HMAC and it has not expired; otherwise None. Not audited: it is the
-        Bearer login path, whose failures the authenticator records. Reads only the cache."""
-        stored = self._view.get(token_id)
-        if stored is None or not self._secret.matches(token_id, mac):
+        Bearer login path, whose failures the authenticator records. Reads only the cache, which may refresh
+        once, rate-limited, for a token it lacks: only after the HMAC matched, so that only a holder of a real
+        token (one made an instant ago elsewhere) can cause it."""
+        if not self._secret.matches(token_id, mac):
+            return None
+        stored = self._view.lookup(token_id)
+        if stored is None:
             return None
         token = stored.token
         return token if token.authenticates_at(self._clock.now_ms()) else None
@@ -210,9 +216,11 @@ class TokenService:
         if guard is not None:
             self._auditor.decided(event, lambda: admit(guard))
 
-    def _created(self, token: TokenInformation, intent: str) -> None:
+    def _created(self, token: TokenInformation, intent: str) -> StoredToken:
         # Within the quotas; this replica reads its own write at once.
-        self._quotas.create(token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit))
+        return self._quotas.create(
+            token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit)
+        )
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
@@ -270,13 +278,18 @@ class TokenService:
         self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
         self._admit(event, lambda guard: guard.admit_renew())
 
-        def decide(stored: StoredToken) -> TokenChange[ExpiryChange]:
-            expiry = plan(stored)
-            return TokenChange(stored.token.with_expiry(expiry), ExpiryChange(token_id, expiry))
+        def decide(stored: StoredToken) -> TokenChange[None]:
+            return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms))
+
+        def renewed(intent: str) -> ExpiryChange:
+            written, _ = self._change(token_id, decide, intent)
+            assert written is not None  # a renew never deletes
+            # The expiry the store wrote: a cluster that makes the change may answer another than kts planned.
+            return ExpiryChange(token_id, written.token.expiry_timestamp)
 
         return self._auditor.mutation(
             event,
-            lambda intent: self._change(token_id, decide, intent),
+            renewed,
             succeeded=lambda change: event.ended(Outcome.SUCCEEDED, expiryTimestamp=change.expiry_timestamp),
         )
 
@@ -297,27 +310,36 @@ class TokenService:
             # only once the budget itself is used up: deleting a token is never refused, so revocation works.
             self._admit(event, lambda guard: guard.admit_expire())
 
-        def decide(stored: StoredToken) -> TokenChange[tuple[ExpiryChange, bool]]:
+        def decide(stored: StoredToken) -> TokenChange[int]:
             decision = plan(stored)
-            deleted = isinstance(decision, DeleteToken)
-            new = None if deleted else stored.token.with_expiry(decision.expiry_timestamp)
-            return TokenChange(new, (ExpiryChange(token_id, decision.expiry_timestamp), deleted))
+            if isinstance(decision, DeleteToken):
+                return TokenChange(None, decision.expiry_timestamp, Expiry(-1))
+            new = stored.token.with_expiry(decision.expiry_timestamp)
+            return TokenChange(new, decision.expiry_timestamp, Expiry(expiry_period_ms))
+
+        def expired(intent: str) -> tuple[ExpiryChange, bool]:
+            written, planned = self._change(token_id, decide, intent)
+            if written is None:
+                return ExpiryChange(token_id, planned), True
+            return ExpiryChange(token_id, written.token.expiry_timestamp), False
 
         change, _deleted = self._auditor.mutation(
             event,
-            lambda intent: self._change(token_id, decide, intent),
+            expired,
             succeeded=lambda result: event.ended(
                 Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1]
             ),
         )
         return change
 
-    def _change(self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str) -> T:
-        """Change the token with compare-and-set (a renew and an expire racing on two replicas: the loser
+    def _change(
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str
+    ) -> tuple[StoredToken | None, T]:
+        """Change the token (ZooKeeper: compare-and-set, a renew and an expire racing on two replicas: the loser
         reads again and decides again), then install what was written: this replica reads its writes at once."""
         written, result = self._store.change(token_id, decide, intent)
         if written is None:
             self._view.discard(token_id)
         else:
             self._view.apply(written)
-        return result
+        return written, result

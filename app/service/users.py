@@ -63,8 +63,7 @@ class UserCredentialService:
         """The user's SCRAM mechanisms and their iteration counts (never salts or keys), as Kafka's
         DescribeUserScramCredentials answers; needs Describe on the cluster. A read: not audited, as ACL lists."""
         ensure_cluster_permission(self._authorizer, caller, Operation.DESCRIBE, to="describe credentials")
-        found = self._store.credentials(user_name)
-        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
+        return self._store.mechanisms(user_name)
 
     def delete(self, caller: Caller, user_name: str, mechanism: Mechanism) -> None:
         event = _event(Action.CREDENTIAL_DELETE, caller, user_name, mechanism)
@@ -75,7 +74,7 @@ class UserCredentialService:
             succeeded=lambda _: event.ended(Outcome.SUCCEEDED),
         )
         # Only when no credential is left: deleting one mechanism of two leaves the user able to log in.
-        if self._revocation is not None and not self._store.credentials(user_name):
+        if self._revocation is not None and not self._store.mechanisms(user_name):
             self._revocation.revoke_matching(
                 RevokeSelector(owner=KafkaPrincipal.user(user_name)),
                 reason=RevocationReason.CREDENTIAL_DELETE,

@@ -16,6 +16,7 @@ from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.settings import load_settings
 from app.storage.zk.znodes import UserConfigZNode
+from tests.api.backends import BACKENDS, Cluster, protocol_cluster, zookeeper_cluster
 from tests.conftest import SECRET
 
 ADMIN = ("admin", "admin-secret")
@@ -80,3 +81,15 @@ def client(
     for name, password in (ADMIN, ALICE, BOB, CAROL):
         put_user(raw_zk, name, password)
     return make_client(**settings_overrides)
+
+
+@pytest.fixture(params=BACKENDS)
+def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]:
+    """kts on each backend (tests/api/backends.py): ZooKeeper, and the Kafka protocol on the real KRaft broker
+    and on the real ZooKeeper-mode broker."""
+    if request.param == "zookeeper":
+        yield from zookeeper_cluster(request.getfixturevalue("zk_connect"), request.getfixturevalue("raw_zk"), tmp_path)
+    elif request.param == "kraft":
+        yield from protocol_cluster("kraft", request.getfixturevalue("kafka_kraft_broker"), tmp_path)
+    else:
+        yield from protocol_cluster("zk-broker", request.getfixturevalue("kafka_zk_broker"), tmp_path)

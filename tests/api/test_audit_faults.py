@@ -126,7 +126,7 @@ def test_zookeeper_failing_after_the_audit_write(zookeeper: EmbeddedZooKeeper, t
         unknown = runtime.audit_log.query(EventQuery(action="token.create"))[0]
         assert unknown.outcome == "pending"  # the write's fate is unknown until ZooKeeper can be asked
         zookeeper.start()
-        eventually(lambda: runtime.zk.connected, timeout_s=15)
+        eventually(lambda: runtime.cluster_connected(), timeout_s=15)
         runtime.reconciler.reconcile(at_start=True)  # what the periodic pass does once the grace has passed
         raw = _raw(zookeeper)
         assert raw.get_children(TokenZNode.ROOT) == []

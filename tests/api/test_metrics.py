@@ -46,7 +46,7 @@ def test_metrics_are_prometheus_text_without_authentication(client: TestClient) 
         "kts_sweep_runs",
         "kts_swept_tokens",
         "kts_sweeper_leader",
-        "kts_zookeeper_session_state",
+        "kts_cluster_connection_state",
     } <= names
 
 
@@ -118,8 +118,8 @@ def test_replica_state_acl_entries_leadership_and_zookeeper(client: TestClient) 
     assert value(client, "kts_acl_entries") == 1
     assert actions(client, "acl.add", "succeeded") == 1
     eventually(lambda: value(client, "kts_sweeper_leader") == 1)  # the only replica is elected
-    assert value(client, "kts_zookeeper_session_state", state="connected") == 1
-    assert value(client, "kts_zookeeper_session_state", state="lost") == 0
+    assert value(client, "kts_cluster_connection_state", backend="zookeeper", state="connected") == 1
+    assert value(client, "kts_cluster_connection_state", backend="zookeeper", state="lost") == 0
 
 
 def test_sweeps_and_swept_tokens_are_counted(make_client: Callable[..., TestClient], raw_zk: KazooClient) -> None:

@@ -20,7 +20,7 @@ def test_healthz_and_readyz(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok", "version": version("kts")}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["checks"]["zookeeper"] == "ok"
+    assert ready.json()["checks"]["cluster"] == "ok" and ready.json()["backend"] == "zookeeper"
 
 
 def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,7 @@ from tests.api.conftest import ADMIN, ALICE, basic, bearer, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import ROOT, start_kts
 from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks
+from tests.kafka.brokers import RunningBroker
 from tests.postgres_server import PostgresServer
 
 # Read at import: the autouse fixture in tests/conftest.py clears every KTS_* variable before a test runs.
@@ -87,9 +89,44 @@ def _takes_input(operation: APIOperation) -> bool:
     return any(len(part) for part in (operation.path_parameters, operation.query, operation.body))
 
 
-def _create_token(url: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Backend:
+    """How the fuzzed ``kts serve`` reaches its cluster, and the two users it knows there."""
+
+    settings: dict[str, str]
+    admin: tuple[str, str]
+    alice: tuple[str, str]
+
+
+@pytest.fixture(params=["zookeeper", "kraft"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    """ZooKeeper, and the real KRaft broker through the Kafka protocol."""
+    if request.param == "zookeeper":
+        raw_zk: KazooClient = request.getfixturevalue("raw_zk")
+        for user in (ADMIN, ALICE):
+            put_user(raw_zk, *user)
+        zk_connect: str = request.getfixturevalue("zk_connect")
+        return Backend({"KTS_ZOOKEEPER_CONNECT": zk_connect, "KTS_SUPER_USERS": "User:admin"}, ADMIN, ALICE)
+    broker: RunningBroker = request.getfixturevalue("kafka_kraft_broker")
+    alice = broker.new_user("alice")
+    admin = (broker.admin.name, broker.admin.password)
+    jaas = (
+        f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{admin[0]}" password="{admin[1]}";'
+    )
+    settings = {
+        "KTS_BOOTSTRAP_SERVERS": broker.bootstrap,
+        "KTS_ADMIN_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "KTS_ADMIN_SASL_MECHANISM": "SCRAM-SHA-512",
+        "KTS_ADMIN_SASL_JAAS_CONFIG": jaas,
+        "KTS_SUPER_USERS": f"User:{admin[0]}",
+    }
+    return Backend(settings, admin, (alice.name, alice.password))
+
+
+def _create_token(url: str, backend: Backend) -> dict[str, Any]:
+    alice = f"User:{backend.alice[0]}"
     response = httpx.post(
-        f"{url}/v1/tokens", json={"owner": "User:alice", "renewers": ["User:alice"]}, headers=basic(ADMIN), timeout=10
+        f"{url}/v1/tokens", json={"owner": alice, "renewers": [alice]}, headers=basic(backend.admin), timeout=30
     )
     assert response.status_code == 201, response.text
     return response.json()
@@ -98,15 +135,12 @@ def _create_token(url: str) -> dict[str, Any]:
 @pytest.mark.timeout(TIMEOUT_S)
 @pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisDeprecationWarning")  # schemathesis internals
 def test_every_operation_survives_fuzzing_and_keeps_its_contract(
-    zk_connect: str,
-    raw_zk: KazooClient,
+    backend: Backend,
     postgres: PostgresServer,
     processes: list[subprocess.Popen[str]],
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for user in (ADMIN, ALICE):
-        put_user(raw_zk, *user)
     signer = JwtKey.rsa("fuzz-key")
     jwks_file = tmp_path / "jwks.json"
     jwks_file.write_text(json.dumps(jwks(signer)), encoding="utf-8")
@@ -114,9 +148,8 @@ def test_every_operation_survives_fuzzing_and_keeps_its_contract(
         processes,
         tmp_path,
         "fuzzed",
-        KTS_ZOOKEEPER_CONNECT=zk_connect,
+        **backend.settings,
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-        KTS_SUPER_USERS="User:admin",
         KTS_AUDIT_DB_URL=postgres.create_database(),
         # The brute-force defence off: every identity calls from 127.0.0.1, so the made-up credentials would
         # soon have all of them answered 429 and starve the fuzzer (the defence has tests of its own).
@@ -126,9 +159,9 @@ def test_every_operation_survives_fuzzing_and_keeps_its_contract(
         KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE=AUDIENCE,
     )
     identities = {
-        "admin": basic(ADMIN),
-        "alice": basic(ALICE),
-        "alice-token": bearer(_create_token(url)),
+        "admin": basic(backend.admin),
+        "alice": basic(backend.alice),
+        "alice-token": bearer(_create_token(url, backend)),
         "spark-jwt": {"Authorization": f"Bearer {signer.mint(lifetime_s=TIMEOUT_S + 3600)}"},
         "anonymous": {},
     }
@@ -148,7 +181,8 @@ def test_every_operation_survives_fuzzing_and_keeps_its_contract(
                 if mode is GenerationMode.POSITIVE or _takes_input(operation)
             }
             if "{token_id}" in operation.path:  # a fresh token each time: an earlier run may have expired one
-                runs["known-id"] = operation.as_strategy(path_parameters={"token_id": _create_token(url)["tokenId"]})
+                token_id = _create_token(url, backend)["tokenId"]
+                runs["known-id"] = operation.as_strategy(path_parameters={"token_id": token_id})
             for run_name, strategy in runs.items():
                 key = (operation.label, identity, run_name)
 

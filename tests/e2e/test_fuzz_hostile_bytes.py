@@ -14,6 +14,7 @@ import base64
 import os
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote_from_bytes
 
@@ -26,6 +27,7 @@ from kazoo.client import KazooClient
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import start_kts
+from tests.kafka.brokers import RunningBroker
 from tests.postgres_server import PostgresServer
 
 EXAMPLES = int(os.environ.get("KTS_FUZZ_EXAMPLES", "24")) * 4
@@ -54,8 +56,9 @@ in_header = hostile.map(lambda value: value.replace(b"\r", b"").replace(b"\n", b
 
 
 def _settings() -> settings:
-    return settings(max_examples=EXAMPLES, derandomize=True, database=None, deadline=None,
-                    suppress_health_check=list(HealthCheck))
+    return settings(
+        max_examples=EXAMPLES, derandomize=True, database=None, deadline=None, suppress_health_check=list(HealthCheck)
+    )
 
 
 def _status(port: int, request: bytes) -> int:
@@ -78,30 +81,53 @@ def _get(path: bytes, authorization: bytes | None) -> bytes:
     return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
-@pytest.fixture
-def port(
-    zk_connect: str,
-    raw_zk: KazooClient,
+@dataclass(frozen=True)
+class Target:
+    port: int
+    admin: tuple[str, str]
+    alice: tuple[str, str]
+
+
+@pytest.fixture(params=["zookeeper", "kraft"])
+def target(
+    request: pytest.FixtureRequest,
     postgres: PostgresServer,
     processes: list[subprocess.Popen[str]],
     tmp_path: Path,
-) -> int:
-    for user in (ADMIN, ALICE):
-        put_user(raw_zk, *user)
-    url = start_kts(
-        processes,
-        tmp_path,
-        "hostile",
-        KTS_ZOOKEEPER_CONNECT=zk_connect,
-        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
-        KTS_SUPER_USERS="User:admin",
-        KTS_AUDIT_DB_URL=postgres.create_database(),
-        KTS_AUTH_FAILURES_MAX="0",  # every case comes from 127.0.0.1: the throttle would answer them all 429
-    )
-    return int(url.rsplit(":", 1)[1])
+) -> Target:
+    """``kts serve`` on ZooKeeper, and on the real KRaft broker through the Kafka protocol (where a Basic login
+    that the cache does not answer is a SCRAM exchange with the broker: hostile names and passwords reach it)."""
+    common = {
+        "KTS_DELEGATION_TOKEN_SECRET_KEY": SECRET,
+        "KTS_AUDIT_DB_URL": postgres.create_database(),
+        "KTS_AUTH_FAILURES_MAX": "0",  # every case comes from 127.0.0.1: the throttle would answer them all 429
+    }
+    if request.param == "zookeeper":
+        raw_zk: KazooClient = request.getfixturevalue("raw_zk")
+        for user in (ADMIN, ALICE):
+            put_user(raw_zk, *user)
+        settings = common | {
+            "KTS_ZOOKEEPER_CONNECT": request.getfixturevalue("zk_connect"),
+            "KTS_SUPER_USERS": "User:admin",
+        }
+        admin, alice = ADMIN, ALICE
+    else:
+        broker: RunningBroker = request.getfixturevalue("kafka_kraft_broker")
+        made = broker.new_user("alice")
+        admin, alice = (broker.admin.name, broker.admin.password), (made.name, made.password)
+        settings = common | {
+            "KTS_BOOTSTRAP_SERVERS": broker.bootstrap,
+            "KTS_ADMIN_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+            "KTS_ADMIN_SASL_MECHANISM": "SCRAM-SHA-512",
+            "KTS_ADMIN_SASL_JAAS_CONFIG": "org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{admin[0]}" password="{admin[1]}";',
+            "KTS_SUPER_USERS": f"User:{admin[0]}",
+        }
+    url = start_kts(processes, tmp_path, f"hostile-{request.param}", **settings)
+    return Target(int(url.rsplit(":", 1)[1]), admin, alice)
 
 
-def _statuses_are_never_5xx(port: int) -> list[int]:
+def _statuses_are_never_5xx(port: int, admin_user: tuple[str, str]) -> list[int]:
     seen: list[int] = []
 
     def check(request: bytes) -> None:
@@ -134,7 +160,7 @@ def _statuses_are_never_5xx(port: int) -> list[int]:
             + body
         )
 
-    admin = basic(ADMIN)["Authorization"].encode()
+    admin = basic(admin_user)["Authorization"].encode()
 
     @_settings()
     @given(path=st.sampled_from(FILTERS), value=hostile)
@@ -146,13 +172,14 @@ def _statuses_are_never_5xx(port: int) -> list[int]:
     return seen
 
 
-def test_hostile_bytes_in_credentials_and_filters_never_get_a_5xx(port: int) -> None:
-    seen = _statuses_are_never_5xx(port)
+def test_hostile_bytes_in_credentials_and_filters_never_get_a_5xx(target: Target) -> None:
+    port = target.port
+    seen = _statuses_are_never_5xx(port, target.admin)
     print(f"{len(seen)} hostile requests, statuses: {sorted(set(seen))}")
     assert {401, 422} <= set(seen)  # positive control: bad credentials and bad filters were told so
     url = f"http://127.0.0.1:{port}"
     assert httpx.get(f"{url}/readyz").status_code == 200
-    assert httpx.get(f"{url}/v1/tokens", headers=basic(ALICE)).status_code == 200
-    audit = httpx.get(f"{url}/v1/audit?action=authentication&limit=1000", headers=basic(ADMIN))
+    assert httpx.get(f"{url}/v1/tokens", headers=basic(target.alice)).status_code == 200
+    audit = httpx.get(f"{url}/v1/audit?action=authentication&limit=1000", headers=basic(target.admin))
     assert audit.status_code == 200
     assert any(event["outcome"] == "denied" for event in audit.json()["events"])

@@ -202,4 +202,4 @@ def test_a_chroot_where_no_kafka_cluster_lives_is_refused_in_one_line_naming_it(
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_ZOOKEEPER_CLUSTER_REQUIRED="false",
     )
-    assert httpx.get(f"{url}/readyz").json()["cluster"]["clusterId"] is None
+    assert httpx.get(f"{url}/readyz").json()["migration"]["clusterId"] is None

@@ -23,7 +23,7 @@ from app.domain.errors import (
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
-from app.domain.token_secret import TokenSecret
+from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.ports import StoredToken
 
 NOW = 1_700_000_000_000
@@ -58,6 +58,9 @@ class FakeTokenStore:
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
         self.guards: dict[QuotaKey, int] = {}
+
+    def next_token_id(self) -> str:
+        return new_token_id()
 
     def _failing(self) -> None:
         if self.fail_with is not None:
@@ -175,6 +178,9 @@ class FakeTokenView:
     def get(self, token_id: str) -> StoredToken | None:
         return self._tokens.get(token_id)
 
+    def lookup(self, token_id: str) -> StoredToken | None:
+        return self.get(token_id)
+
     def find_by_hmac(self, mac: bytes) -> str | None:
         if self._secret is None:
             return None
@@ -281,6 +287,10 @@ class FakeUserStore:
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
+
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        found = self.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None

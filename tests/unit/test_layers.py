@@ -86,6 +86,26 @@ def test_kazoo_is_imported_only_under_app_storage() -> None:
     assert _violations(everything_but_storage, ("kazoo",)) == []
 
 
+def test_the_kafka_protocol_libraries_are_imported_only_by_the_kafka_backend_and_the_token_login_client() -> None:
+    """kafka-python and kio live in app/storage/kafka (the Kafka-protocol backend, which fences their private
+    parts in wire.py) and in the client commands' token login (app/cli/client/kafka_login.py), nowhere else."""
+    allowed = ("app.storage.kafka", "app.cli.client.kafka_login")
+    found = sorted(
+        f"{module} imports {name}"
+        for module, names in imports().items()
+        if not _within(module, *allowed)
+        for name in names
+        if _within(name, "kafka", "kio")
+    )
+    assert found == []
+    assert any(_within(name, "kio") for name in imports()["app.storage.kafka.wire"])  # positive control
+
+
+def test_nothing_above_storage_names_a_backend_adapter_but_the_composition_root() -> None:
+    above = ("app.service", "app.api", "app.auth", "app.domain", "app.observability")
+    assert _violations(above, ("app.storage.zk", "app.storage.kafka")) == []
+
+
 def test_domain_service_and_storage_never_import_the_api_or_the_cli() -> None:
     assert _violations(("app.domain", "app.service", "app.storage"), ("app.api", "app.cli")) == []
 

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import ReadinessView
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
-from app.api.schemas.ops import NotReadyBody, ReadyBody, cluster_json
+from app.api.schemas.ops import NotReadyBody, ReadyBody, migration_json
 from app.service.readiness import OK
 from app.version import kts_version
 
@@ -28,15 +28,15 @@ def healthz() -> dict[str, str]:
     responses={503: {"model": NotReadyBody, "description": "A dependency is not ready; the body names it"}},
 )
 def readyz(readiness: ReadinessView) -> JSONResponse:
-    """Ready when every dependency is; ``cluster`` tells how kts reaches the Kafka cluster and where the cluster
-    stands in its migration to KRaft. A cluster that refuses kts's writes leaves the replica ready for reads
-    (``status`` is then ``read-only``)."""
+    """Ready when every dependency is. ``backend`` says how kts reaches the Kafka cluster; with ZooKeeper,
+    ``migration`` says where the cluster stands in its migration to KRaft. A cluster that refuses kts's writes leaves
+    the replica ready for reads (``status`` is then ``read-only``)."""
     checks = readiness.checks()
     probe = readiness.cluster
     state = probe() if probe is not None else None
-    extra: dict[str, Any] = {"checks": checks}
+    extra: dict[str, Any] = {"backend": readiness.backend, "checks": checks}
     if state is not None:
-        extra["cluster"] = cluster_json(state).model_dump()
+        extra["migration"] = migration_json(state).model_dump()
     failing = [f"{name}: {value}" for name, value in checks.items() if value != OK]
     if failing:
         return JSONResponse(

@@ -1,4 +1,5 @@
-"""The bodies of ``/readyz``: each dependency's state, and the Kafka cluster as this replica sees it."""
+"""The bodies of ``/readyz``: the backend, each dependency's state, and the cluster's migration to KRaft as this
+replica sees it."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ class ControllerJson(BaseModel):
     kraftControllerEpoch: int | None = Field(description="Set (0 or more) when a KRaft controller holds /controller.")
 
 
-class ClusterJson(BaseModel):
-    backend: str = Field(description="How kts reaches the cluster: `zookeeper` (zookeeper.connect).")
+class MigrationJson(BaseModel):
     phase: str = Field(
         description="The cluster's migration to KRaft as ZooKeeper shows it: `zookeeper`, `pre-migration`, "
         "`migrating`, `migrated`, or `unknown` (a znode that tells cannot be read).",
@@ -32,15 +32,19 @@ class ClusterJson(BaseModel):
 
 class ReadyBody(BaseModel):
     status: str = Field(description="`ready`, or `read-only` while the cluster refuses kts's writes.")
+    backend: str | None = Field(
+        description="How kts reaches the cluster: `zookeeper` (zookeeper.connect) or `kafka` (bootstrap.servers)."
+    )
     checks: dict[str, str]
-    cluster: ClusterJson | None = None
+    migration: MigrationJson | None = Field(
+        default=None, description="With ZooKeeper: the cluster and its migration to KRaft, as ZooKeeper shows them."
+    )
 
 
-def cluster_json(state: ClusterState) -> ClusterJson:
+def migration_json(state: ClusterState) -> MigrationJson:
     view = state.view
     controller = view.controller
-    return ClusterJson(
-        backend="zookeeper",
+    return MigrationJson(
         phase=state.phase.value,
         writes="allowed" if state.writes_allowed else "refused",
         reason=state.reason,
@@ -54,5 +58,6 @@ def cluster_json(state: ClusterState) -> ClusterJson:
 
 
 class NotReadyBody(ErrorBody):
+    backend: str | None = None
     checks: dict[str, str]
-    cluster: ClusterJson | None = None
+    migration: MigrationJson | None = None

@@ -1,5 +1,5 @@
-"""``kts cluster status``: which backend a running kts uses to reach the Kafka cluster, and where the cluster stands
-in its migration from ZooKeeper to KRaft, from ``GET /readyz`` (no login needed).
+"""``kts cluster status``: which backend a running kts uses to reach the Kafka cluster, and (with ZooKeeper) where
+the cluster stands in its migration from ZooKeeper to KRaft, from ``GET /readyz`` (no login needed).
 
     kts cluster status --server https://kts.example.com:8443
 """
@@ -39,19 +39,17 @@ def run(args: argparse.Namespace) -> int:
 
 
 def status_text(body: dict[str, Any]) -> str:
-    """The replica's readiness and its view of the cluster, one fact a line."""
-    lines = [("replica", _replica(body))]
-    cluster = body.get("cluster")
-    if isinstance(cluster, dict):
-        controller = cluster.get("controller")
+    """The replica's readiness, its backend and its view of the cluster's migration, one fact a line."""
+    lines = [("replica", _replica(body)), ("backend", str(body.get("backend") or "-"))]
+    migration = body.get("migration")
+    if isinstance(migration, dict):
         lines += [
-            ("backend", str(cluster.get("backend"))),
-            ("phase", f"{cluster.get('phase')} (writes {cluster.get('writes')})"),
-            ("reason", str(cluster.get("reason"))),
-            ("cluster id", str(cluster.get("clusterId") or "-")),
-            ("controller", _controller(controller)),
-            ("KRaft metadata offset", _optional(cluster.get("kraftMetadataOffset"))),
-            ("brokers in ZooKeeper", str(cluster.get("zookeeperBrokers"))),
+            ("phase", f"{migration.get('phase')} (writes {migration.get('writes')})"),
+            ("reason", str(migration.get("reason"))),
+            ("cluster id", str(migration.get("clusterId") or "-")),
+            ("controller", _controller(migration.get("controller"))),
+            ("KRaft metadata offset", _optional(migration.get("kraftMetadataOffset"))),
+            ("brokers in ZooKeeper", str(migration.get("zookeeperBrokers"))),
         ]
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name + ':':<{width + 1}} {value}" for name, value in lines)

@@ -19,12 +19,12 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 def run_serve(args: argparse.Namespace) -> int:
     from app.cli.server.serve import prepare_audit_database, serve
-    from app.runtime import check_zookeeper
+    from app.runtime import check_cluster
     from app.settings import load_settings
 
     settings = load_settings(args.config)
     prepare_audit_database(settings)
-    check_zookeeper(settings)
+    check_cluster(settings)
     return serve(settings)
 
 

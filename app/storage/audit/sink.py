@@ -41,6 +41,11 @@ class SqlAuditLog:
         }
         return _storable(row)
 
+    @property
+    def engine(self) -> Engine:
+        """The database (the Kafka-protocol backend reads who asked for each token from it)."""
+        return self._engine
+
     def ping(self) -> None:
         with translated_db_errors(), self._engine.connect() as connection:
             connection.execute(select(1))

@@ -2,10 +2,8 @@
 refreshed from ``/delegation_token/token_changes`` (each notification names a token, which is re-read:
 present -> refresh, absent or unreadable -> drop). Tokens written by brokers or other replicas appear.
 
-Verify, describe and Bearer logins read only this cache. Indexes keep them fast: by HMAC (renew and expire
-name tokens by HMAC); by owner, by renewer and by requester (describe with an owner filter or for a caller
-who sees only the tokens they hold, and the quota counts); and every token id in order (a listing pages by
-token id, so a page costs its own length, not a sort of every token).
+Verify, describe and Bearer logins read only this cache, kept with its indexes in a ``TokenIndex``
+(app/storage/token_index.py, shared with the Kafka-protocol backend's cache).
 """
 
 from __future__ import annotations
@@ -15,18 +13,15 @@ import math
 import re
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterable
-from itertools import islice
 
 from cachetools import TTLCache
-from sortedcontainers import SortedList
 
 from app.domain.principal import KafkaPrincipal
-from app.domain.token import TokenInformation
-from app.domain.token_quota import QuotaKey, QuotaKind, counts_against
+from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
+from app.storage.token_index import TokenIndex
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -39,49 +34,13 @@ _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 TOMBSTONE_SECONDS = 120.0
 
 
-class _PrincipalIndex:
-    """Token ids by one principal field of their tokens."""
-
-    def __init__(self, field: Callable[[TokenInformation], Iterable[KafkaPrincipal]]) -> None:
-        self._field = field
-        self._ids: defaultdict[KafkaPrincipal, set[str]] = defaultdict(set)
-
-    def get(self, principal: KafkaPrincipal) -> set[str]:
-        return self._ids.get(principal, set())
-
-    def add(self, token: TokenInformation) -> None:
-        for principal in self._field(token):
-            self._ids[principal].add(token.token_id)
-
-    def remove(self, token: TokenInformation) -> None:
-        for principal in self._field(token):
-            ids = self._ids.get(principal)
-            if ids is not None:
-                ids.discard(token.token_id)
-                if not ids:
-                    del self._ids[principal]
-
-    def clear(self) -> None:
-        self._ids.clear()
-
-
 class TokenCache:
     def __init__(
         self, zk: ZkConnection, store: ZkTokenStore, secret: TokenSecret, *, timer: Callable[[], float] = time.monotonic
     ) -> None:
         self._zk = zk
         self._store = store
-        self._secret = secret
-        self._tokens: dict[str, StoredToken] = {}
-        self._by_hmac: dict[bytes, str] = {}
-        self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
-        self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
-        # Only tokens requested for another owner: the owner index holds the rest (and memory is per token).
-        self._by_requester = _PrincipalIndex(
-            lambda token: (token.token_requester,) if token.token_requester != token.owner else ()
-        )
-        self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
-        self._ordered: SortedList = SortedList()  # every token id
+        self._index = TokenIndex(secret)
         # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
         # cannot undo it: states are installed only when their znode version is newer than the cached one,
         # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
@@ -105,36 +64,36 @@ class TokenCache:
         self._follower.stop()
 
     def __len__(self) -> int:
-        return len(self._tokens)
+        return len(self._index)
 
     def get(self, token_id: str) -> StoredToken | None:
-        return self._tokens.get(token_id)
+        return self._index.get(token_id)
+
+    def lookup(self, token_id: str) -> StoredToken | None:
+        """``get``: the watches keep this cache current, so an unknown token is refused without asking."""
+        return self._index.get(token_id)
 
     def find_by_hmac(self, mac: bytes) -> str | None:
-        return self._by_hmac.get(mac)
+        return self._index.find_by_hmac(mac)
 
     def tokens(self) -> list[StoredToken]:
         with self._lock:
-            return list(self._tokens.values())
+            return self._index.tokens()
 
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
         """Tokens that any of ``principals`` owns, renews or requested."""
         with self._lock:
-            ids = set().union(*(index.get(principal) for principal in principals for index in self._indexes))
-            return [self._tokens[token_id] for token_id in ids]
+            return self._index.related_to(principals)
 
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""
         with self._lock:
-            ids = self._ordered.irange(minimum=token_id, inclusive=(False, True))
-            return [self._tokens[found] for found in islice(ids, count)]
+            return self._index.after(token_id, count)
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """Tokens counted against ``key``'s quota at ``now_ms``: expired ones never count, swept or not."""
-        index = self._by_owner if key.kind is QuotaKind.OWNER else self._by_requester
         with self._lock:
-            ids = index.get(key.principal)
-            return sum(counts_against(key, self._tokens[token_id].token, now_ms) for token_id in ids)
+            return self._index.live_count(key, now_ms)
 
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""
@@ -182,14 +141,13 @@ class TokenCache:
 
     def _install(self, stored: StoredToken) -> None:
         token_id = stored.token.token_id
-        current = self._tokens.get(token_id)
+        current = self._index.get(token_id)
         if token_id in self._tombstones or (current is not None and current.version >= stored.version):
             return
-        self._drop(token_id)
-        self._put(stored)
+        self._index.replace(stored)
 
     def _forget(self, token_id: str) -> None:
-        self._drop(token_id)
+        self._index.drop(token_id)
         self._tombstones[token_id] = True
 
     def _reload(self) -> None:
@@ -197,31 +155,6 @@ class TokenCache:
         with self._lock:
             loaded = self._store.list()
             self._tombstones.clear()
-            self._tokens.clear()
-            self._by_hmac.clear()
-            self._ordered.clear()
-            for index in self._indexes:
-                index.clear()
-            for stored in loaded:
-                self._put(stored, ordered=False)
-            self._ordered.update(self._tokens)  # one sort: several times faster than an insertion each
+            self._index.load(loaded)
         self.loaded = True
         log.info("token cache loaded %d tokens", len(loaded))
-
-    def _put(self, stored: StoredToken, *, ordered: bool = True) -> None:
-        token = stored.token
-        self._tokens[token.token_id] = stored
-        self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
-        if ordered:
-            self._ordered.add(token.token_id)
-        for index in self._indexes:
-            index.add(token)
-
-    def _drop(self, token_id: str) -> None:
-        old = self._tokens.pop(token_id, None)
-        if old is None:
-            return
-        self._by_hmac.pop(self._secret.hmac(token_id), None)
-        self._ordered.discard(token_id)
-        for index in self._indexes:
-            index.remove(old.token)

@@ -17,6 +17,7 @@ from kazoo.protocol.states import ZnodeStat
 from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
+from app.domain.token_secret import new_token_id
 from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
@@ -35,6 +36,10 @@ class ZkTokenStore:
             raise ValueError("token.znode.version must be 1 or 3")
         self._zk = zk
         self._znode_version = znode_version
+
+    def next_token_id(self) -> str:
+        """kts picks the id, as a broker does (app/domain/token_secret.py)."""
+        return new_token_id()
 
     def get(self, token_id: str) -> StoredToken | None:
         found = self._zk.get(TokenZNode.path(token_id))

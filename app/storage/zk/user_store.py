@@ -34,6 +34,10 @@ class ZkUserStore:
         current = self._read(user_name)
         return {} if current is None else UserConfigZNode.credentials(current[0])
 
+    def mechanisms(self, user_name: str) -> dict[Mechanism, int]:
+        found = self.credentials(user_name)
+        return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
+
     def put_credential(
         self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
     ) -> None:

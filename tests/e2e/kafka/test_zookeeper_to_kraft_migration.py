@@ -376,7 +376,7 @@ class _ClaimWatcher(threading.Thread):
 
 
 def _phase(url: str) -> str:
-    return str(httpx.get(f"{url}/readyz", timeout=10).json()["cluster"]["phase"])
+    return str(httpx.get(f"{url}/readyz", timeout=10).json()["migration"]["phase"])
 
 
 class _PhaseWatcher(threading.Thread):
@@ -392,7 +392,7 @@ class _PhaseWatcher(threading.Thread):
         with httpx.Client(base_url=self.url, timeout=10) as client:
             while not self.stopped.wait(0.02):
                 try:
-                    phase = client.get("/readyz").json()["cluster"]["phase"]
+                    phase = client.get("/readyz").json()["migration"]["phase"]
                 except (httpx.HTTPError, ValueError, KeyError):
                     continue
                 self.first_seen.setdefault(phase, _now_ms())

@@ -10,7 +10,7 @@ import ssl
 import pytest
 
 from app.auth.authenticator import Authenticator
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.auth.jwks import JwksKeys
 from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -70,7 +70,7 @@ class Setup:
             throttle = FailureThrottle(ThrottlePolicy(max_failures=max_failures, window_ms=60_000), self.clock)
             guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION)
         self.authenticator = Authenticator(
-            BasicAuthenticator(self.users, self.clock),
+            BasicAuthenticator(StoredKeyCredentials(self.users), self.clock),
             tokens,
             client_auth=client_auth,
             mapper=SslPrincipalMapper.from_rules(rules),

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from app.auth import basic
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.domain import scram
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
 from app.domain.scram import derive
@@ -35,7 +35,7 @@ def pbkdf2_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def setup() -> Setup:
     store, clock = FakeUserStore(), FakeClock()
     store.put_credential("alice", Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, "pw", 4096))
-    return BasicAuthenticator(store, clock, cache_ttl_ms=60_000, cache_size=2), store, clock
+    return BasicAuthenticator(StoredKeyCredentials(store), clock, cache_ttl_ms=60_000, cache_size=2), store, clock
 
 
 def test_verified_password_is_not_rehashed_within_the_ttl(setup: Setup, pbkdf2_calls: list[str]) -> None:
@@ -139,7 +139,7 @@ REFUSED_LOGINS = ["both", "sha512-only", "sha256-only", "nobody", "emptied", "to
 
 
 def test_every_refused_login_derives_the_same_keys(derivations: list[Derivation]) -> None:
-    authenticator = BasicAuthenticator(_store(), FakeClock())
+    authenticator = BasicAuthenticator(StoredKeyCredentials(_store()), FakeClock())
     derivations.clear()  # the dummy credentials, derived once at construction
     work: dict[str, list[Derivation]] = {}
     for user in REFUSED_LOGINS:
@@ -152,7 +152,7 @@ def test_every_refused_login_derives_the_same_keys(derivations: list[Derivation]
 def test_the_dummy_credentials_are_derived_once_not_per_login(derivations: list[Derivation]) -> None:
     store = _store()
     derivations.clear()
-    authenticator = BasicAuthenticator(store, FakeClock())
+    authenticator = BasicAuthenticator(StoredKeyCredentials(store), FakeClock())
     assert derivations == [("sha512", MIN_ITERATIONS, 32, 64), ("sha256", MIN_ITERATIONS, 32, 64)]
     derivations.clear()
     for _ in range(3):
@@ -162,13 +162,13 @@ def test_the_dummy_credentials_are_derived_once_not_per_login(derivations: list[
 
 def test_the_dummy_credentials_look_like_the_ones_kts_writes(setup: Setup) -> None:
     authenticator, _, _ = setup
-    assert set(authenticator._dummies) == set(Mechanism)
-    for dummy in authenticator._dummies.values():
+    assert set(authenticator._source._dummies) == set(Mechanism)
+    for dummy in authenticator._source._dummies.values():
         assert (dummy.iterations, len(dummy.salt)) == (MIN_ITERATIONS, scram.SALT_BYTES)
 
 
 def test_the_right_password_still_gets_in_with_either_mechanism(derivations: list[Derivation]) -> None:
-    authenticator = BasicAuthenticator(_store(), FakeClock())
+    authenticator = BasicAuthenticator(StoredKeyCredentials(_store()), FakeClock())
     derivations.clear()
     for user in ("both", "sha512-only", "sha256-only"):
         assert authenticator.authenticate(user, "the-real-password")

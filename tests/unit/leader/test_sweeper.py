@@ -46,6 +46,7 @@ class Harness:
         now: int = NOW,
         interval_ms: int = 3_600_000,
         room: Callable[[], int] | None = None,
+        writes_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         tokens = list(tokens)
         self.clock = FakeClock(now)
@@ -60,6 +61,7 @@ class Harness:
             clock=self.clock,
             interval_ms=interval_ms,
             room=room,
+            writes_allowed=writes_allowed,
         )
 
     @property
@@ -100,6 +102,17 @@ def test_sweeps_exactly_the_tokens_past_their_expiry_or_their_maximum() -> None:
     # it knows what it deleted: no re-read, nothing installed, nothing created or updated
     assert harness.view.refreshed == [] and harness.view.applied == []
     assert harness.store.created == [] and harness.store.updated == []
+
+
+def test_a_cluster_that_refuses_writes_is_not_swept_at_all() -> None:
+    """Migrating to KRaft: its controller expires tokens now, and kts writes nothing (cluster_watch.py)."""
+    allowed = [False]
+    harness = Harness([_stored("Migrating", expiry=NOW - 1)], writes_allowed=lambda: allowed[0])
+    assert harness.sweeper.sweep() == 0
+    assert harness.deleted_ids == []
+    assert harness.log.completed == {} and harness.sweeper.runs_total == 0
+    allowed[0] = True
+    assert harness.sweeper.sweep() == 1
 
 
 def test_a_sweep_with_nothing_expired_deletes_and_audits_nothing() -> None:

@@ -8,7 +8,7 @@ from tests.unit.fakes import FakeAuditLog
 
 def test_every_dependency_ok() -> None:
     readiness = Readiness(lambda: True, lambda: True, lambda: True, FakeAuditLog())
-    assert readiness.checks() == {"zookeeper": OK, "tokens": OK, "acls": OK, "audit_database": OK}
+    assert readiness.checks() == {"cluster": OK, "tokens": OK, "acls": OK, "audit_database": OK}
 
 
 def test_each_failing_dependency_says_what_is_wrong() -> None:
@@ -16,7 +16,7 @@ def test_each_failing_dependency_says_what_is_wrong() -> None:
     log.down = True
     readiness = Readiness(lambda: False, lambda: False, lambda: False, log)
     assert readiness.checks() == {
-        "zookeeper": "session not connected (reads are served from the caches; writes are refused)",
+        "cluster": "zookeeper connection lost (reads are served from the caches; writes are refused)",
         "tokens": "not loaded",
         "acls": "not loaded",
         "audit_database": "unreachable",
@@ -26,6 +26,6 @@ def test_each_failing_dependency_says_what_is_wrong() -> None:
 def test_the_probes_are_read_at_each_check() -> None:
     connected = [False]
     readiness = Readiness(lambda: connected[0], lambda: True, lambda: True, FakeAuditLog())
-    assert readiness.checks()["zookeeper"] != OK
+    assert readiness.checks()["cluster"] != OK
     connected[0] = True
-    assert readiness.checks()["zookeeper"] == OK
+    assert readiness.checks()["cluster"] == OK

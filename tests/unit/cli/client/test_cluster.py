@@ -6,9 +6,9 @@ from app.cli.client.cluster import status_text
 
 MIGRATING = {
     "status": "read-only",
-    "checks": {"zookeeper": "ok"},
-    "cluster": {
-        "backend": "zookeeper",
+    "backend": "zookeeper",
+    "checks": {"cluster": "ok"},
+    "migration": {
         "phase": "migrating",
         "writes": "refused",
         "reason": "KRaft controller 3000 (epoch 1) owns the metadata",
@@ -38,12 +38,15 @@ def test_a_zookeeper_controller_and_a_replica_not_ready() -> None:
         "error": "NOT_READY",
         "message": "zookeeper: session not connected",
         "checks": {},
-        "cluster": {**MIGRATING["cluster"], "controller": {"nodeId": 0, "kraftControllerEpoch": -1}},  # type: ignore[dict-item]
+        "migration": {**MIGRATING["migration"], "controller": {"nodeId": 0, "kraftControllerEpoch": -1}},  # type: ignore[dict-item]
     }
     text = status_text(body)
     assert "replica:               not ready: zookeeper: session not connected" in text
     assert "controller:            broker 0 (ZooKeeper mode)" in text
 
 
-def test_a_body_without_cluster_says_only_readiness() -> None:
-    assert status_text({"status": "ready", "checks": {}}) == "replica: ready"
+def test_the_kafka_backend_has_no_migration_to_follow() -> None:
+    assert status_text({"status": "ready", "backend": "kafka", "checks": {}}).splitlines() == [
+        "replica: ready",
+        "backend: kafka",
+    ]

@@ -1,0 +1,80 @@
+"""kts's session with a cluster reached through the Kafka protocol, and the checks made before serving:
+the brokers answer, accept kts's login, speak the token RPCs kts sends, have tokens turned on in their metadata,
+and derive HMACs with kts's ``delegation.token.secret.key``. Each failure is one line naming its cause
+(StoreUnavailable, or SecretKeyMismatch for another secret), as the ZooKeeper checks are.
+
+The secret is checked the only way the protocol allows: kts mints a short-lived token for itself, compares the
+HMAC the controller answers with the one it computes, and expires the token at once. The same answer tells who
+kts is to the cluster (the token's owner): the principal kts adds to the renewers of every token it creates.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+
+from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
+from app.domain.principal import KafkaPrincipal
+from app.domain.secret_fingerprint import SecretKeyMismatch
+from app.domain.token_secret import TokenSecret
+from app.storage.kafka.client_config import KafkaClientSecurity
+from app.storage.kafka.token_rpc import TokenRpc, missing_versions
+from app.storage.kafka.wire import KafkaWire
+
+log = logging.getLogger(__name__)
+PROBE_LIFETIME_MS = 60_000
+
+
+class KafkaCluster:
+    def __init__(self, bootstrap_servers: str, security: KafkaClientSecurity, *, request_timeout_ms: int) -> None:
+        self.servers = bootstrap_servers
+        self.wire = KafkaWire(bootstrap_servers, security, request_timeout_ms=request_timeout_ms)
+        self.tokens = TokenRpc(self.wire)
+        self._principal: KafkaPrincipal | None = None
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who kts is to the cluster (known once started)."""
+        if self._principal is None:
+            raise StoreUnavailable("kts is not connected to the Kafka brokers.")
+        return self._principal
+
+    @property
+    def connected(self) -> bool:
+        return self.wire.connected
+
+    @property
+    def state(self) -> str:
+        return "connected" if self.wire.connected else "lost"
+
+    def start(self, secret: TokenSecret) -> None:
+        self.wire.start()
+        try:
+            missing = missing_versions(self.wire.api_versions())
+            if missing:
+                raise StoreUnavailable(
+                    f"the brokers at {self.servers} do not answer {', '.join(missing)}: kts needs Kafka 3.3 or later"
+                )
+            self._principal = self._check_secret(secret)
+        except (KtsError, SecretKeyMismatch):
+            self.wire.stop()
+            raise
+        log.info("connected to the Kafka cluster at %s as %s", self.servers, self._principal)
+
+    def stop(self) -> None:
+        self.wire.stop()
+
+    def _check_secret(self, secret: TokenSecret) -> KafkaPrincipal:
+        probe = self.tokens.create_for_self(PROBE_LIFETIME_MS, cluster=self.servers)
+        try:
+            if not hmac.compare_digest(probe.hmac, secret.hmac(probe.token.token_id)):
+                raise SecretKeyMismatch(
+                    f"delegation.token.secret.key: not the secret of the cluster at {self.servers} (the HMAC its "
+                    "controller answered for a token kts minted differs from kts's)"
+                )
+        finally:
+            try:
+                self.tokens.expire(probe.hmac, -1, probe.token.token_id)
+            except TokenNotFound:  # not yet found by HMAC on a loaded controller: it lapses by itself
+                log.info("kts's start-up token %s lapses in %d s", probe.token.token_id, PROBE_LIFETIME_MS // 1000)
+        return probe.token.owner

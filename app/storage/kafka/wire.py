@@ -1,0 +1,320 @@
+"""kts's connection to the brokers: kafka-python's networking (connections, SASL, TLS, ApiVersions, metadata)
+carrying kafka-python's own messages (ACLs, SCRAM credentials) and kio's (the four delegation-token messages,
+which kafka-python lacks).
+
+This module is the fence around both libraries' private parts, and the only place that touches them:
+
+- kafka-python 3.0.x: ``NetworkSelector`` and ``KafkaConnectionManager`` (what ``KafkaAdminClient`` builds,
+  used directly so that a failed bootstrap still leaves a loop to diagnose it with), ``KafkaConnection`` and
+  the manager's ``_build_transport`` (a connection that logs in as a caller, for a password check, without
+  touching the manager's connections or its record of failed logins), and the duck type its protocol
+  parser expects of a request (``API_KEY``, ``API_VERSION``, ``with_header``, ``encode``, ``expect_response``,
+  ``header.get_response_class()``) and of a response class (``parse_header``, ``decode``).
+- kio 0.6.x: ``entity_writer``/``entity_reader`` and each message's ``__header_schema__``; kio refuses the
+  -1 timestamps Kafka puts in a token answer that carries an error, so such answers are read for their
+  error code alone (every token answer starts with it).
+
+``tests/unit/storage/kafka/test_wire_fence.py`` fails with a clear message when either library changes these.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import random
+import struct
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import kafka.errors as kafka_errors
+from kafka.net.connection import KafkaConnection
+from kafka.net.manager import KafkaConnectionManager
+from kafka.net.sasl.scram import ScramClient
+from kafka.net.selector import NetworkSelector
+from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
+from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader, entity_writer
+from kio.serial.readers import read_int16
+from kio.static.primitive import i16, i32
+
+from app.domain.errors import StoreUnavailable
+from app.storage.kafka.client_config import KafkaClientSecurity
+
+log = logging.getLogger(__name__)
+Q = TypeVar("Q")
+A = TypeVar("A")
+
+# kafka.errors' classes for a broker that cannot be reached or answered too late (the outcome of a write unknown).
+UNREACHABLE = (
+    kafka_errors.KafkaConnectionError,
+    kafka_errors.NodeNotReadyError,
+    kafka_errors.KafkaTimeoutError,
+    kafka_errors.RequestTimedOutError,
+    kafka_errors.MetadataEmptyBrokerList,
+    kafka_errors.TooManyInFlightRequests,
+    kafka_errors.Cancelled,
+    OSError,
+)
+LOGIN_REFUSED = (kafka_errors.SaslAuthenticationFailedError,)
+CLIENT_ID = "kts"
+# Requests in flight at once. kafka-python fails a request sent to a connection already at its limit (NodeNotReady,
+# "paused") instead of queueing it, so callers beyond it wait here for a turn.
+IN_FLIGHT = 32
+
+
+class KioMessage(Protocol):
+    __api_key__: Any
+    __version__: Any
+    __header_schema__: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TokenAnswer(Generic[A]):
+    """A token RPC's answer: its error code, and the decoded message when the code is 0."""
+
+    error_code: int
+    message: A | None
+
+
+class _KioResponseType(Generic[A]):
+    """What kafka-python's parser calls on a response class, over a kio response type."""
+
+    def __init__(self, response_type: type[A]) -> None:
+        self._type = response_type
+
+    def parse_header(self, buffer: Any) -> Any:
+        data, offset = bytes(buffer), buffer.tell()
+        header, size = entity_reader(self._type.__header_schema__)(data, offset)  # type: ignore[attr-defined]
+        buffer.seek(offset + size)
+        return header
+
+    def decode(self, buffer: Any) -> TokenAnswer[A]:
+        data, offset = bytes(buffer), buffer.tell()
+        error_code, _ = read_int16(data, offset)
+        if error_code != ErrorCode.none:  # type: ignore[comparison-overlap]
+            return TokenAnswer(int(error_code), None)
+        message, _ = entity_reader(self._type)(data, offset)  # type: ignore[type-var]
+        return TokenAnswer(0, message)
+
+
+class _Header:
+    def __init__(self, correlation_id: int, response_type: _KioResponseType[Any]) -> None:
+        self.correlation_id = correlation_id
+        self._response_type = response_type
+
+    def get_response_class(self) -> _KioResponseType[Any]:
+        return self._response_type
+
+
+class KioRequest(Generic[Q, A]):
+    """A kio request as kafka-python's connection sends it (the duck type of its ``ApiMessage``)."""
+
+    def __init__(self, message: Q, response_type: type[A]) -> None:
+        self._message = message
+        self._response = _KioResponseType(response_type)
+        self.API_KEY = int(message.__api_key__)  # type: ignore[attr-defined]
+        self.API_VERSION = int(message.__version__)  # type: ignore[attr-defined]
+        self.header: _Header | None = None
+        self._client_id = CLIENT_ID
+
+    def with_header(self, correlation_id: int = 0, client_id: str = CLIENT_ID) -> None:
+        self.header = _Header(correlation_id, self._response)
+        self._client_id = client_id
+
+    def expect_response(self) -> bool:
+        return True
+
+    def encode(self, framed: bool = True, header: bool = True) -> bytes:
+        assert self.header is not None
+        out = io.BytesIO()
+        if header:
+            header_type = type(self._message).__header_schema__  # type: ignore[attr-defined]
+            entity_writer(header_type)(
+                out,
+                header_type(
+                    request_api_key=i16(self.API_KEY),
+                    request_api_version=i16(self.API_VERSION),
+                    correlation_id=i32(self.header.correlation_id),
+                    client_id=self._client_id,
+                ),
+            )
+        entity_writer(type(self._message))(out, self._message)  # type: ignore[type-var]
+        body = out.getvalue()
+        return struct.pack(">i", len(body)) + body if framed else body
+
+    def __repr__(self) -> str:  # kafka-python logs requests at debug level: never their HMACs
+        return f"KioRequest({type(self._message).__name__} v{self.API_VERSION})"
+
+
+class KafkaWire:
+    """One replica's connections to the cluster. Thread-safe: requests run on kafka-python's IO thread and
+    callers block until their answer."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        security: KafkaClientSecurity,
+        *,
+        request_timeout_ms: int = 30_000,
+        on_outcome: Callable[[bool], None] | None = None,
+    ) -> None:
+        self._servers = bootstrap_servers.split(",")
+        self._security = security
+        self._timeout_ms = request_timeout_ms
+        self._on_outcome = on_outcome
+        self._net: NetworkSelector | None = None
+        self._manager: KafkaConnectionManager | None = None
+        self._lock = threading.Lock()
+        self._turns = threading.BoundedSemaphore(IN_FLIGHT)
+        self.connected = False  # the last request (or start) reached the brokers
+
+    def _options(self) -> dict[str, Any]:
+        return {
+            "bootstrap_servers": self._servers,
+            "client_id": CLIENT_ID,
+            "request_timeout_ms": self._timeout_ms,
+            "socket_connection_setup_timeout_ms": min(10_000, self._timeout_ms),
+            "socket_connection_setup_timeout_max_ms": min(30_000, self._timeout_ms),
+            "reconnect_backoff_max_ms": 1_000,
+            "max_in_flight_requests_per_connection": 2 * IN_FLIGHT,  # never reached: see IN_FLIGHT
+            **self._security.client_options(),
+        }
+
+    def start(self) -> None:
+        """Connect and read the cluster's metadata; StoreUnavailable naming the cause when it cannot."""
+        with self._lock:
+            if self._manager is not None:
+                return
+            net = NetworkSelector(**self._options())
+            manager = KafkaConnectionManager(net, **self._options())
+            net.start()
+            self._net, self._manager = net, manager
+        try:
+            manager.bootstrap(self._timeout_ms)
+        except Exception as exc:
+            cause = self._diagnose() or f"cannot reach the brokers at {','.join(self._servers)} ({type(exc).__name__})"
+            self.stop()
+            raise StoreUnavailable(cause) from None
+        self._outcome(True)
+
+    def stop(self) -> None:
+        with self._lock:
+            manager, net = self._manager, self._net
+            self._manager = self._net = None
+        if manager is not None:
+            manager.close()
+        if net is not None:
+            net.stop()
+
+    def api_versions(self) -> dict[int, tuple[int, int]]:
+        """The API keys the brokers answer, with their lowest and highest version."""
+        manager = self._started()
+        data = manager.broker_version_data
+        return {} if data is None else dict(data.api_versions)
+
+    def send(self, request: Any) -> Any:
+        """Send a kafka-python message or a ``KioRequest`` to any broker and answer its response
+        (StoreUnavailable when no broker answered in time: the outcome of a write is then unknown)."""
+        manager = self._started()
+        try:
+            with self._turns:
+                response = manager.run(lambda: manager.send(request))
+        except LOGIN_REFUSED:
+            self._outcome(False)
+            raise StoreUnavailable(f"The brokers refused kts's login as {self._security.identity}.") from None
+        except UNREACHABLE as exc:
+            self._outcome(False)
+            raise StoreUnavailable(
+                f"The Kafka brokers are not reachable right now ({type(exc).__name__}); retry shortly."
+            ) from None
+        self._outcome(True)
+        return response
+
+    def token_request(self, message: Q, response_type: type[A]) -> TokenAnswer[A]:
+        answer: TokenAnswer[A] = self.send(KioRequest(message, response_type))
+        return answer
+
+    def login(self, mechanism: str, username: str, password: str) -> bool:
+        """Whether a broker accepts this SCRAM login: a fresh connection that authenticates as ``username`` and
+        is closed. StoreUnavailable when no broker could be asked (then nothing is known of the password)."""
+        manager = self._started()
+        try:
+            return bool(manager.run(lambda: self._scram_exchange(mechanism, username, password)))
+        except UNREACHABLE as exc:
+            raise StoreUnavailable(
+                f"No broker could check the password ({type(exc).__name__}); retry shortly."
+            ) from None
+
+    async def _scram_exchange(self, mechanism: str, username: str, password: str) -> bool:
+        """The SCRAM exchange of a client login (RFC 5802 with Kafka's SaslHandshake/SaslAuthenticate), stepped
+        here rather than in kafka-python's ``initialize``: a broker answers a wrong proof or an unknown user by
+        closing the connection, with or without an error answer first, so a connection lost once the broker has
+        taken the mechanism is a refusal, and one lost before it is an unreachable broker."""
+        manager = self._started()
+        brokers = list(manager.cluster.brokers()) or list(manager.cluster.bootstrap_brokers())
+        node = random.choice(brokers)  # noqa: S311 - spreading logins over brokers, not a secret
+        timeout_at = time.monotonic() + self._timeout_ms / 1000
+        plain = self._security.client_options() | {"security_protocol": self._security.protocol.replace("SASL_", "")}
+        connection = KafkaConnection(
+            manager._net,
+            node_id=node.node_id,
+            broker_version_data=manager.broker_version_data,
+            **(self._options() | plain),
+        )
+        transport = await manager._build_transport(node, timeout_at=timeout_at)
+        try:
+            connection.connection_made(transport)
+            await connection._get_api_versions(timeout_at)
+            handshake = await connection._send_request(
+                SaslHandshakeRequest(mechanism=mechanism, max_version=1), timeout_at=timeout_at
+            )
+            if handshake.error_code != 0:
+                return False  # the listener does not take this mechanism
+            # Kafka's saslname: "," and "=" escaped (RFC 5802), which kafka-python's client leaves to its caller.
+            client = ScramClient(username.replace("=", "=3D").replace(",", "=2C"), password, mechanism)
+            try:
+                first = await connection._send_request(
+                    SaslAuthenticateRequest(client.first_message()), timeout_at=timeout_at
+                )
+                if first.error_code != 0:
+                    return False
+                client.process_server_first_message(first.auth_bytes)
+                final = await connection._send_request(
+                    SaslAuthenticateRequest(client.final_message()), timeout_at=timeout_at
+                )
+                if final.error_code != 0:
+                    return False
+                client.process_server_final_message(final.auth_bytes)  # the broker proves it knows the key too
+            except (kafka_errors.KafkaConnectionError, ValueError, KeyError):
+                return False
+            return True
+        finally:
+            connection.close()
+
+    def _diagnose(self) -> str | None:
+        """Why a bootstrap failed, by logging in once as kts: a refused login, else None (unreachable)."""
+        manager = self._manager
+        login = self._security.login
+        if manager is None or login is None or not login.mechanism.startswith("SCRAM-"):
+            return None
+        try:
+            refused = not manager.run(lambda: self._scram_exchange(login.mechanism, login.username, login.password))
+        except Exception:
+            return None
+        if refused:
+            return f"the brokers at {','.join(self._servers)} refused kts's login as {self._security.identity}"
+        return None
+
+    def _started(self) -> KafkaConnectionManager:
+        manager = self._manager
+        if manager is None:
+            raise StoreUnavailable("kts is not connected to the Kafka brokers.")
+        return manager
+
+    def _outcome(self, reached: bool) -> None:
+        self.connected = reached
+        if self._on_outcome is not None:
+            self._on_outcome(reached)

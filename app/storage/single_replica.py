@@ -1,0 +1,103 @@
+"""In-process stand-ins for what replicas share, for a Kafka-protocol deployment of ONE replica.
+
+ZooKeeper mode keeps these in ZooKeeper (audit intent markers, quota guards, account locks), where every
+replica sees them. Through the Kafka protocol they belong in a store replicas share (the audit database); until
+that store is wired in, the composition root uses these and says so in the log: they hold only within this
+process, so two replicas would not share locks, quotas would be exact per replica only, and a replica killed
+between a change and its audit completion leaves its pending events to be settled as not applied.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+
+from app.domain.lockout import Lock
+from app.domain.token_quota import QuotaKey
+
+
+class MemoryIntentStore:
+    """``IntentStore`` and ``IntentMarks``: an intent is marked once the cluster answered its change."""
+
+    def __init__(self) -> None:
+        self._marked: set[int] = set()
+        self._lock = threading.Lock()
+
+    def path(self, event_id: int) -> str:
+        return str(event_id)
+
+    def mark(self, intent: str) -> None:
+        with self._lock:
+            self._marked.add(int(intent))
+
+    def existing(self, event_ids: list[int]) -> set[int]:
+        with self._lock:
+            return self._marked.intersection(event_ids)
+
+    def clear(self, event_id: int) -> None:
+        with self._lock:
+            self._marked.discard(event_id)
+
+    def clear_many(self, event_ids: list[int]) -> None:
+        with self._lock:
+            self._marked.difference_update(event_ids)
+
+    def list(self) -> list[int]:
+        with self._lock:
+            return sorted(self._marked)
+
+
+class MemoryQuotaGuard:
+    """``QuotaGuard``: creates charged to the same quota take turns within this process."""
+
+    def __init__(self) -> None:
+        self._versions: dict[QuotaKey, int] = {}
+        self._turns: dict[QuotaKey, threading.Lock] = {}
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def hold(self, keys: Sequence[QuotaKey]) -> Iterator[Mapping[QuotaKey, int]]:
+        with ExitStack() as held:
+            for key in sorted(keys, key=lambda key: (key.kind, str(key.principal))):  # one order: no deadlock
+                with self._lock:
+                    turn = self._turns.setdefault(key, threading.Lock())
+                held.enter_context(turn)
+            versions = {key: self._versions.get(key, 0) for key in keys}
+            yield versions
+            for key in keys:
+                self._versions[key] = versions[key] + 1
+
+
+class MemoryLockoutStore:
+    """``LockoutStore`` of one replica."""
+
+    def __init__(self) -> None:
+        self._locks: dict[str, list[int]] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        pass
+
+    def replicas(self) -> int:
+        return 1
+
+    def locked_until(self, account: str) -> int | None:
+        with self._lock:
+            ends = self._locks.get(account)
+            return max(ends) if ends else None
+
+    def publish(self, lock: Lock) -> None:
+        with self._lock:
+            self._locks.setdefault(lock.account, []).append(lock.until_ms)
+
+    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
+        with self._lock:
+            ends = self._locks.get(account, [])
+            released = [end for end in ends if expired_by_ms is None or end <= expired_by_ms]
+            kept = [end for end in ends if end not in released]
+            if kept:
+                self._locks[account] = kept
+            else:
+                self._locks.pop(account, None)
+            return released
