@@ -1,6 +1,7 @@
 """Kafka 3.9's ZooKeeper to KRaft migration, run for real (Kafka's documentation, "ZooKeeper to KRaft Migration"):
 one broker that starts in ZooKeeper mode, a KRaft controller started with ``zookeeper.metadata.migration.enable``,
-the broker restarted into migration mode, then restarted as a KRaft broker.
+the broker restarted into migration mode, then restarted as a KRaft broker, and the controller finally restarted
+out of migration mode.
 
 The processes are ``KafkaBroker``s of the 3.9 release (app/cli/server/kafka_broker/broker.py) with the properties
 of each role; they share one PLAIN identity (``User:broker``) for the SASL listener, which the controller also
@@ -34,6 +35,7 @@ MIGRATION_LOG4J = (
     + "log4j.logger.kafka.server.KafkaRaftServer=INFO\n"
     + "log4j.logger.kafka.zk.KafkaZkClient=INFO\n"
 )
+SERVER_STARTED = "Kafka Server started"  # KafkaRaftServer's line once a KRaft node serves
 COMPLETED = re.compile(r"Completed migration of metadata from Zoo[Kk]eeper to KRaft[^\n]*")
 
 
@@ -179,6 +181,20 @@ class Migration:
         config.write_text("".join(f"{key}={value}\n" for key, value in node.role.items()))
         node.run_tool("StorageTool", "format", "-t", cluster_id, "-c", str(config))
         node.start(lambda _: _has_migration_znode(self.zookeeper_connect), timeout_s=READY_TIMEOUT_S)
+
+    def finalize(self) -> None:
+        """Take the controller out of migration mode (Kafka's "Finalizing the migration"): restarted without
+        ``zookeeper.metadata.migration.enable`` and ZooKeeper; ZooKeeper is no longer written."""
+        node = self.controller
+        node.stop(timeout_s=60)
+        started = self.controller_log().count(SERVER_STARTED)
+        node.role = {
+            key: value
+            for key, value in self.controller_properties().items()
+            if key not in ("zookeeper.metadata.migration.enable", "zookeeper.connect")
+            and not key.startswith("zookeeper.")
+        }
+        node.start(lambda _: self.controller_log().count(SERVER_STARTED) > started, timeout_s=READY_TIMEOUT_S)
 
     def _start_broker(self, properties: dict[str, str]) -> None:
         self.broker.role = properties

@@ -1,10 +1,13 @@
-"""A real ZooKeeper to KRaft migration of a Kafka 3.9.1 cluster (tests/kafka/migration.py) with ``kts serve`` in
-ZooKeeper mode beside it, creating tokens without pause the whole time.
+"""A real ZooKeeper to KRaft migration of a Kafka 3.9.1 cluster (tests/kafka/migration.py), finalized at the end,
+with ``kts serve`` in ZooKeeper mode beside it creating tokens without pause the whole time, and a second
+``kts serve`` on ``bootstrap.servers`` (the Kafka protocol) sharing its audit database.
 
 What must hold: every token, ACL and SCRAM user kts made before the KRaft controller claimed the cluster is
 honoured on the KRaft broker at the end (tokens log in with their HMACs, Kafka's own tools see them, ACLs are
-enforced, users log in); from the claim on, kts answers every write 503 CLUSTER_MIGRATING, so no token it
-answered 201 is ever deleted by the controller; the audit trail has one event per request, saying which.
+enforced, users log in); from the claim on, kts in ZooKeeper mode answers every write 503 CLUSTER_MIGRATING, so no
+token it answered 201 is ever deleted by the controller; the audit trail has one event per request, saying which.
+kts on bootstrap.servers serves the tokens made in ZooKeeper mode unchanged in every phase and mints tokens that
+log in, once the broker runs KRaft at the latest.
 
 The test prints a timeline: when each phase began, what kts answered, which tokens logged in at each step.
 """
@@ -24,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 from app.cli.client.kafka_login import Credentials
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
@@ -80,7 +84,12 @@ class Creator(threading.Thread):
         with httpx.Client(base_url=self.url, auth=("alice", PASSWORDS["alice"]), timeout=30) as client:
             while not self.stopped.is_set():
                 sent = _now_ms()
-                response = client.post("/v1/tokens", json={"renewers": ["User:bob"]})
+                try:
+                    response = client.post("/v1/tokens", json={"renewers": ["User:bob"]})
+                except httpx.HTTPError as exc:  # kts unreachable: an answer the test's assertions will refuse
+                    self.answers.append(Answer(sent, _now_ms(), 0, None, None, repr(exc)))
+                    self.stopped.wait(CREATE_PAUSE_S)
+                    continue
                 body = response.json()
                 self.answers.append(
                     Answer(
@@ -148,10 +157,12 @@ def _migrate(
         f"Kafka 3.9.1 broker 0 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
     )
     put_user(raw, "admin", ADMIN.password)  # kts's first super user, as kafka-configs.sh writes it
+    audit_db = f"sqlite:///{tmp_path / 'audit.db'}"  # one audit database, carried over to bootstrap.servers
     url = start_kts(
         processes,
         tmp_path,
         "kts-zk",
+        KTS_AUDIT_DB_URL=audit_db,
         KTS_ZOOKEEPER_CONNECT=chroot,
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_SUPER_USERS="User:admin",
@@ -187,6 +198,12 @@ def _migrate(
     )
     zk_broker = migration.running_broker()
     _check_cluster(zk_broker, timeline, "ZooKeeper-mode broker", [before, for_bob])
+    zk_made = {
+        token["tokenId"]: _described_by(kts, token["tokenId"]) | {"hmac": token["hmac"]} for token in (before, for_bob)
+    }
+    protocol = ProtocolKts(processes, tmp_path, migration.bootstrap, audit_db, timeline)
+    protocol.serves(zk_made, "ZooKeeper mode")
+    protocol.mints("ZooKeeper mode", zk_broker)
 
     # The writer that runs through the migration.
     creator = Creator(url)
@@ -201,6 +218,7 @@ def _migrate(
         f"KRaft controller 3000 up: it created /migration = {raw.get('/migration')[0].decode()}", migration_stat.ctime
     )
     _kts_sees(url, phases_seen, "pre-migration", timeline)
+    protocol.mints("pre-migration", zk_broker)
 
     # Phase 3: the broker restarted into migration mode; the controller claims the cluster and copies it.
     claimed = _ClaimWatcher(chroot)
@@ -268,6 +286,8 @@ def _migrate(
     hybrid = migration.running_broker()
     logged = sum(login_succeeds(hybrid, _token(token)) for token in [before, for_bob, *made_tokens])
     timeline.mark(f"broker 0 in migration mode: {logged} of {2 + len(made)} tokens made through kts log in")
+    protocol.serves(zk_made, "migration, broker 0 still in ZooKeeper mode")
+    protocol.mints("migration, broker 0 still in ZooKeeper mode", hybrid, must_log_in=False)
 
     # Phase 4: the broker restarted as a KRaft broker.
     timeline.mark("broker 0 stopping, to restart with process.roles=broker, no zookeeper.connect")
@@ -284,7 +304,7 @@ def _migrate(
     assert set(described) >= kts_made
     assert described[before["tokenId"]] == before["hmac"]
     timeline.mark(
-        f"KRaft broker: all {len(made)} tokens kts answered 201 during the migration log in; Kafka's "
+        f"KRaft broker: all {len(made)} tokens kts answered 201 to alice's writer log in; Kafka's "
         f"kafka-delegation-tokens.sh describes them with kts's HMACs ({len(described)} tokens of alice)"
     )
     renewal = kraft.tokens("--renew", "--hmac", before["hmac"], "--renew-time-period", "-1", user=_user("bob"))
@@ -292,29 +312,133 @@ def _migrate(
     timeline.mark(
         f"KRaft broker: bob renews {before['tokenId']} as its renewer: {renewal.stdout.strip().splitlines()[-1]}"
     )
+    protocol.serves(zk_made, "migration, broker 0 a KRaft broker", renewed_by_kafka={before["tokenId"]})
+    protocol.logged_in_everywhere(kraft, "migration, broker 0 a KRaft broker")
+    protocol.mints("migration, broker 0 a KRaft broker", kraft)
+    protocol.renews_its_own_but_not_zookeeper_made(before)
+
+    # Phase 5: the controller out of migration mode; ZooKeeper is no longer written.
+    migration.finalize()
+    timeline.mark("KRaft controller 3000 restarted without zookeeper.metadata.migration.enable: migration finalized")
+    for token in (before, for_bob, *made_tokens[:5]):
+        kraft.wait_for_login(_token(token), ("SCRAM-SHA-512",), timeout_s=60)
+    protocol.logged_in_everywhere(kraft, "after finalization")
+    protocol.mints("after finalization", kraft)
+    refused_after = kts.post("/v1/tokens", json={}, auth=_basic("alice"))
+    assert (refused_after.status_code, refused_after.json()["error"]) == (503, "CLUSTER_MIGRATING")
+    timeline.mark(f"after finalization: kts in ZooKeeper mode still answers 503 CLUSTER_MIGRATING; {_status_line(url)}")
     assert renewed["expiryTimestamp"] > 0
 
-    # The audit trail: one event per request, saying how it ended.
-    events = _audit(kts, "token.create")
+    # The audit trail of kts in ZooKeeper mode: one event per request, saying how it ended.
+    events = [event for event in _audit(kts, "token.create") if event["serviceId"] == "kts-zk"]
     by_token = {event["tokenId"]: event for event in events}
     for answer in made:
         assert by_token[answer.token_id]["outcome"] == "succeeded"
     failed = [event for event in events if event["outcome"] == "failed"]
-    assert len(failed) == len(refused)
+    assert len(failed) == len(refused) + 1  # and the create refused after finalization
     assert {event["details"].get("error") for event in failed} == {"CLUSTER_MIGRATING"}
+    assert len(events) == 2 + len(answers) + 1
     assert not [event for event in _audit(kts, None) if event["outcome"] == "pending"]
     timeline.mark(
-        f"audit: {len(events)} token.create events ({len(events) - len(failed)} succeeded, {len(failed)} failed "
-        "with CLUSTER_MIGRATING), none pending"
+        f"audit of kts in ZooKeeper mode: {len(events)} token.create events ({len(events) - len(failed)} succeeded, "
+        f"{len(failed)} failed with CLUSTER_MIGRATING), one per request, none pending"
     )
-    _protocol_backend_steps()
+    protocol.audit_carries_over()
 
 
-def _protocol_backend_steps() -> None:
-    """What needs kts on ``bootstrap.servers`` (the Kafka-protocol backend, not in this build yet): a second kts
-    on the same cluster and audit database serving the tokens made in ZooKeeper mode before, during and after the
-    migration (same ids, HMACs, renewers, expiry), and minting tokens that log in during the migration and after
-    the broker left ZooKeeper. Until that backend exists there is nothing to run here."""
+class ProtocolKts:
+    """A second kts, on ``bootstrap.servers`` (the Kafka protocol) and the same audit database, beside the
+    ZooKeeper-mode one through the whole migration: it serves the tokens made in ZooKeeper mode (same ids, HMACs,
+    owners, requesters, renewers and times) and mints tokens of its own in every phase."""
+
+    def __init__(
+        self, processes: list[subprocess.Popen[str]], tmp_path: Path, bootstrap: str, audit_db: str, timeline: Timeline
+    ) -> None:
+        self.timeline = timeline
+        self.url = start_kts(
+            processes,
+            tmp_path,
+            "kts-kafka",
+            KTS_AUDIT_DB_URL=audit_db,
+            KTS_BOOTSTRAP_SERVERS=bootstrap,
+            KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+            KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
+            KTS_ADMIN_SASL_JAAS_CONFIG="org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="admin" password="{ADMIN.password}";',
+            KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+            KTS_SUPER_USERS="User:admin",
+            KTS_CLUSTER_CACHE_REFRESH_MS="500",
+            KTS_ADMIN_REQUEST_TIMEOUT_MS="15000",
+        )
+        self.http = httpx.Client(base_url=self.url, timeout=60)
+        self.minted: list[tuple[str, dict[str, Any]]] = []
+        timeline.mark(f"kts serve up on bootstrap.servers={bootstrap}, same audit database; backend {self._backend()}")
+
+    def _backend(self) -> str:
+        return str(_eventually_ok(lambda: self.http.get("/readyz"))["backend"])
+
+    def serves(self, zk_made: dict[str, dict[str, Any]], phase: str, renewed_by_kafka: set[str] = frozenset()) -> None:
+        """Every token made in ZooKeeper mode, described as kts described it then, and verified by its HMAC."""
+        for token_id, expected in zk_made.items():
+            got = _eventually_ok(
+                lambda token_id=token_id: self.http.get(f"/v1/tokens/{token_id}", auth=_basic("admin"))
+            )
+            fields = ("tokenId", "owner", "tokenRequester", "renewers", "issueTimestamp", "maxTimestamp")
+            if token_id not in renewed_by_kafka:
+                fields += ("expiryTimestamp",)
+            assert {key: got[key] for key in fields} == {key: expected[key] for key in fields}, (got, expected)
+            verified = self.http.post(
+                "/v1/tokens/verify", json={"tokenId": token_id, "hmac": expected["hmac"]}, auth=_basic("admin")
+            )
+            assert verified.status_code == 200, verified.text
+        self.timeline.mark(
+            f"kts on bootstrap.servers ({phase}): serves the {len(zk_made)} tokens made in ZooKeeper mode with "
+            "the same ids, owners, requesters, renewers and times, and verifies their HMACs"
+        )
+
+    def mints(self, phase: str, broker: RunningBroker, *, must_log_in: bool = True) -> dict[str, Any]:
+        token = _eventually_ok(
+            lambda: self.http.post("/v1/tokens", json={"renewers": ["User:bob"]}, auth=_basic("alice")), status=201
+        )
+        self.minted.append((phase, token))
+        logged_in = _logs_in_within(broker, _token(token), 20.0 if not must_log_in else 60.0)
+        if must_log_in:
+            assert logged_in, f"{token['tokenId']} made through bootstrap.servers during {phase} does not log in"
+        self.timeline.mark(
+            f"kts on bootstrap.servers ({phase}): created {token['tokenId']} (201); it "
+            + ("logs in on broker 0" if logged_in else "does not log in on broker 0 within 20 s")
+        )
+        return token
+
+    def logged_in_everywhere(self, broker: RunningBroker, phase: str) -> None:
+        for _, token in self.minted:
+            broker.wait_for_login(_token(token), ("SCRAM-SHA-512",), timeout_s=60)
+            _eventually_ok(lambda token=token: self.http.get(f"/v1/tokens/{token['tokenId']}", auth=_basic("alice")))
+        self.timeline.mark(
+            f"kts on bootstrap.servers ({phase}): all {len(self.minted)} tokens it made so far log in and are served"
+        )
+
+    def renews_its_own_but_not_zookeeper_made(self, zk_token: dict[str, Any]) -> None:
+        own = self.minted[-1][1]
+        renewed = self.http.post("/v1/tokens/renew", json={"hmac": own["hmac"]}, auth=_basic("alice"))
+        assert renewed.status_code == 200, renewed.text
+        refused = self.http.post("/v1/tokens/renew", json={"hmac": zk_token["hmac"]}, auth=_basic("bob"))
+        assert (refused.status_code, refused.json().get("code")) == (403, 63), refused.text
+        self.timeline.mark(
+            f"kts on bootstrap.servers renews {own['tokenId']} (its principal is a renewer) but not "
+            f"{zk_token['tokenId']}, made in ZooKeeper mode without it: 403 code 63"
+        )
+
+    def audit_carries_over(self) -> None:
+        events = _audit(self.http, "token.create")
+        by_service: dict[str, int] = {}
+        for event in events:
+            by_service[event["serviceId"]] = by_service.get(event["serviceId"], 0) + 1
+        ours = [event for event in events if event["serviceId"] == "kts-kafka"]
+        assert len(ours) == len(self.minted) and all(event["outcome"] == "succeeded" for event in ours)
+        self.timeline.mark(
+            f"audit through kts on bootstrap.servers: one database, token.create events by service {by_service}"
+        )
 
 
 def _check_cluster(broker: RunningBroker, timeline: Timeline, where: str, tokens: list[dict[str, Any]]) -> None:
@@ -360,8 +484,11 @@ class _ClaimWatcher(threading.Thread):
         self.client.start(10)
         try:
             while self.seen_ms is None and not self.done.is_set():
-                found = self.client.exists("/controller")
-                if found is not None and b'"kraftControllerEpoch":-1' not in self.client.get("/controller")[0]:
+                try:
+                    data, _ = self.client.get("/controller")
+                except NoNodeError:  # between a broker's resignation and the next claim
+                    data = b'"kraftControllerEpoch":-1'
+                if b'"kraftControllerEpoch":-1' not in data:
                     self.seen_ms = _now_ms()
                 time.sleep(0.01)
         finally:
@@ -450,6 +577,36 @@ def _count(answers: list[Answer]) -> str:
         key = f"{answer.status} {answer.error}" if answer.error else str(answer.status)
         statuses[key] = statuses.get(key, 0) + 1
     return ", ".join(f"{count} x {status}" for status, count in sorted(statuses.items())) or "none"
+
+
+def _described_by(kts: httpx.Client, token_id: str) -> dict[str, Any]:
+    return dict(_ok(kts.get(f"/v1/tokens/{token_id}", auth=_basic("admin"))))
+
+
+def _eventually_ok(request: Any, status: int = 200, timeout_s: float = 120.0) -> Any:
+    """The JSON of the first answer with ``status`` (the protocol backend's caches refresh every 500 ms, and a
+    broker that just restarted takes a moment to answer)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            response = request()
+            if response.status_code == status:
+                return response.json()
+            last = f"{response.status_code} {response.text}"
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {status} within {timeout_s:.0f} s; last: {last}")
+        time.sleep(0.2)
+
+
+def _logs_in_within(broker: RunningBroker, credentials: Credentials, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if login_succeeds(broker, credentials):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def _ok(response: httpx.Response) -> Any:
