@@ -16,7 +16,7 @@ KAFKA_TOOLS := mvn:maven javac:default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
-	bench-report bench-memory bench-login clean
+	bench-report bench-memory bench-login bench-broker-login clean
 
 run: run-deps
 	$(VENV)/bin/kts dev
@@ -96,6 +96,10 @@ bench-report: deps
 # The token cache's memory per token, the sizing figure of docs/operations.md (prints JSON).
 bench-memory: run-deps
 	$(PY) -m bench.token_cache_memory
+
+# From a token's create (kts's 201) to its first login on a real Kafka 3.9 broker, p50 and p99 (prints JSON).
+bench-broker-login: deps
+	$(PY) -m bench.broker_login
 
 # A refused Basic login for a known and for an unknown user: the same PBKDF2 work (prints JSON).
 bench-login: run-deps

@@ -22,16 +22,19 @@ from app.domain.errors import KtsError
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.sweep_schedule import SweepSchedule
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
-from app.leader.duties import side_by_side
+from app.domain.token_share import SharePolicy
+from app.leader.duties import Duty, side_by_side
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
+from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
 from app.service.lockout import AccountLocks
@@ -39,6 +42,7 @@ from app.service.metrics_access import MetricsAccess
 from app.service.ports import AclView, LockoutStore
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
+from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -179,7 +183,35 @@ def account_locks(
         duration_ms=settings.auth_lockout_duration_ms,
         max_keys=settings.auth_throttle_max_keys,
     )
-    return AccountLocks(AccountLockout(policy, clock), store, auditor=auditor, authorizer=authorizer, clock=clock)
+    return AccountLocks(
+        AccountLockout(policy, clock),
+        store,
+        auditor=auditor,
+        authorizer=authorizer,
+        exempt=settings.lockout_exempt_addresses,
+    )
+
+
+def leader_duties(
+    settings: Settings,
+    sweeper: Sweeper,
+    purger: NotificationPurger,
+    locks: AccountLocks,
+    audit_log: AuditLog,
+    clock: Clock,
+) -> Duty:
+    """What the elected leader does, side by side: sweep expired tokens, purge old notifications, delete ended
+    account locks and, with ``audit.retention.days``, old audit events."""
+    interval_ms = settings.auth_lockout_cleanup_interval_ms
+    duties: list[tuple[str, Duty]] = [
+        ("sweeper", sweeper.run),
+        ("notification-purger", purger.run),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
+    ]
+    if settings.audit_retention_days is not None:
+        retention = AuditRetention(audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
+    return side_by_side(duties)
 
 
 def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | None:
@@ -301,7 +333,7 @@ def _kafka_runtime(
     token_cache = KafkaTokenCache(cluster, secret, requesters, interval_ms=settings.cluster_cache_refresh_ms)
     token_store = KafkaTokenStore(cluster, token_cache, secret, quota_guard=MemoryQuotaGuard(), intents=intents)
     user_store = KafkaUserStore(cluster.wire, intents)
-    lockout_store = MemoryLockoutStore()
+    lockout_store = MemoryLockoutStore(clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -374,6 +406,7 @@ def _kafka_runtime(
             cluster_state=lambda: cluster.state,
             backend="kafka",
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
         ),
     )
 
@@ -394,11 +427,18 @@ def _zookeeper_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
+    capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),
-        CapacityPolicy(settings.zookeeper_children_max_bytes),
+        capacity_policy,
         clock=clock,
         next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
+    )
+    shares = TokenShares(
+        SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
+        token_cache,
+        clock=clock,
+        authorizer=authorizer,
     )
     purger = NotificationPurger(
         zk,
@@ -406,7 +446,7 @@ def _zookeeper_runtime(
         now_ms=clock.now_ms,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
-    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id)
+    lockout_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -423,23 +463,28 @@ def _zookeeper_runtime(
         verify_guard=verify_guard,
         capacity=capacity,
         quota=_quota(settings),
+        shares=shares,
     )
-    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
+    schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, capacity_policy)
     sweeper = Sweeper(
         token_store,
         token_cache,
         auditor=auditor,
         clock=clock,
-        interval_ms=settings.delegation_token_expiry_check_interval_ms,
+        interval_ms=schedule.interval_ms,
         room=capacity.sweep_room,
+        early_threshold=schedule.threshold,
+        near_capacity=capacity.near_limit,
+        shares=shares,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
-    # One leader sweeps expired tokens and purges old notifications (the election keeps its old name).
+    # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
         zk,
         KtsZNodes.SWEEPER_ELECTION,
         settings.service_id,
-        side_by_side([("sweeper", sweeper.run), ("notification-purger", purger.run)]),
+        leader_duties(settings, sweeper, purger, locks, audit_log, clock),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     return Runtime(
@@ -502,12 +547,15 @@ def _zookeeper_runtime(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
             sweep_runs=lambda: sweeper.runs_total,
+            early_sweep_runs=lambda: sweeper.early_runs_total,
+            expired_tokens=lambda: token_cache.expired_count(clock.now_ms()),
             swept_tokens=lambda: sweeper.deleted_total,
             leads_sweeper=lambda: sweeper_leadership.is_leader,
             cluster_state=lambda: zk.state.lower(),
             backend="zookeeper",
             child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
+            account_locks=lockout_store.in_force,
             cluster_phase=lambda: cluster.state.phase.value,
         ),
     )

@@ -24,8 +24,11 @@ from app.config_names.typos import likely_intended
 from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
 from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
+from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.token_share import DEFAULT_RATIO as DEFAULT_SHARE_RATIO
+from app.domain.token_share import share_problem
 from app.storage.kafka.client_config import KafkaClientSecurity, bootstrap_servers, kafka_client_security
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 
@@ -171,6 +174,8 @@ class Settings(BaseSettings):
     # cluster capacity guard (app/domain/capacity.py): the largest getChildren reply, in bytes, kts lets either
     # /delegation_token/tokens or /delegation_token/token_changes grow to; keep it under brokers' jute.maxbuffer
     zookeeper_children_max_bytes: int = Field(DEFAULT_CHILDREN_MAX_BYTES, gt=REPLY_FIXED_BYTES)
+    # each principal's share of that budget for its token writes (app/domain/token_share.py); 0 = no shares
+    token_write_share_ratio: float = Field(DEFAULT_SHARE_RATIO, ge=0, le=1, allow_inf_nan=False)
     # workload JWTs (Kafka's OAUTHBEARER validation keys, KIP-768; app/auth/workload_jwt.py): on when the URL is set
     sasl_oauthbearer_jwks_endpoint_url: str | None = None
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(3_600_000, ge=1_000)
@@ -189,6 +194,11 @@ class Settings(BaseSettings):
     auth_lockout_threshold: int = Field(10, ge=0, le=1_000_000)
     auth_lockout_window_ms: int = Field(900_000, ge=1)
     auth_lockout_duration_ms: int = Field(900_000, ge=1)
+    # addresses and CIDR networks the lockout never counts or refuses: the operators' way in (break glass)
+    auth_lockout_exempt_addresses: str = "127.0.0.1,::1"
+    auth_lockout_cleanup_interval_ms: int = Field(60_000, ge=100, le=86_400_000)  # the leader deletes ended locks
+    # audit rows older than this many days are deleted by the leader (unset: kept for ever)
+    audit_retention_days: int | None = Field(None, ge=1, le=36_500)
     # Derived once while validating (the JAAS file is read then, not each time the value is used).
     _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
     _kafka_security: KafkaClientSecurity = PrivateAttr(default_factory=KafkaClientSecurity)
@@ -240,6 +250,23 @@ class Settings(BaseSettings):
         if isinstance(value, int) and value < 0:
             raise ValueError(f"{value} is not a whole number of tokens, 0 (no limit) or more")
         return value
+
+    @model_validator(mode="after")
+    def _write_share(self) -> Settings:
+        problem = share_problem(self.zookeeper_children_max_bytes, self.token_write_share_ratio)
+        if problem is not None:
+            raise ValueError(f"token.write.share.ratio: {problem}")
+        return self
+
+    @field_validator("auth_lockout_exempt_addresses")
+    @classmethod
+    def _exempt_addresses(cls, value: str) -> str:
+        ExemptAddresses.parse(value)  # raises ValueError naming the bad entry
+        return value
+
+    @property
+    def lockout_exempt_addresses(self) -> ExemptAddresses:
+        return ExemptAddresses.parse(self.auth_lockout_exempt_addresses)
 
     @field_validator("token_znode_version")
     @classmethod

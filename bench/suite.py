@@ -1,5 +1,6 @@
 """The benchmark suite (docs/operations.md#benchmarks): every figure with its ceiling measured in the same run,
-printed as one JSON document with the goals of issue 6 beside the figures.
+printed as one JSON document with the goals of issue 6 beside the figures, and the time from a token's create
+to its first login on a real Kafka broker (bench/broker_login.py).
 
     python -m bench.suite            # 100k tokens
     python -m bench.suite --quick    # the same figures on small data, in a few minutes
@@ -21,6 +22,7 @@ from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.storage.zk.znodes import TokenZNode
+from bench import broker_login
 from bench.harness import (
     ADMIN,
     ADMIN_PASSWORD,
@@ -44,6 +46,7 @@ GOALS = {
     "sweep_seconds": "< 60 (100k tokens)",
     "startup_seconds": "< 15 (100k tokens)",
     "rss_mb": "< 250 (100k tokens)",
+    "create_to_broker_login_p99_ms": "< 1000 (a real Kafka 3.9 broker, ZooKeeper mode)",
 }
 
 
@@ -90,7 +93,7 @@ def _convergence(first: str, second: str, creates: int) -> dict[str, float]:
     }
 
 
-def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[str, Any]:
+def run(tokens: int, seconds: float, concurrency: int, workdir: Path, broker_logins: int = 200) -> dict[str, Any]:
     report: dict[str, Any] = {"tokens": tokens, "seconds_per_rate": seconds, "concurrency": concurrency}
     with EmbeddedZooKeeper(workdir / "zk", jvm_options=("-Djute.maxbuffer=16777216",)) as zookeeper:
         main_connect = f"{zookeeper.connect_string}/bench-main"
@@ -98,8 +101,11 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
         add_users(raw)
         kts = Kts(main_connect, workdir)
         try:
-            # Its creates all come from one user, far past the default quota of live tokens per owner.
-            first, _ = kts.start("replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0")
+            # Its creates all come from one user, far past the default quota of live tokens per owner and its
+            # fair share of the token lists.
+            first, _ = kts.start(
+                "replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0", KTS_TOKEN_WRITE_SHARE_RATIO="0"
+            )
             token = httpx.post(f"{first.url}/v1/tokens", json={}, headers=basic()).json()
             mine = bearer(token["tokenId"])
 
@@ -199,6 +205,8 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
         finally:
             sweeper_kts.stop()
             raw.stop()
+
+        report["broker_login"] = broker_login.run(broker_logins, workdir, zookeeper)
     report["jute_maxbuffer"] = (
         "ZooKeeper runs with -Djute.maxbuffer=16777216 here: past about 1 MB of token names (some 40k tokens) "
         "Java clients such as brokers need it raised; kts (kazoo) does not"
@@ -213,6 +221,7 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
         "sweep_seconds": report["sweep"]["left"] == 0 and report["sweep"]["seconds"] < 60,
         "startup_seconds": report["startup"]["seconds"] < 15,
         "rss_mb": report["memory"]["rss_mb"] < 250,
+        "create_to_broker_login_p99_ms": report["broker_login"]["met"]["create_to_broker_login_p99_ms"],
     }
     return report
 
@@ -229,7 +238,7 @@ def main() -> None:
     from bench import kraft  # the Kafka-protocol backend's figures (it imports this module's helpers)
 
     with tempfile.TemporaryDirectory(prefix="kts-bench-") as directory:
-        report = run(tokens, seconds, args.concurrency, Path(directory))
+        report = run(tokens, seconds, args.concurrency, Path(directory), broker_logins=100 if args.quick else 200)
         # Creates through a KRaft controller are far slower than znode writes: fewer tokens for its describe.
         report["kraft"] = kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory))
         print_json(report)

@@ -199,11 +199,19 @@ def kafka_kraft_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run
     _stopped(broker)
 
 
+# A broker starts in 5-25 s, and its tools take seconds each, on a loaded 2-core machine: a test on one gets more
+# time than the suite's default (the first test to ask for a broker waits for its start).
+KAFKA_TEST_TIMEOUT_S = 360
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest)."""
     for item in items:
-        if any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ())):
+        on_broker = any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ()))
+        if on_broker or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
+            if item.get_closest_marker("timeout") is None:
+                item.add_marker(pytest.mark.timeout(KAFKA_TEST_TIMEOUT_S))
 
 
 @pytest.hookimpl(wrapper=True)

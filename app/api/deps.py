@@ -80,7 +80,7 @@ SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 class Starting:
     """The readiness of a replica whose runtime is not built yet (the management listener answers meanwhile)."""
 
-    backend: str | None = None  # not chosen yet
+    backend: str | None = None  # not known before the runtime is built
     cluster: Callable[[], ClusterState] | None = None  # not read yet
 
     def checks(self) -> dict[str, str]:

@@ -43,6 +43,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.CapacityExhausted, 503),
     (errors.ClusterMigrating, 503),
     (errors.TokenQuotaExceeded, 429),
+    (errors.TokenWriteShareExceeded, 429),
     (errors.StoreUnavailable, 503),
 )
 
@@ -82,7 +83,7 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
         headers["WWW-Authenticate"] = WWW_AUTHENTICATE
     if isinstance(exc, errors.TooManyAttempts):
         headers["Retry-After"] = str(exc.retry_after_s)
-    if isinstance(exc, errors.CapacityExhausted | errors.ClusterMigrating):
+    if isinstance(exc, errors.CapacityExhausted | errors.TokenWriteShareExceeded | errors.ClusterMigrating):
         headers["Retry-After"] = str(exc.retry_after_s)
     elif status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS

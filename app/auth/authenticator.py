@@ -17,7 +17,7 @@ import ssl
 from dataclasses import replace
 
 from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
-from app.auth.basic import BasicAuthenticator
+from app.auth.basic import BasicAuthenticator, Verdict
 from app.auth.workload_jwt import NOT_ENABLED, JwtAuthenticator
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -26,7 +26,7 @@ from app.domain.errors import NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import NoMatchingRule, SslPrincipalMapper
 from app.domain.throttle import token_subject
-from app.service.attempts import AttemptGuard
+from app.service.attempts import AttemptGuard, PasswordLogin
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
 
@@ -63,15 +63,15 @@ class Authenticator:
         subject = presented.claimed_principal or (token_subject(token_id) if token_id else None)
         # Only a password can be guessed: the account lockout counts and refuses Basic logins alone (a forged
         # JWT naming a user must not lock that user's workloads out).
-        password = isinstance(presented.login, BasicLogin)
-        self._guard.admit(host, subject, lambda: _denied(presented, "Too many failed attempts."), lockable=password)
-        try:
-            caller = self._authenticate(presented, host, client_cert_pem)
-        except NotAuthenticated as exc:
-            self._guard.failed(host, subject, _denied(presented, exc.message), lockable=password)
-            raise
-        self._guard.succeeded(host, subject, lockable=password)
-        return caller
+        login = presented.login
+        password = PasswordLogin(f"User:{login.user_name}", login.password) if isinstance(login, BasicLogin) else None
+        return self._guard.attempt(
+            host,
+            subject,
+            lambda reason: _denied(presented, reason),
+            lambda: self._authenticate(presented, host, client_cert_pem),
+            password=password,
+        )
 
     def _audited(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
         """Without a guard: every failure is its own audit event."""
@@ -93,8 +93,9 @@ class Authenticator:
         if login is None:
             raise NotAuthenticated(presented.problem or "Malformed credentials.")
         if isinstance(login, BasicLogin):
-            if not self._basic.authenticate(login.user_name, login.password):
-                raise NotAuthenticated("Invalid user name or password.")
+            verdict = self._basic.check(login.user_name, login.password)
+            if verdict is not Verdict.ACCEPTED:
+                raise NotAuthenticated("Invalid user name or password.", known=verdict is Verdict.REFUSED)
             return Caller(KafkaPrincipal.user(login.user_name), host=host)
         if isinstance(login, JwtLogin):
             if self._jwt is None:
@@ -102,7 +103,9 @@ class Authenticator:
             return Caller(self._jwt.authenticate(login.token), host=host)
         token = self._tokens.verify(login.token_id, login.mac)
         if token is None:
-            raise NotAuthenticated("Unknown, expired or invalid delegation token.")
+            raise NotAuthenticated(
+                "Unknown, expired or invalid delegation token.", known=self._tokens.is_known(login.token_id)
+            )
         return Caller(token.authenticated_principal, host=host, token_id=login.token_id)
 
     def _certificate_principal(self, pem: str) -> KafkaPrincipal:

@@ -30,9 +30,11 @@ from typing import Protocol
 from cachetools import TTLCache
 
 from app.domain.clock import Clock
-from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
+from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential, Verdict
 from app.domain.scram import derive, password_matches
 from app.service.ports import CredentialSource
+
+__all__ = ["DUMMY_ITERATIONS", "BasicAuthenticator", "StoredKeyCredentials", "Verdict"]
 
 
 class StoredCredentials(Protocol):
@@ -56,29 +58,31 @@ class StoredKeyCredentials:
         self._dummies = {mechanism: derive(mechanism, unguessable, DUMMY_ITERATIONS) for mechanism in _MECHANISMS}
 
     def fingerprint(self, user_name: str) -> bytes:
-        usable = self._usable(user_name)
+        _, usable = self._read(user_name)
         return b"\x00".join(
             mechanism.value.encode() + credential.stored_key for mechanism, credential in usable.items()
         )
 
-    def verify(self, user_name: str, password: str) -> bool:
-        usable = self._usable(user_name)
+    def verify(self, user_name: str, password: str) -> Verdict:
+        stored, usable = self._read(user_name)
         for mechanism in _MECHANISMS:
             credential = usable.get(mechanism)
             if credential is not None and password_matches(mechanism, credential, password):
-                return True
+                return Verdict.ACCEPTED
         for mechanism in _MECHANISMS:
             if mechanism not in usable:  # a refusal costs one derivation per mechanism, whoever it names
                 password_matches(mechanism, self._dummies[mechanism], password)
-        return False
+        return Verdict.REFUSED if stored else Verdict.NO_SUCH_USER
 
-    def _usable(self, user_name: str) -> dict[Mechanism, ScramCredential]:
+    def _read(self, user_name: str) -> tuple[dict[Mechanism, ScramCredential], dict[Mechanism, ScramCredential]]:
+        """The user's stored credentials, and those of them a password can be checked against."""
         stored = self._store.credentials(user_name)
-        return {
+        usable = {
             mechanism: stored[mechanism]
             for mechanism in _MECHANISMS
             if mechanism in stored and _usable(stored[mechanism])
         }
+        return stored, usable
 
 
 class BasicAuthenticator:
@@ -92,15 +96,18 @@ class BasicAuthenticator:
         self._lock = threading.Lock()  # cachetools caches are not thread-safe
 
     def authenticate(self, user_name: str, password: str) -> bool:
+        return self.check(user_name, password) is Verdict.ACCEPTED
+
+    def check(self, user_name: str, password: str) -> Verdict:
         fingerprint = self._source.fingerprint(user_name)
         entry = self._entry(user_name, fingerprint, password)
         if fingerprint and self._remembered(entry):
-            return True
-        if not self._source.verify(user_name, password):
-            return False
-        # The fingerprint read before the check: a credential changed meanwhile leaves an entry nobody matches.
-        self._remember(entry)
-        return True
+            return Verdict.ACCEPTED
+        verdict = self._source.verify(user_name, password)
+        if verdict is Verdict.ACCEPTED:
+            # The fingerprint read before the check: a credential changed meanwhile leaves an entry nobody matches.
+            self._remember(entry)
+        return verdict
 
     def _entry(self, user_name: str, fingerprint: bytes, password: str) -> bytes:
         message = b"\x00".join((user_name.encode("utf-8"), fingerprint, password.encode("utf-8")))

@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import StrEnum
+from enum import Enum, StrEnum
+
+
+class Verdict(Enum):
+    """How a password check ended."""
+
+    ACCEPTED = "accepted"
+    REFUSED = "refused"  # the user exists: a wrong password (or none of its credentials can be used)
+    NO_SUCH_USER = "no such user"  # for the audit alone: the answer and its cost are those of REFUSED
 
 
 class Mechanism(StrEnum):

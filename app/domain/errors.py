@@ -19,6 +19,8 @@
     │   └── AccountLocked           too many failed logins for this user name, from anywhere
     ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
     ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
+    ├── TokenWriteShareExceeded     a token write would take its principal past its share of the token lists;
+    │                               retry after ``retry_after_s``
     ├── ClusterMigrating            the cluster moves to KRaft: kts in ZooKeeper mode writes no more
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
         └── ClusterNotFound         the ZooKeeper path holds no Kafka cluster (checked at start)
@@ -96,6 +98,12 @@ class InvalidPrincipal(InvalidInput):
 class NotAuthenticated(KtsError):
     name = "AUTHENTICATION_FAILED"
 
+    def __init__(self, message: str, *, known: bool = True) -> None:
+        """``known`` False: the credentials named no user or token that exists (their failures are audited
+        per address, not one row per name)."""
+        super().__init__(message)
+        self.known = known
+
 
 class CredentialNotFound(KtsError):
     name = "CREDENTIAL_NOT_FOUND"
@@ -137,6 +145,17 @@ class TokenQuotaExceeded(KtsError):
     """A refusal by policy (audited as denied, like the Kafka refusals), answered 429."""
 
     name = "TOKEN_QUOTA_EXCEEDED"
+
+
+class TokenWriteShareExceeded(KtsError):
+    """A refusal by policy (audited as denied), answered 429 with Retry-After: the caller's writes already hold
+    its whole share of the child lists brokers must list (app/domain/token_share.py)."""
+
+    name = "TOKEN_WRITE_SHARE_EXCEEDED"
+
+    def __init__(self, message: str, retry_after_s: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class ClusterMigrating(KtsError):

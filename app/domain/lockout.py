@@ -1,33 +1,51 @@
 """Per-account lockout shared by every replica, as HashiCorp Vault's user lockout: ``threshold`` failed
-logins for one claimed user name, whatever the source address, lock that account for ``duration_ms``.
+password checks for one claimed user name, whatever the source address, lock that account for ``duration_ms``.
 
-Counting is local, locking is shared. Each replica counts the failures of each account itself (a count
-is reset by a success, and by a window without failures, as Vault's ``lockout_counter_reset``); when its
-count reaches its share of the threshold, ``ceil(threshold / replicas)``, it locks the account at once
-and asks for the lock to be published (the lock znode every replica watches). So the shared store is
-written once per lock, never per attempt, and across ``n`` replicas at most ``n * ceil(threshold / n)``,
-that is fewer than ``threshold + n``, guesses are checked before every replica refuses: each replica
-checks at most its share, whether or not it has seen the others' locks yet. (Guesses already admitted
-and being checked when the share is reached are checked too: the server's connection cap bounds those.)
+Counting is local, locking is shared. Each replica counts the failures of each account itself; when its count
+reaches its share of the threshold, ``ceil(threshold / replicas)``, it locks the account at once and asks for the
+lock to be shared (a lock every replica sees, app/service/ports.LockoutStore). Across ``n`` replicas at most
+``n * ceil(threshold / n)``, fewer than ``threshold + n``, wrong passwords are checked per window.
 
-A replica's own lock bridges the time until it sees the published one: once the published lock is seen
-(or released by a super user), the published state alone decides.
+Count before check. A password check is reserved (``begin``) before it runs and settled (``failed``,
+``succeeded``, ``abandoned``) after: a replica never has more checks reserved or failed than its share, however
+many attempts arrive at once. (The service lets one check per account run at a time on each replica,
+app/service/lockout.py; the reservation keeps the bound even without that.)
 
-The price: anyone who knows a user name can lock that user out, from any address. That is what makes the
-account not guessable. Locks apply to every claimed name, existing or not, so a lock says nothing about
-whether a user exists.
+A success forgives only its own address's failures: they were the user's typos. Failures from other addresses
+stay counted, so a victim whose services log in every few seconds does not keep resetting an attacker's count.
+Addresses are grouped as the throttle groups them (an IPv6 address as its /64).
 
-Everything reads time from the injected clock; state sits behind one lock, bounded by ``max_keys`` accounts
-(least recently failed dropped first).
+A replica's own lock bridges the time until the lock is shared, and stands alone when it cannot be (the store
+is full or unreachable): ``shared`` drops it once the store holds the lock.
+
+Keys. Accounts are kept under ``account_key``, a hash of the whole name: names sharing a long prefix never share
+a count or a lock, and every key has the same short length.
+
+Memory. At most ``max_keys`` counts (and as many own locks). When full, a count whose window has passed goes
+first, then the lowest counts, oldest first: an attacker spraying fresh names evicts its own one-failure
+counts, not the count of an account it has nearly locked.
+
+Everything reads time from the injected clock; state sits behind one lock.
 """
 
 from __future__ import annotations
 
+import hashlib
+import ipaddress
 import threading
 from collections import OrderedDict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.domain.clock import Clock
+from app.domain.throttle import address_group
+
+KEY_HEX_CHARS = 40  # 160 bits of SHA-256: no one can choose a name that shares another's lock
+
+
+def account_key(account: str) -> str:
+    """The key of an account (``User:<name>``, any text: NUL and lone surrogates included)."""
+    return hashlib.sha256(account.encode("utf-8", "surrogatepass")).hexdigest()[:KEY_HEX_CHARS]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,81 +67,215 @@ class LockoutPolicy:
 
 @dataclass(frozen=True, slots=True)
 class Lock:
-    """``account`` is locked until ``until_ms``, after ``failures`` failures counted by this replica."""
+    """``account`` (kept under ``key``) is locked for ``duration_ms`` from when the store takes the lock, after
+    ``failures`` failures counted by this replica at ``locked_at_ms`` (this replica's clock: for people only)."""
 
+    key: str
     account: str
-    locked_at_ms: int
-    until_ms: int
     failures: int
+    duration_ms: int
+    locked_at_ms: int
+
+
+class ExemptAddresses:
+    """Client addresses the lockout never counts or refuses (loopback by default: the operators' way in).
+    Addresses and CIDR networks, IPv4 or IPv6; an IPv4-mapped IPv6 address is its IPv4 address."""
+
+    def __init__(self, entries: Iterable[str]) -> None:
+        networks = []
+        for entry in entries:
+            try:
+                networks.append(ipaddress.ip_network(entry.strip(), strict=False))
+            except ValueError:
+                raise ValueError(f"{entry.strip()!r} is not an IP address or CIDR network") from None
+        self._networks = tuple(networks)
+
+    @classmethod
+    def parse(cls, value: str) -> ExemptAddresses:
+        """A comma-separated list (empty: none)."""
+        return cls(part for part in value.split(",") if part.strip())
+
+    def __contains__(self, address: str) -> bool:
+        try:
+            parsed = ipaddress.ip_address(address.split("%", 1)[0])
+        except ValueError:
+            return False  # not an address (a test client's name): never exempt
+        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+            parsed = parsed.ipv4_mapped
+        return any(parsed in network for network in self._networks)
+
+    def __bool__(self) -> bool:
+        return bool(self._networks)
 
 
 class _Account:
-    __slots__ = ("failures", "last_failure_ms", "locked_until_ms")
+    __slots__ = ("by_address", "checking", "failures", "last_failure_ms")
 
     def __init__(self) -> None:
         self.failures = 0
+        self.by_address: dict[str, int] = {}
         self.last_failure_ms = 0
-        self.locked_until_ms = 0
+        self.checking = 0  # checks reserved and not yet settled
 
 
 class AccountLockout:
     def __init__(self, policy: LockoutPolicy, clock: Clock) -> None:
         self._policy = policy
         self._clock = clock
-        self._accounts: OrderedDict[str, _Account] = OrderedDict()
+        self._accounts: dict[str, _Account] = {}
+        self._recent: OrderedDict[str, None] = OrderedDict()  # accounts with failures, least recently failed first
+        self._levels: dict[int, OrderedDict[str, None]] = {}  # the same accounts by failure count
+        self._own_locks: OrderedDict[str, int] = OrderedDict()  # key -> until ms, soonest ending first
         self._lock = threading.Lock()
 
     @property
     def policy(self) -> LockoutPolicy:
         return self._policy
 
-    def wait_ms(self, account: str, published_until_ms: int | None) -> int:
-        """Milliseconds until ``account`` may try again (0: go ahead), given the latest published lock of it
-        (None: none seen). A published lock, once seen, replaces this replica's own."""
+    def own_lock_ms(self, key: str) -> int:
+        """Milliseconds this replica's own lock of the account still lasts (0: none)."""
         now = self._clock.now_ms()
         with self._lock:
-            state = self._accounts.get(account)
-            if published_until_ms is not None:
-                if state is not None:
-                    state.locked_until_ms = 0
-                return max(0, published_until_ms - now)
-            if state is None:
-                return 0
-            return max(0, state.locked_until_ms - now)
+            return self._own_lock_ms(key, now)
 
-    def failed(self, account: str, replicas: int) -> Lock | None:
-        """Count a failed login; the lock to publish when this failure reaches this replica's share."""
+    def begin(self, key: str, replicas: int) -> int:
+        """Reserve a password check of the account: 0 when it may run (settle it with ``failed``, ``succeeded``
+        or ``abandoned``), else the milliseconds until it may (locked here, or this replica's share is used)."""
         now = self._clock.now_ms()
         with self._lock:
-            state = self._accounts.get(account)
+            locked = self._own_lock_ms(key, now)
+            if locked:
+                return locked
+            state = self._current(key, now)
+            if state is not None and state.failures + state.checking >= self._policy.share(replicas):
+                return max(1, state.last_failure_ms + self._policy.window_ms - now)
             if state is None:
-                state = self._accounts[account] = _Account()
-                if len(self._accounts) > self._policy.max_keys:
-                    self._accounts.popitem(last=False)
-            else:
-                self._accounts.move_to_end(account)
-            if now - state.last_failure_ms >= self._policy.window_ms:
-                state.failures = 0
-            state.failures += 1
+                state = self._accounts[key] = _Account()
+            state.checking += 1
+            return 0
+
+    def failed(self, key: str, account: str, address: str, replicas: int) -> Lock | None:
+        """Settle a check as a wrong password from ``address``; the lock to share when it reaches the share."""
+        now = self._clock.now_ms()
+        group = address_group(address)
+        with self._lock:
+            state = self._current(key, now) or self._accounts.setdefault(key, _Account())
+            state.checking = max(0, state.checking - 1)
+            self._set_failures(key, state, state.failures + 1)
+            state.by_address[group] = state.by_address.get(group, 0) + 1
             state.last_failure_ms = now
+            self._recent[key] = None
+            self._recent.move_to_end(key)
             if state.failures < self._policy.share(replicas):
+                self._evict(now)
                 return None
-            failures, state.failures = state.failures, 0
-            state.locked_until_ms = now + self._policy.duration_ms
-            return Lock(account, now, state.locked_until_ms, failures)
+            failures = state.failures
+            self._forget(key)
+            self._own_locks[key] = now + self._policy.duration_ms
+            self._own_locks.move_to_end(key)
+            while len(self._own_locks) > self._policy.max_keys:
+                self._own_locks.popitem(last=False)
+            return Lock(key, account, failures, self._policy.duration_ms, now)
 
-    def succeeded(self, account: str) -> None:
-        """A successful login resets the account's count on this replica (Vault does the same)."""
+    def succeeded(self, key: str, address: str) -> None:
+        """Settle a check as the right password: the failures from this address were the user's own typos."""
+        now = self._clock.now_ms()
         with self._lock:
-            state = self._accounts.get(account)
-            if state is not None:
-                state.failures = 0
+            state = self._current(key, now)
+            if state is None:
+                return
+            state.checking = max(0, state.checking - 1)
+            typos = state.by_address.pop(address_group(address), 0)
+            self._set_failures(key, state, state.failures - typos)
+            self._drop_if_empty(key, state)
 
-    def released(self, account: str) -> None:
+    def abandoned(self, key: str) -> None:
+        """Settle a check that ended without a verdict (the credential could not be read)."""
+        now = self._clock.now_ms()
+        with self._lock:
+            state = self._current(key, now)
+            if state is not None:
+                state.checking = max(0, state.checking - 1)
+                self._drop_if_empty(key, state)
+
+    def shared(self, key: str) -> None:
+        """The account's lock is in the shared store now, which decides from here on."""
+        with self._lock:
+            self._own_locks.pop(key, None)
+
+    def released(self, key: str) -> None:
         """A super user unlocked the account: this replica forgets its count and its own lock."""
         with self._lock:
-            self._accounts.pop(account, None)
+            self._own_locks.pop(key, None)
+            state = self._accounts.get(key)
+            if state is not None:
+                checking = state.checking
+                self._forget(key)
+                if checking:
+                    self._accounts[key] = _Account()
+                    self._accounts[key].checking = checking
+
+    def failures(self, key: str) -> int:
+        """This replica's count of the account's failures in the current window."""
+        now = self._clock.now_ms()
+        with self._lock:
+            state = self._current(key, now)
+            return 0 if state is None else state.failures
 
     def __len__(self) -> int:
+        """Counts held (bounded by ``max_keys`` plus the checks running)."""
         with self._lock:
             return len(self._accounts)
+
+    # -- called with the lock held
+
+    def _own_lock_ms(self, key: str, now: int) -> int:
+        until = self._own_locks.get(key)
+        if until is None:
+            return 0
+        if until <= now:
+            del self._own_locks[key]
+            return 0
+        return until - now
+
+    def _current(self, key: str, now: int) -> _Account | None:
+        """The account's state, its count cleared when its window has passed."""
+        state = self._accounts.get(key)
+        if state is not None and state.failures and now - state.last_failure_ms >= self._policy.window_ms:
+            self._set_failures(key, state, 0)
+            state.by_address.clear()
+            if self._drop_if_empty(key, state):
+                return None
+        return state
+
+    def _set_failures(self, key: str, state: _Account, failures: int) -> None:
+        if state.failures:
+            level = self._levels[state.failures]
+            level.pop(key, None)
+            if not level:
+                del self._levels[state.failures]
+        state.failures = max(0, failures)
+        if state.failures:
+            self._levels.setdefault(state.failures, OrderedDict())[key] = None
+        else:
+            self._recent.pop(key, None)
+
+    def _drop_if_empty(self, key: str, state: _Account) -> bool:
+        if state.failures or state.checking:
+            return False
+        self._accounts.pop(key, None)
+        return True
+
+    def _forget(self, key: str) -> None:
+        state = self._accounts.pop(key, None)
+        if state is not None:
+            self._set_failures(key, state, 0)
+
+    def _evict(self, now: int) -> None:
+        while len(self._recent) > self._policy.max_keys:
+            oldest = next(iter(self._recent))
+            state = self._accounts[oldest]
+            if now - state.last_failure_ms < self._policy.window_ms:
+                # No count has passed its window: the lowest count goes, the least recently failed of them.
+                oldest = next(iter(self._levels[min(self._levels)]))
+            self._forget(oldest)

@@ -26,11 +26,12 @@ Clients that share the attacker's address (one NAT, or a proxy that hides client
 down with it: that is the price of rule 1.
 
 Audit. Attempts are grouped into bursts by (address, subject); attempts refused by rule 1 form one burst
-per address whatever they claim. A burst's first attempt is recorded in full; the others are counted
-and reported as one coalesced record (``BurstSummary``) at most once per window while the burst lasts,
-and once when it ends (a window without attempts, noticed at the next call) or is evicted. Attempts that
-reach a credential check are themselves bounded by the limits above, so the records an address can cause
-per window are bounded.
+per address whatever they claim, and so do failures that named no known user or token (``known=False``):
+fresh names must not each cost a row. A burst's first attempt is recorded in full; the others are counted
+and reported as one coalesced record (``BurstSummary``, with a few sample names for a burst of unknown
+names) at most once per window while the burst lasts, and once when it ends (a window without attempts,
+noticed at the next call) or is evicted. So an address causes a bounded number of records per window
+whatever names it tries.
 
 Memory. Buckets and bursts live in two LRU maps of at most ``max_keys`` entries each, ordered by last
 activity; drained entries are dropped from the old end as time passes. An attacker with more addresses
@@ -52,6 +53,11 @@ from app.domain.clock import Clock
 MAX_SUBJECT_LENGTH = 256
 # The burst of attempts refused because their address is full, whatever subject they claim.
 ADDRESS_WIDE = "*"
+# The burst of failures from one address that named no known user or token.
+UNKNOWN_NAMES = "?"
+# Names a burst of unknown names keeps as samples, and how much of each.
+MAX_SAMPLES = 5
+SAMPLE_CHARS = 64
 
 
 TOKEN_SUBJECT_PREFIX = "DelegationToken:"
@@ -134,11 +140,13 @@ class BurstSummary:
     """Attempts of one burst not yet recorded: ``attempts`` of which ``refused`` were refused unchecked."""
 
     address: str
-    subject: str | None  # None for attempts that claimed nothing, or a burst of rule 1 refusals
+    subject: str | None  # None for attempts that claimed nothing, a burst of rule 1 refusals or of unknown names
     attempts: int
     refused: int
     first_attempt_ms: int
     last_attempt_ms: int
+    unknown_names: bool = False  # a burst of failures that named no known user or token
+    samples: tuple[str, ...] = ()  # of those names, a few (cut to SAMPLE_CHARS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +176,7 @@ class _Bucket:
 
 
 class _Burst:
-    __slots__ = ("attempts", "first_ms", "last_ms", "refused", "reported_ms")
+    __slots__ = ("attempts", "first_ms", "last_ms", "refused", "reported_ms", "samples")
 
     def __init__(self, now_ms: int) -> None:
         self.first_ms = now_ms  # first attempt not yet reported
@@ -176,6 +184,7 @@ class _Burst:
         self.reported_ms = now_ms
         self.attempts = 0
         self.refused = 0
+        self.samples: list[str] = []
 
 
 _BucketKey = tuple[str, ...]
@@ -207,9 +216,10 @@ class FailureThrottle:
                 record = self._attempt((address, burst_subject), subject, now, refused=True, summaries=summaries)
             return Admission(retry, AuditPlan(record, tuple(summaries)))
 
-    def failed(self, address: str, subject: str | None, *, count_subject: bool = True) -> AuditPlan:
+    def failed(self, address: str, subject: str | None, *, count_subject: bool = True, known: bool = True) -> AuditPlan:
         """Charge a failed credential check to its keys and its burst; with ``count_subject`` False only to its
-        address (another rule, the account lockout, counts the subject)."""
+        address (another rule, the account lockout, counts the subject). ``known`` False: the subject named no
+        known user or token, and the failure joins its address's burst of unknown names."""
         subject = _bounded(subject)
         address = address_group(address)
         now = self._clock.now_ms()
@@ -219,7 +229,12 @@ class FailureThrottle:
             if subject is not None and count_subject and self._policy.counts(subject):
                 self._charge(("subject", subject), self._pair, now)
                 self._charge(("pair", subject, address), self._pair, now)
-            record = self._attempt((address, subject), subject, now, refused=False, summaries=summaries)
+            if known or subject is None:
+                record = self._attempt((address, subject), subject, now, refused=False, summaries=summaries)
+            else:
+                record = self._attempt(
+                    (address, UNKNOWN_NAMES), subject, now, refused=False, summaries=summaries, sample=subject
+                )
             return AuditPlan(record, tuple(summaries))
 
     def succeeded(self, address: str, subject: str | None) -> None:
@@ -296,7 +311,14 @@ class FailureThrottle:
         bucket.last_failure_ms = now
 
     def _attempt(
-        self, key: _BurstKey, subject: str | None, now: int, *, refused: bool, summaries: list[BurstSummary]
+        self,
+        key: _BurstKey,
+        subject: str | None,
+        now: int,
+        *,
+        refused: bool,
+        summaries: list[BurstSummary],
+        sample: str | None = None,
     ) -> bool:
         """Count an attempt in its burst; True when it opens the burst (record it in full)."""
         burst = self._bursts.get(key)
@@ -313,10 +335,13 @@ class FailureThrottle:
         burst.attempts += 1
         burst.refused += refused
         burst.last_ms = now
+        if sample is not None and len(burst.samples) < MAX_SAMPLES:
+            burst.samples.append(sample[:SAMPLE_CHARS])
         if now - burst.reported_ms >= self._policy.window_ms:
             summaries.append(_summary(key, burst))
             burst.reported_ms = now
             burst.attempts = burst.refused = 0
+            burst.samples = []
         return False
 
     def _expire(self, now: int) -> list[BurstSummary]:
@@ -346,9 +371,11 @@ def _summary(key: _BurstKey, burst: _Burst) -> BurstSummary:
     address, subject = key
     return BurstSummary(
         address=address,
-        subject=None if subject == ADDRESS_WIDE else subject,
+        subject=None if subject in (ADDRESS_WIDE, UNKNOWN_NAMES) else subject,
         attempts=burst.attempts,
         refused=burst.refused,
         first_attempt_ms=burst.first_ms,
         last_attempt_ms=burst.last_ms,
+        unknown_names=subject == UNKNOWN_NAMES,
+        samples=tuple(burst.samples),
     )

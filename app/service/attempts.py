@@ -1,29 +1,42 @@
 """Applies a ``FailureThrottle`` (``app/domain/throttle.py``) to one kind of attempt, logins or token
 verifies, and writes the audit records it plans: an attempt that opens a burst in full, the rest of the
-burst as ``{"throttled": true, "attempts": n, ...}`` records of the same action.
+burst as ``{"throttled": true, "attempts": n, ...}`` records of the same action. Failures that named no known
+user or token join one burst per address, summarised with a few sample names.
 
 A refused attempt raises ``TooManyAttempts`` (429 with Retry-After) before its credentials are looked at.
 A summary written while serving another client's request carries the summarised client's address.
 
 The composition root builds one guard per kind of attempt from the ``auth.failures.*`` settings (none when
-turned off). The guard depends on the ``AttemptRule`` protocol, not on the throttle itself, and callers see
-only ``admit``/``failed``/``succeeded``. The login guard also holds the per-account lockout
-(``app/service/lockout.py``, ``auth.lockout.*``): then user names are the lockout's to count, and an attempt
-for a locked account is refused (``AccountLocked``, 429) after the throttle has admitted it, counted in its
-burst like the throttle's own refusals.
+turned off). The guard depends on the ``AttemptRule`` protocol, not on the throttle itself. The login guard
+also holds the per-account lockout (``app/service/lockout.py``, ``auth.lockout.*``): then password logins are
+the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is locked, counted
+in its burst like the throttle's own refusals; otherwise its check waits its turn (``app/service/check_gate.py``:
+one check per account at a time, each counted before the next runs), unless an identical attempt's verdict
+answers it. Logins from exempt addresses skip the lockout: the throttle's address limit alone applies.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
-from typing import Protocol
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
-from app.domain.errors import AccountLocked, TooManyAttempts
+from app.domain.errors import AccountLocked, NotAuthenticated, TooManyAttempts
+from app.domain.lockout import account_key
 from app.domain.throttle import TOKEN_SUBJECT_PREFIX, Admission, AuditPlan, BurstSummary
 from app.service.audit import Auditor, request_context
+from app.service.check_gate import CheckGate, Flight
 from app.service.lockout import ACCOUNT_PREFIX, AccountLocks
+
+T = TypeVar("T")
+
+# How long a login waits for another check of the same account before it is told to retry.
+CHECK_WAIT_S = 5.0
+BUSY_RETRY_MS = 1_000
+THROTTLED = "Too many failed attempts."
 
 
 class AttemptRule(Protocol):
@@ -31,7 +44,9 @@ class AttemptRule(Protocol):
 
     def admit(self, address: str, subject: str | None) -> Admission: ...
 
-    def failed(self, address: str, subject: str | None, *, count_subject: bool = True) -> AuditPlan: ...
+    def failed(
+        self, address: str, subject: str | None, *, count_subject: bool = True, known: bool = True
+    ) -> AuditPlan: ...
 
     def succeeded(self, address: str, subject: str | None) -> None: ...
 
@@ -40,64 +55,161 @@ class AttemptRule(Protocol):
     def flush(self) -> list[BurstSummary]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class PasswordLogin:
+    """An attempt that presents a password for ``account`` (``User:<the whole name>``: the claimed subject may
+    be cut short, the lockout's key never is)."""
+
+    account: str
+    password: str = field(repr=False)
+
+
+Describe = Callable[[str], AuditEvent]
+"""Builds an attempt's own denied event from the reason it was refused; called only when it is recorded."""
+
+
 class AttemptGuard:
     def __init__(
-        self, throttle: AttemptRule, auditor: Auditor, action: Action, *, lockout: AccountLocks | None = None
+        self,
+        throttle: AttemptRule,
+        auditor: Auditor,
+        action: Action,
+        *,
+        lockout: AccountLocks | None = None,
+        wait_s: float = CHECK_WAIT_S,
     ) -> None:
         self._throttle = throttle
         self._auditor = auditor
         self._action = action
         self._lockout = lockout
+        self._gate = CheckGate()
+        self._wait_s = wait_s
 
-    def _account(self, subject: str | None, lockable: bool) -> str | None:
-        """The account the lockout counts for ``subject``; None when it counts none (``lockable``: the
-        attempt presents a password)."""
-        if not lockable or self._lockout is None or subject is None or not subject.startswith(ACCOUNT_PREFIX):
-            return None
-        return subject
-
-    def admit(
-        self, address: str, subject: str | None, describe: Callable[[], AuditEvent], *, lockable: bool = False
-    ) -> None:
-        """Raise TooManyAttempts while ``address`` (claiming ``subject``) is throttled. ``describe`` builds
-        the attempt's own denied event, called only when it has to be recorded."""
+    def attempt(
+        self,
+        address: str,
+        subject: str | None,
+        describe: Describe,
+        check: Callable[[], T],
+        *,
+        password: PasswordLogin | None = None,
+    ) -> T:
+        """Run ``check`` (which raises NotAuthenticated to refuse) unless ``address`` (claiming ``subject``) is
+        throttled or its account locked. ``password``: the attempt presents one (a Basic login), so the
+        account lockout counts it."""
         admission = self._throttle.admit(address, subject)
-        locked = False
-        account = self._account(subject, lockable)
-        if not admission.refused and account is not None and self._lockout is not None:
-            wait_ms = self._lockout.wait_ms(account)
-            if wait_ms:
-                self._write(admission.audit, None)
-                admission = self._throttle.refuse(address, subject, wait_ms)
-                locked = True
-        if not admission.refused:
-            self._write(admission.audit, None)
-            return
-        retry_after_s = max(1, math.ceil(admission.retry_after_ms / 1000))
-        extra = {"locked": True} if locked else {}
-        self._write(
-            admission.audit,
-            lambda: describe().ended(
-                Outcome.DENIED, throttled=True, attempts=1, retryAfterS=retry_after_s, **extra
-            ),
-        )
-        raise AccountLocked(retry_after_s) if locked else TooManyAttempts(retry_after_s)
-
-    def failed(self, address: str, subject: str | None, event: AuditEvent, *, lockable: bool = False) -> None:
-        account = self._account(subject, lockable)
-        self._write(self._throttle.failed(address, subject, count_subject=account is None), lambda: event)
-        if account is not None and self._lockout is not None:
-            self._lockout.failed(account)
-
-    def succeeded(self, address: str, subject: str | None, *, lockable: bool = False) -> None:
-        self._throttle.succeeded(address, subject)
-        account = self._account(subject, lockable)
-        if account is not None and self._lockout is not None:
-            self._lockout.succeeded(account)
+        if admission.refused:
+            self._refused(admission, describe, locked=False)
+        self._write(admission.audit, None)
+        lockout = self._lockout
+        if password is None or lockout is None or not password.account.startswith(ACCOUNT_PREFIX):
+            return self._checked(address, subject, describe, check, count_subject=True)
+        if lockout.exempt(address):
+            return self._checked(address, subject, describe, check, count_subject=False)
+        return self._locked_check(lockout, address, subject, describe, check, password)
 
     def flush(self) -> None:
         """Record every attempt not yet recorded (at shutdown)."""
         self._write(AuditPlan(summaries=tuple(self._throttle.flush())), None)
+
+    # -- the checks
+
+    def _checked(
+        self, address: str, subject: str | None, describe: Describe, check: Callable[[], T], *, count_subject: bool
+    ) -> T:
+        try:
+            result = check()
+        except NotAuthenticated as exc:
+            self._failed(address, subject, describe, exc, count_subject=count_subject)
+            raise
+        self._throttle.succeeded(address, subject)
+        return result
+
+    def _locked_check(
+        self,
+        locks: AccountLocks,
+        address: str,
+        subject: str | None,
+        describe: Describe,
+        check: Callable[[], T],
+        login: PasswordLogin,
+    ) -> T:
+        account = login.account
+        key = account_key(account)
+        digest = self._gate.digest(key, login.password)
+        deadline = time.monotonic() + self._wait_s
+        while True:
+            wait_ms = locks.wait_ms(key)
+            if wait_ms:
+                self._refuse(address, subject, describe, wait_ms, locked=True)
+            flight, leading = self._gate.enter(key, digest)
+            if leading:
+                return self._lead(locks, flight, key, address, subject, account, describe, check)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not flight.done.wait(remaining):
+                self._refuse(address, subject, describe, BUSY_RETRY_MS, locked=False)
+            if flight.accepted is not None and flight.same_credentials(digest):
+                if flight.accepted:  # just accepted: checking it again is cheap (the verified-password cache)
+                    return self._checked(address, subject, describe, check, count_subject=False)
+                refusal = flight.refusal or NotAuthenticated("Invalid user name or password.")
+                # The same wrong password: answered by its verdict, neither checked nor counted again.
+                self._failed(address, subject, describe, refusal, count_subject=False)
+                raise NotAuthenticated(refusal.message, known=refusal.known)
+            # Other credentials, or no verdict: take a turn.
+
+    def _lead(
+        self,
+        locks: AccountLocks,
+        flight: Flight,
+        key: str,
+        address: str,
+        subject: str | None,
+        account: str,
+        describe: Describe,
+        check: Callable[[], T],
+    ) -> T:
+        try:
+            wait_ms = locks.begin(key)  # counted before it is checked
+            if wait_ms:
+                self._refuse(address, subject, describe, wait_ms, locked=True)
+            try:
+                result = check()
+            except NotAuthenticated as exc:
+                locks.failed(key, account, address)  # before the next check of the account starts
+                flight.accepted, flight.refusal = False, exc
+                self._failed(address, subject, describe, exc, count_subject=False)
+                raise
+            except BaseException:
+                locks.abandoned(key)
+                raise
+            locks.succeeded(key, address)
+            flight.accepted = True
+            self._throttle.succeeded(address, subject)
+            return result
+        finally:
+            self._gate.leave(key, flight)
+
+    # -- refusals and records
+
+    def _failed(
+        self, address: str, subject: str | None, describe: Describe, exc: NotAuthenticated, *, count_subject: bool
+    ) -> None:
+        plan = self._throttle.failed(address, subject, count_subject=count_subject, known=exc.known)
+        self._write(plan, lambda: describe(exc.message))
+
+    def _refuse(self, address: str, subject: str | None, describe: Describe, wait_ms: int, *, locked: bool) -> None:
+        self._refused(self._throttle.refuse(address, subject, wait_ms), describe, locked=locked)
+
+    def _refused(self, admission: Admission, describe: Describe, *, locked: bool) -> None:
+        retry_after_s = max(1, math.ceil(admission.retry_after_ms / 1000))
+        extra = {"locked": True} if locked else {}
+        self._write(
+            admission.audit,
+            lambda: describe(THROTTLED).ended(
+                Outcome.DENIED, throttled=True, attempts=1, retryAfterS=retry_after_s, **extra
+            ),
+        )
+        raise AccountLocked(retry_after_s) if locked else TooManyAttempts(retry_after_s)
 
     def _write(self, plan: AuditPlan, attempt: Callable[[], AuditEvent] | None) -> None:
         if plan.record_attempt and attempt is not None:
@@ -110,18 +222,21 @@ class AttemptGuard:
         context = current if current.client_address == summary.address else RequestContext(None, summary.address)
         subject = summary.subject or ""
         token_id = subject.removeprefix(TOKEN_SUBJECT_PREFIX) if subject.startswith(TOKEN_SUBJECT_PREFIX) else None
+        details: dict[str, object] = {
+            "throttled": True,
+            "attempts": summary.attempts,
+            "refused": summary.refused,
+            "firstAttemptMs": summary.first_attempt_ms,
+            "lastAttemptMs": summary.last_attempt_ms,
+        }
+        if summary.unknown_names:
+            details.update(unknownNames=True, sampleNames=list(summary.samples))
         event = AuditEvent(
             self._action,
             Outcome.DENIED,
-            principal=subject if subject.startswith("User:") else None,
+            principal=subject if subject.startswith(ACCOUNT_PREFIX) else None,
             token_id=token_id,
-            details={
-                "throttled": True,
-                "attempts": summary.attempts,
-                "refused": summary.refused,
-                "firstAttemptMs": summary.first_attempt_ms,
-                "lastAttemptMs": summary.last_attempt_ms,
-            },
+            details=details,
         )
         reset = request_context.set(context)
         try:

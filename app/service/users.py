@@ -10,7 +10,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.revocation import RevocationReason, RevokeSelector
 from app.domain.scram import derive
 from app.service.audit import Auditor
-from app.service.lockout import AccountLocks
+from app.service.lockout import AccountLocks, Unlocked
 from app.service.ports import UserStore
 from app.service.revocation import TokenRevocation
 
@@ -33,8 +33,8 @@ class UserCredentialService:
         self._revocation = revocation
         self._locks = locks
 
-    def unlock(self, caller: Caller, user_name: str) -> bool:
-        """Lift the lockout of ``user_name`` on every replica (super users only); whether it was locked."""
+    def unlock(self, caller: Caller, user_name: str) -> Unlocked:
+        """Lift the lockout of ``user_name`` on every replica (super users only)."""
         if self._locks is None:
             raise StoreUnavailable("Account locks are not available on this replica.")
         return self._locks.unlock(caller, user_name)

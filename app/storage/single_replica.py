@@ -10,9 +10,10 @@ between a change and its audit completion leaves its pending events to be settle
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 
+from app.domain.clock import Clock
 from app.domain.lockout import Lock
 from app.domain.token_quota import QuotaKey
 
@@ -70,10 +71,13 @@ class MemoryQuotaGuard:
 
 
 class MemoryLockoutStore:
-    """``LockoutStore`` of one replica."""
+    """``LockoutStore`` of one replica: locks end by the injected clock (one process, one clock)."""
 
-    def __init__(self) -> None:
-        self._locks: dict[str, list[int]] = {}
+    def __init__(self, clock: Clock, *, max_locks: int = 1000) -> None:
+        self._clock = clock
+        self._max_locks = max_locks
+        self._ends: dict[str, int] = {}
+        self._listeners: list[Callable[[str], None]] = []
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -82,22 +86,40 @@ class MemoryLockoutStore:
     def replicas(self) -> int:
         return 1
 
-    def locked_until(self, account: str) -> int | None:
+    def in_force(self) -> int:
+        now_ms = self._clock.now_ms()
         with self._lock:
-            ends = self._locks.get(account)
-            return max(ends) if ends else None
+            return sum(1 for end in self._ends.values() if end > now_ms)
 
-    def publish(self, lock: Lock) -> None:
+    def locked_ms(self, key: str) -> int:
         with self._lock:
-            self._locks.setdefault(lock.account, []).append(lock.until_ms)
+            return max(0, self._ends.get(key, 0) - self._clock.now_ms())
 
-    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
+    def share(self, lock: Lock) -> bool:
+        now_ms = self._clock.now_ms()
         with self._lock:
-            ends = self._locks.get(account, [])
-            released = [end for end in ends if expired_by_ms is None or end <= expired_by_ms]
-            kept = [end for end in ends if end not in released]
-            if kept:
-                self._locks[account] = kept
-            else:
-                self._locks.pop(account, None)
-            return released
+            in_force = self._ends.get(lock.key, 0) > now_ms
+            if not in_force and sum(1 for end in self._ends.values() if end > now_ms) >= self._max_locks:
+                return False
+            self._ends[lock.key] = max(self._ends.get(lock.key, 0), now_ms + lock.duration_ms)
+            return True
+
+    def release(self, key: str, duration_ms: int) -> bool:
+        with self._lock:
+            was = self._ends.pop(key, 0) > self._clock.now_ms()
+            listeners = list(self._listeners)
+        for listener in listeners:
+            listener(key)
+        return was
+
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            self._listeners.append(listener)
+
+    def remove_ended(self) -> int:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            ended = [key for key, end in self._ends.items() if end <= now_ms]
+            for key in ended:
+                del self._ends[key]
+        return len(ended)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes.acls import java_enum_name
 
 
 def token_state(raw_zk: KazooClient) -> dict[str, object]:
@@ -37,17 +38,25 @@ def eventually(check: Callable[[], bool], timeout_s: float = 30.0) -> float:
     return time.monotonic() - started
 
 
+def broker_acl_bytes(acls: list[dict[str, str]]) -> bytes:
+    """An ACL znode's data byte for byte as a 3.9 broker writes it, keys in its (Java HashMap's) order."""
+    entries = [{key: acl[key] for key in ("principal", "permissionType", "host", "operation")} for acl in acls]
+    return json.dumps({"acls": entries, "version": 1}, separators=(",", ":")).encode()
+
+
 def kafka_acls_sh_writes(raw_zk: KazooClient, resource_type: str, name: str, acls: list[dict[str, str]]) -> None:
-    """Write a literal ACL znode and its change notification exactly as kafka-acls.sh (ZooKeeper mode) does."""
+    """Write a literal ACL znode and its change notification exactly as a 3.x broker's AclAuthorizer does for
+    kafka-acls.sh: the notification names the type as Java's enum does (``USER:User:joe``); tests/e2e/kafka/
+    checks these bytes against a real broker's."""
     path = f"/kafka-acl/{resource_type}/{name}"
-    data = json.dumps({"version": 1, "acls": acls}, separators=(",", ":")).encode()
+    data = broker_acl_bytes(acls)
     raw_zk.ensure_path(f"/kafka-acl/{resource_type}")
     if raw_zk.exists(path):
         raw_zk.set(path, data)
     else:
         raw_zk.create(path, data)
     raw_zk.ensure_path("/kafka-acl-changes")
-    raw_zk.create("/kafka-acl-changes/acl_changes_", f"{resource_type}:{name}".encode(), sequence=True)
+    raw_zk.create("/kafka-acl-changes/acl_changes_", f"{java_enum_name(resource_type)}:{name}".encode(), sequence=True)
 
 
 def broker_writes_token(raw_zk: KazooClient, token_id: str, data: bytes) -> None:

@@ -39,7 +39,7 @@ def test_create_writes_kafkas_znode_and_notification(client: TestClient, raw_zk:
         b'"operation":"CreateTokens","host":"*"}]}'
     )
     changes = raw_zk.get_children("/kafka-acl-changes")
-    assert [raw_zk.get(f"/kafka-acl-changes/{name}")[0] for name in changes] == [b"User:User:joe"]
+    assert [raw_zk.get(f"/kafka-acl-changes/{name}")[0] for name in changes] == [b"USER:User:joe"]
     assert changes[0].startswith("acl_changes_")
 
 
@@ -48,7 +48,7 @@ def test_prefixed_acls_use_the_extended_store(client: TestClient, raw_zk: KazooC
     assert raw_zk.exists("/kafka-acl-extended/prefixed/User/User:etl-")
     (name,) = raw_zk.get_children("/kafka-acl-extended-changes")
     notice = json.loads(raw_zk.get(f"/kafka-acl-extended-changes/{name}")[0])
-    assert notice == {"version": 1, "resourceType": "User", "name": "User:etl-", "patternType": "PREFIXED"}
+    assert notice == {"version": 1, "resourceType": "USER", "name": "User:etl-", "patternType": "PREFIXED"}
 
 
 def test_adding_twice_is_idempotent_and_entries_accumulate(client: TestClient, raw_zk: KazooClient) -> None:

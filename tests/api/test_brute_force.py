@@ -287,15 +287,22 @@ def test_a_nul_byte_in_a_user_name_is_refused_and_audited_escaped_on_postgresql(
     statuses = [attacker.get("/v1/tokens", headers=basic(odd)).status_code for _ in range(MAX_FAILURES + 2)]
     assert statuses == [401] * MAX_FAILURES + [429] * 2
     assert service.from_(HOME).get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    escaped = "User:ali\\x00ce\\x1b[2J"
     rows = [event for event in service.audit("authentication") if event["clientAddress"] == ATTACKER]
-    assert [(row["outcome"], row["principal"]) for row in rows] == [("denied", "User:ali\\x00ce\\x1b[2J")]
+    # No such user: its failures join the address's burst of unknown names; its refusals a burst of their own.
+    assert [(row["outcome"], row["principal"], row["details"].get("throttled")) for row in rows] == [
+        ("denied", escaped, None),
+        ("denied", escaped, True),
+    ]
 
-    service.clock.offset_ms += WINDOW_MS  # the burst summary is written during the next, unrelated request
+    service.clock.offset_ms += WINDOW_MS  # the burst summaries are written during the next, unrelated request
     assert service.from_(HOME).post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201
     rows = [event for event in service.audit("authentication") if event["clientAddress"] == ATTACKER]
-    assert len(rows) == 2
-    summary = rows[1]
-    assert (summary["outcome"], summary["principal"]) == ("denied", "User:ali\\x00ce\\x1b[2J")
-    assert summary["details"]["throttled"] is True
-    assert summary["details"]["attempts"] == MAX_FAILURES + 1
+    assert len(rows) == 4
+    summaries = {row["principal"]: row["details"] for row in rows[2:]}
+    assert summaries[None]["unknownNames"] is True
+    assert summaries[None]["attempts"] == MAX_FAILURES - 1
+    assert summaries[None]["sampleNames"] == [escaped] * (MAX_FAILURES - 1)
+    assert summaries[escaped]["throttled"] is True
+    assert summaries[escaped]["refused"] == 1
     assert service.from_(ATTACKER).get("/v1/tokens", headers=basic(ALICE)).status_code == 200

@@ -1,7 +1,8 @@
 """The per-account lockout over HTTP on a real ZooKeeper, one replica (two real replicas and many loopback
 addresses: tests/e2e/test_lockout.py): a locked account is refused from every address, the right password too,
-before any password hashing; only super users unlock; a lock ends by itself after its duration and its
-release is audited once; refused attempts leave a bounded number of audit rows; threshold 0 turns it off."""
+before any password hashing, but never from loopback; only super users unlock; a lock ends by itself after its
+duration and the leader deletes it; refused attempts leave a bounded number of audit rows, and failures naming
+no known user one row per address and window; threshold 0 turns it off."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.conftest import ADMIN, ALICE, BOB, basic
+from tests.api.helpers import eventually
 from tests.api.test_brute_force import (  # noqa: F401 - fixtures
     WRONG_ALICE,
     Service,
@@ -24,9 +26,12 @@ DURATION_MS = 600_000
 
 
 def _service(make_service: Callable[..., Service], **overrides: Any) -> Service:  # noqa: F811
-    return make_service(
-        auth_lockout_threshold=THRESHOLD, auth_lockout_duration_ms=DURATION_MS, auth_failures_max=10, **overrides
-    )
+    values: dict[str, Any] = {
+        "auth_lockout_threshold": THRESHOLD,
+        "auth_lockout_duration_ms": DURATION_MS,
+        "auth_failures_max": 10,
+    }
+    return make_service(**(values | overrides))
 
 
 def _lock_alice(service: Service) -> None:
@@ -47,7 +52,7 @@ def test_a_locked_account_is_refused_everywhere_before_any_check(
 ) -> None:
     service = _service(make_service)
     _lock_alice(service)
-    assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 1  # published once, on the crossing
+    assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 1  # shared once, on the crossing
     checks.update(zookeeper=0, pbkdf2=0)
     for n in range(20):
         _assert_locked(service.from_(f"198.51.100.{n + 1}").get("/v1/tokens", headers=basic(ALICE)))
@@ -56,8 +61,8 @@ def test_a_locked_account_is_refused_everywhere_before_any_check(
     assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 1  # refusals write nothing to ZooKeeper
 
     locks = service.audit("account.lock")
-    assert [(e["principal"], e["details"]["failures"], e["details"]["threshold"]) for e in locks] == [
-        ("User:alice", THRESHOLD, THRESHOLD)
+    assert [(e["principal"], e["details"]["failures"], e["details"]["shared"]) for e in locks] == [
+        ("User:alice", THRESHOLD, True)
     ]
     refused = [e for e in service.audit("authentication") if e["details"].get("locked")]
     assert len(refused) == 20  # each from a new address: each opens its own burst
@@ -74,11 +79,11 @@ def test_only_super_users_unlock(make_service: Callable[..., Service], raw_zk: K
     _assert_locked(home.get("/v1/tokens", headers=basic(ALICE)))
 
     unlocked = home.delete("/v1/users/alice/lockout", headers=basic(ADMIN))
-    assert unlocked.json() == {"user": "alice", "wasLocked": True}
-    assert raw_zk.get_children(KtsZNodes.LOCKOUTS) == []
+    assert unlocked.json() == {"user": "alice", "wasLocked": True, "notShared": False, "everyReplica": True}
+    assert _locks(raw_zk) == []
     assert home.get("/v1/tokens", headers=basic(ALICE)).status_code == 200
     again = home.delete("/v1/users/alice/lockout", headers=basic(ADMIN))
-    assert again.json() == {"user": "alice", "wasLocked": False}
+    assert again.json() == {"user": "alice", "wasLocked": False, "notShared": False, "everyReplica": True}
     events = [(e["principal"], e["outcome"], e["details"].get("wasLocked")) for e in service.audit("account.unlock")]
     assert events == [
         ("User:bob", "denied", None),
@@ -87,19 +92,66 @@ def test_only_super_users_unlock(make_service: Callable[..., Service], raw_zk: K
     ]
 
 
-def test_a_lock_ends_after_its_duration_and_its_release_is_audited_once(
+def test_a_lock_ends_after_its_duration_and_the_leader_deletes_it(
     make_service: Callable[..., Service],  # noqa: F811
     raw_zk: KazooClient,
 ) -> None:
+    service = _service(make_service, auth_lockout_duration_ms=1_500, auth_lockout_cleanup_interval_ms=100)
+    _lock_alice(service)
+    locked = service.from_("203.0.113.5").get("/v1/tokens", headers=basic(ALICE))
+    assert locked.status_code == 429 and locked.json()["error"] == "ACCOUNT_LOCKED"
+    eventually(lambda: _locks(raw_zk) == [], timeout_s=30)  # ended by ZooKeeper's clock, deleted by the leader
+    assert service.from_("203.0.113.5").get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    releases = service.audit("account.unlock")
+    assert [(e["owner"], e["details"]) for e in releases] == [(None, {"reason": "expired", "locks": 1})]
+
+
+def test_loopback_is_never_refused_by_a_lock(make_service: Callable[..., Service]) -> None:  # noqa: F811
+    """The operators' way in: a shell on the host, or kubectl port-forward, arrives from loopback."""
     service = _service(make_service)
     _lock_alice(service)
     _assert_locked(service.from_("203.0.113.5").get("/v1/tokens", headers=basic(ALICE)))
-    service.clock.offset_ms += DURATION_MS
+    for address in ("127.0.0.1", "::1"):
+        assert service.from_(address).get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    for _ in range(THRESHOLD * 3):  # loopback's failures lock nothing ...
+        assert service.from_("127.0.0.1").get("/v1/tokens", headers=basic(WRONG_ALICE)).status_code == 401
+    assert len(service.audit("account.lock")) == 1
+    # ... but the address throttle still counts them (auth.failures.address.max).
+    unlocked = service.from_("127.0.0.1").delete("/v1/users/alice/lockout", headers=basic(ADMIN))
+    assert unlocked.json()["wasLocked"] is True
     assert service.from_("203.0.113.5").get("/v1/tokens", headers=basic(ALICE)).status_code == 200
-    assert service.from_("203.0.113.6").get("/v1/tokens", headers=basic(ALICE)).status_code == 200
-    assert raw_zk.get_children(KtsZNodes.LOCKOUTS) == []
-    releases = service.audit("account.unlock")
-    assert [(e["owner"], e["details"]["reason"]) for e in releases] == [("User:alice", "expired")]
+
+
+def test_exempt_addresses_can_be_none(make_service: Callable[..., Service]) -> None:  # noqa: F811
+    """Behind a proxy on the same host every client arrives from loopback: then exempt none."""
+    service = _service(make_service, auth_lockout_exempt_addresses="")
+    _lock_alice(service)
+    _assert_locked(service.from_("127.0.0.1").get("/v1/tokens", headers=basic(ALICE)))
+
+
+def test_failures_naming_no_known_user_are_one_row_per_address_and_window(
+    make_service: Callable[..., Service],  # noqa: F811
+) -> None:
+    service = _service(make_service)
+    attacker = service.from_("192.0.2.66")
+    for n in range(60):
+        name = f"made-up-{n}-" + "x" * 150
+        assert attacker.get("/v1/tokens", headers=basic((name, "guess"))).status_code == 401
+    service.clock.offset_ms += 60_000  # a window later the burst has ended: summarised at the next call
+    assert attacker.get("/v1/tokens", headers=basic(("made-up-last", "guess"))).status_code == 401
+    rows = [e for e in service.audit("authentication") if e["clientAddress"] == "192.0.2.66"]
+    assert len(rows) == 3  # the first in full, the summary, the first of the next window
+    first, summary, _ = rows
+    assert first["principal"].startswith("User:made-up-0-")
+    assert summary["principal"] is None
+    assert summary["details"]["attempts"] == 59
+    assert summary["details"]["unknownNames"] is True
+    assert summary["details"]["sampleNames"] == [
+        f"User:made-up-{n}-" + "x" * (64 - 14 - len(str(n))) for n in range(1, 6)
+    ]
+    # A known user's failures keep their own rows.
+    assert attacker.get("/v1/tokens", headers=basic(WRONG_ALICE)).status_code == 401
+    assert service.audit("authentication")[-1]["principal"] == "User:alice"
 
 
 def test_unknown_names_are_locked_the_same_way(make_service: Callable[..., Service]) -> None:  # noqa: F811
@@ -114,4 +166,8 @@ def test_threshold_zero_turns_it_off(make_service: Callable[..., Service], raw_z
     for n in range(30):
         assert service.from_(f"192.0.2.{n + 1}").get("/v1/tokens", headers=basic(WRONG_ALICE)).status_code == 401
     assert service.from_("203.0.113.5").get("/v1/tokens", headers=basic(ALICE)).status_code == 200
-    assert raw_zk.get_children(KtsZNodes.LOCKOUTS) == []
+    assert _locks(raw_zk) == []
+
+
+def _locks(raw_zk: KazooClient) -> list[str]:
+    return [name for name in raw_zk.get_children(KtsZNodes.LOCKOUTS) if name.startswith("lock-")]

@@ -88,6 +88,7 @@ def test_serves_tokens_that_only_its_zookeeper_identity_can_read(
     try:
         assert as_kts.get_acls(TokenZNode.path(token_id))[0] == [KTS_ALL]
         assert as_kts.get_acls(f"{KtsZNodes.OWNER_QUOTAS}/User%3Aalice")[0] == [KTS_ALL]  # the quota guard
+        assert as_kts.get_acls(f"{KtsZNodes.TOKEN_SHARES}/User%3Aalice")[0] == [KTS_ALL]  # the share ledger
         (notification,) = as_kts.get_children(TokenChangeZNode.ROOT)
         assert set(as_kts.get_acls(f"{TokenChangeZNode.ROOT}/{notification}")[0]) == {KTS_ALL, WORLD_READ}
         with pytest.raises(NoAuthError):

@@ -7,6 +7,7 @@ tools with ``--bootstrap-server`` and ``--command-config``, and the log tail whe
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import time
@@ -25,10 +26,12 @@ from app.cli.server.kafka_broker.broker import (
     KafkaBroker,
     User,
     client_properties,
+    takes_its_own_login,
     write_properties,
 )
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE, ZOOKEEPER_MODE_RELEASE, fetch
 
+JAVA_CLIENT = Path(__file__).with_name("TokenClient.java")
 ADMIN = User("admin", "admin-kafka-pw")  # a super user on both brokers, with SCRAM-SHA-256 and -512
 # Tokens expire within a second of their expiry, not within the hour (the default sweep period).
 TEST_PROPERTIES = {"delegation.token.expiry.check.interval.ms": "1000"}
@@ -44,7 +47,8 @@ class RunningBroker:
     - ``admin``: a super user's name and password (SCRAM); ``new_user()`` makes more;
     - ``zookeeper_connect``: ZooKeeper mode only, the connect string with the broker's chroot (give kts the same);
     - ``classpath``, ``version``: the release's jars, for a Java program compiled in a test;
-    - ``tool(...)``, ``acls(...)``, ``configs(...)``, ``tokens(...)``: Kafka's own tools against this broker.
+    - ``tool(...)``, ``acls(...)``, ``configs(...)``, ``tokens(...)``: Kafka's own tools against this broker;
+    - ``java_token_client(...)``: a Java client logging in with a token, producing and consuming a record.
     """
 
     def __init__(self, broker: KafkaBroker, admin: User = ADMIN) -> None:
@@ -194,6 +198,45 @@ class RunningBroker:
         """kafka-delegation-tokens.sh."""
         return self.tool("DelegationTokenCommand", *arguments, **options)
 
+    # a Java workload
+
+    def java_token_client(
+        self, token_id: str, hmac: str, topic: str, mechanism: str = "SCRAM-SHA-512"
+    ) -> subprocess.CompletedProcess[str]:
+        """Run TokenClient.java (compiled against this release on first use): log in with the token, produce a
+        record to ``topic`` and read it back. Exit 0 with "produced ..." and "consumed ..." lines, or 1 with
+        "refused: <what Kafka raised>"."""
+        self.check_alive()
+        classes = self.directory / "java-client"
+        if not (classes / "TokenClient.class").exists():
+            subprocess.run(
+                ["javac", "-cp", self.classpath, "-d", str(classes), str(JAVA_CLIENT)],
+                check=True,
+                capture_output=True,
+                timeout=300,
+            )
+        return subprocess.run(
+            [
+                "java",
+                "-Xmx256m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j.configuration=file:{self.directory / 'tools-log4j.properties'}",
+                f"-Dlog4j2.configurationFile={self.directory / 'tools-log4j2.properties'}",
+                "-cp",
+                f"{self.classpath}:{classes}",
+                "TokenClient",
+                self.bootstrap,
+                mechanism,
+                topic,
+            ],
+            env={**os.environ, "KAFKA_TOKEN_ID": token_id, "KAFKA_TOKEN_HMAC": hmac},
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+
 
 def _put_scram_user(admin: KafkaAdminClient, user: User) -> None:
     """Both SCRAM credentials of ``user``, one request each (KRaft refuses two for one user in a request)."""
@@ -217,14 +260,6 @@ def _scram_login_succeeds(user: User) -> Callable[[KafkaBroker], bool]:
     return ready
 
 
-def _plain_login_succeeds(broker: KafkaBroker) -> bool:
-    login(
-        BrokerLogin((broker.bootstrap,), LISTENER, "PLAIN"),
-        Credentials(broker.broker_user.name, broker.broker_user.password),
-    )
-    return True
-
-
 def start_zookeeper_mode_broker(
     directory: Path, zookeeper_connect: str, secret: str, *, extra_properties: dict[str, str] | None = None
 ) -> RunningBroker:
@@ -241,7 +276,7 @@ def start_zookeeper_mode_broker(
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )
-    broker.start(_plain_login_succeeds, timeout_s=READY_TIMEOUT_S)
+    broker.start(takes_its_own_login, timeout_s=READY_TIMEOUT_S)
     try:
         bootstrap = RunningBroker(broker, User(broker.broker_user.name, broker.broker_user.password))
         _put_scram_user(bootstrap.admin_client(mechanism="PLAIN"), ADMIN)

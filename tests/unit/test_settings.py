@@ -476,3 +476,26 @@ def test_super_users_a_jwt_could_be_are_warned_about_one_line_each(
     assert [warning.split(" ")[1] for warning in warnings] == warned
     for warning in warnings:
         assert "\n" not in warning and "sasl.oauthbearer.principal.prefix" in warning
+
+
+# -------------------- the lockout's exempt addresses and the audit retention
+
+
+def test_the_lockout_exempts_loopback_unless_told_otherwise(properties: Path) -> None:
+    exempt = load_file(properties, REQUIRED).lockout_exempt_addresses
+    assert "127.0.0.1" in exempt and "::1" in exempt and "10.0.0.1" not in exempt
+    none = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": ""}).lockout_exempt_addresses
+    assert "127.0.0.1" not in none
+    networks = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "10.20.0.0/16, fd00::/8"})
+    assert "10.20.3.4" in networks.lockout_exempt_addresses and "fd00::5" in networks.lockout_exempt_addresses
+
+
+def test_an_exempt_address_that_is_no_address_refuses_the_start(properties: Path) -> None:
+    message = config_error(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "127.0.0.1,localhost"})
+    assert message == "auth.lockout.exempt.addresses: 'localhost' is not an IP address or CIDR network"
+
+
+def test_audit_retention_is_unset_by_default_and_at_least_a_day(properties: Path) -> None:
+    assert load_file(properties, REQUIRED).audit_retention_days is None
+    assert load_file(properties, {**REQUIRED, "audit.retention.days": "90"}).audit_retention_days == 90
+    assert config_error(properties, {**REQUIRED, "audit.retention.days": "0"}).startswith("audit.retention.days: ")

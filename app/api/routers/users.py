@@ -63,4 +63,7 @@ def delete_credential(
 )
 def unlock(name: UserNamePath, caller: CurrentCaller, users: Users) -> UnlockResponse:
     """Unlock an account locked after too many failed logins, on every replica. Super users only."""
-    return UnlockResponse(user=name, wasLocked=users.unlock(caller, name))
+    unlocked = users.unlock(caller, name)
+    return UnlockResponse(
+        user=name, wasLocked=unlocked.was_locked, notShared=unlocked.not_shared, everyReplica=unlocked.every_replica
+    )

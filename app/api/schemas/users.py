@@ -54,4 +54,16 @@ class UserCredentials(BaseModel):
 
 class UnlockResponse(BaseModel):
     user: str
-    wasLocked: bool = Field(description="Whether the account was locked (on any replica that published its lock).")
+    wasLocked: bool = Field(
+        description="Whether a lock of the account that this replica knew of was in force: one shared by any "
+        "replica, or one this replica kept to itself."
+    )
+    notShared: bool = Field(
+        description="Whether that lock was this replica's own, which it could not share (the shared locks were at "
+        "their limit, or ZooKeeper could not be reached). A lock another replica kept to itself is lifted too when "
+        "everyReplica is true, but this replica cannot see it: its account.lock audit event says shared false."
+    )
+    everyReplica: bool = Field(
+        description="Whether the unlock reached every replica. False when ZooKeeper could not be written: only this "
+        "replica's own lock was lifted, and shared locks stay in force until an unlock reaches them."
+    )

@@ -1,4 +1,5 @@
-"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service)."""
+"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service, and with
+``--kafka`` a real Kafka broker that takes the stack's tokens)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 from rich.console import Console
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
+from app.cli.server.kafka_broker.broker import KafkaBroker
+from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker
 from app.cli.server.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive
@@ -80,14 +83,17 @@ def _keep_private(data_dir: Path) -> None:
                 path.chmod(0o600)
 
 
-def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -> int:
+def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *, kafka_port: int | None = None) -> int:
+    """``kafka_port``: also run a Kafka broker on that port (``--kafka``)."""
     # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
     # under a success message.
-    if port_in_use(port):
-        print(f"kts: port {port} on 127.0.0.1 is already in use; choose a free one with --port", file=sys.stderr)
-        return 1
+    for busy, option in ((port, "--port"), (kafka_port, "--kafka-port")):
+        if busy is not None and port_in_use(busy):
+            print(f"kts: port {busy} on 127.0.0.1 is already in use; choose a free one with {option}", file=sys.stderr)
+            return 1
     _keep_private(data_dir)
     zookeeper: EmbeddedZooKeeper | None = None
+    broker: KafkaBroker | None = None
     overrides: dict[str, object] = {
         "http_listeners": f"http://127.0.0.1:{port}",
         "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
@@ -100,11 +106,22 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
             console.print(f"starting ZooKeeper on 127.0.0.1:{zookeeper.port} ...")
             zookeeper.start()
             overrides["zookeeper_connect"] = zookeeper.connect_string
-            # No broker runs on the embedded ZooKeeper, so no /cluster/id: the one place kts runs without one.
-            overrides["zookeeper_cluster_required"] = False
+            if kafka_port is None:
+                # No broker on the embedded ZooKeeper, so no /cluster/id: the one place kts runs without one.
+                overrides["zookeeper_cluster_required"] = False
         base = load_settings(config_file, **overrides)
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
+        if kafka_port is not None:
+            # First: the broker writes the /cluster/id kts requires (zookeeper.cluster.required) before it starts.
+            broker = start_dev_broker(
+                data_dir,
+                settings.zookeeper_connect_string,
+                settings.secret_key,
+                kafka_port,
+                f"User:{ADMIN_USER}",
+                console.print,
+            )
         generated = _ensure_admin(settings)
         check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
@@ -113,8 +130,13 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console) -
             console.print(f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)")
         else:
             console.print(f"  super user: {ADMIN_USER}  (password unchanged; set {ADMIN_PASSWORD_ENV} to reset it)")
+        if broker is not None:
+            for line in banner(broker, settings.http_listeners):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping
         return serve(settings, default_log_format="text")
     finally:
+        if broker is not None:
+            broker.stop()
         if zookeeper is not None:
             zookeeper.stop()
 

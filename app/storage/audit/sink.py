@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import Connection, Engine, and_, bindparam, func, insert, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
 
 from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
@@ -135,6 +135,18 @@ class SqlAuditLog:
         rows = self._select(select(events).where(events.c.id == event_id))
         return None if not rows else rows[0].outcome == Outcome.PENDING.value
 
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        """Delete up to ``limit`` settled events written before ``timestamp_ms``, oldest first, in one
+        transaction (pending events are kept: the reconciler settles them); how many."""
+        oldest = (
+            select(events.c.id)
+            .where(events.c.timestamp < timestamp_ms, events.c.outcome != Outcome.PENDING.value)
+            .order_by(events.c.id)
+            .limit(limit)
+        )
+        statement = delete(events).where(events.c.id.in_(oldest.scalar_subquery()))
+        return self._writes.run(lambda connection: int(connection.execute(statement).rowcount))
+
     def _select(self, statement: Any) -> list[StoredEvent]:
         with translated_db_errors(), self._engine.connect() as connection:
             rows = connection.execute(statement).mappings().all()
@@ -188,3 +200,6 @@ class NullAuditLog:
 
     def is_pending(self, event_id: int) -> bool | None:
         return None
+
+    def delete_before(self, timestamp_ms: int, limit: int) -> int:
+        return 0

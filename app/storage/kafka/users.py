@@ -15,7 +15,7 @@ from typing import Final
 
 from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserScramCredentialsRequest
 
-from app.domain.credentials import Mechanism, ScramCredential
+from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.errors import CredentialNotFound
 from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
@@ -93,5 +93,8 @@ class BrokerCredentials:
     def fingerprint(self, user_name: str) -> bytes:
         return b"kafka:%d" % self._users.changes(user_name)
 
-    def verify(self, user_name: str, password: str) -> bool:
-        return any(self._wire.login(mechanism.value, user_name, password) for mechanism in _LOGIN_ORDER)
+    def verify(self, user_name: str, password: str) -> Verdict:
+        if any(self._wire.login(mechanism.value, user_name, password) for mechanism in _LOGIN_ORDER):
+            return Verdict.ACCEPTED
+        # Asked only after a refusal: the audit summarises failures naming users that do not exist.
+        return Verdict.REFUSED if self._users.mechanisms(user_name) else Verdict.NO_SUCH_USER

@@ -1,107 +1,286 @@
-"""Per-account locks shared by every replica: ``/kts/lockouts`` (app/storage/zk/znodes/kts.py), followed by
-a children watch, and the count of live replicas (the sweeper election's contenders), followed the same way.
+"""Per-account locks shared by every replica: the children of ``/kts/lockouts`` (app/storage/zk/znodes/kts.py),
+followed by a children watch, and the count of live replicas (the sweeper election's contenders), followed the
+same way.
 
-A lock's znode name says which account and until when, so a watch callback only parses the child list: it
-never reads ZooKeeper (kazoo runs callbacks on its one event thread). The replica that publishes a lock
-adds it to its own view at once; every other replica sees it when its watch fires. ZooKeeper is written
-only when a lock is published or released, never per attempt.
+ZooKeeper's clock decides. A lock lasts its duration from its znode's creation time (``ctime``), so a replica
+whose clock runs ahead neither ends locks early nor deletes anyone's. Each replica keeps an estimate of
+ZooKeeper's clock: its own clock plus an offset, read from the ``mtime`` of a write (at start, then at most once a
+minute without waiting for it, and from the ``ctime`` of each lock it creates). The write is taken as done when
+its answer arrives, so ZooKeeper's clock is never guessed ahead of itself: a lock may look a few milliseconds
+younger than it is, never older. Only the leader deletes ended locks (``remove_ended``), from a fresh reading.
+
+A watch callback never waits on ZooKeeper (kazoo runs callbacks on its one event thread): the creation time of
+a lock this replica has not seen before is asked for without waiting, and until the answer arrives the lock is
+taken as created when it was first seen. ZooKeeper is written when a lock is shared or released, never per
+attempt.
+
+Bounded. At most ``max_shared`` locks in force are shared (ended ones, which the leader deletes within its
+interval, do not count), and nothing is added once the list holds twice that: the list every replica watches
+stays a small fraction of what a Java client can list. A lock past the bound is the locking replica's own, and
+the caller says so.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
+from app.domain.clock import Clock
 from app.domain.lockout import Lock
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import session_errors_translated
 from app.storage.zk.znodes import KtsZNodes
+from app.storage.zk.znodes.kts import LockoutKind
 
 log = logging.getLogger(__name__)
 
-# Beyond this many published locks a replica stops publishing more (it still locks the account itself):
-# an attacker spraying names must not grow the child list every replica reads on each change.
-MAX_PUBLISHED_LOCKS = 5_000
+MAX_SHARED_LOCKS = 1_000
+CLOCK_REFRESH_MS = 60_000
+
+
+@dataclass(slots=True)
+class _Entry:
+    kind: LockoutKind
+    key: str
+    duration_ms: int
+    since_ms: int  # ZooKeeper's clock: the znode's ctime once read, until then when this replica first saw it
+    ctime_known: bool = False
+
+    @property
+    def ends_ms(self) -> int:
+        return self.since_ms + self.duration_ms
 
 
 class ZkLockoutStore:
-    def __init__(self, zk: ZkConnection, *, service_id: str) -> None:
+    def __init__(self, zk: ZkConnection, *, service_id: str, clock: Clock, max_shared: int = MAX_SHARED_LOCKS) -> None:
         self._zk = zk
         self._service_id = service_id
-        self._locks: dict[str, dict[str, int]] = {}  # account key -> {znode name: until ms}
-        self._count = 0
+        self._clock = clock
+        self._max_shared = max_shared
+        self._entries: dict[str, _Entry] = {}  # znode name -> what it is
+        self._unlisted: set[str] = set()  # names this replica created that no child list has shown yet
+        self._offset_ms = 0  # ZooKeeper's clock minus this replica's
+        self._offset_read_ms: int | None = None  # this replica's clock when the offset was last read
+        self._clock_reading = False
         self._replicas = 1
+        self._listeners: list[Callable[[str], None]] = []
         self._guard = threading.Lock()
 
     def start(self) -> None:
-        """Follow the locks and the replicas (raises StoreUnavailable when ZooKeeper cannot be read)."""
+        """Read ZooKeeper's clock and follow the locks and the replicas (raises StoreUnavailable when ZooKeeper
+        cannot be read)."""
+        self.read_clock()
         with session_errors_translated():
-            ChildrenWatch(self._zk.client, KtsZNodes.LOCKOUTS, self._on_locks)
+            ChildrenWatch(self._zk.client, KtsZNodes.LOCKOUTS, self._on_children)
             ChildrenWatch(self._zk.client, KtsZNodes.SWEEPER_ELECTION, self._on_contenders)
+
+    # -- the port (app/service/ports.LockoutStore)
 
     def replicas(self) -> int:
         return self._replicas
 
-    def locked_until(self, account: str) -> int | None:
-        """The latest end of the account's published locks (expired ones included); None: none."""
-        with self._guard:
-            locks = self._locks.get(KtsZNodes.lockout_key(account))
-            return max(locks.values()) if locks else None
+    def on_released(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(key)`` for each release seen, whichever replica made it (on kazoo's thread)."""
+        self._listeners.append(listener)
 
-    def publish(self, lock: Lock) -> None:
-        """Write the lock every replica will see; raises StoreUnavailable when ZooKeeper cannot take it."""
-        if self._count >= MAX_PUBLISHED_LOCKS:
-            log.warning("%d account locks are published already: this one is kept by this replica only", self._count)
-            return
-        prefix = KtsZNodes.lockout_prefix(lock.account, lock.until_ms)
+    def locked_ms(self, key: str) -> int:
+        """How much longer the account's shared locks last (0: none in force)."""
+        now = self.now_ms()
+        with self._guard:
+            ends = [e.ends_ms for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.key == key]
+        return max(0, max(ends, default=0) - now)
+
+    def in_force(self) -> int:
+        """How many shared locks are in force (the figure the bound applies to)."""
+        now = self.now_ms()
+        with self._guard:
+            return sum(1 for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.ends_ms > now)
+
+    def share(self, lock: Lock) -> bool:
+        """Create the lock every replica will see; False when the bound is reached (nothing written). Raises
+        StoreUnavailable when ZooKeeper cannot take it."""
+        in_force = self.in_force()
+        with self._guard:
+            listed = len(self._entries)
+        if in_force >= self._max_shared or listed >= 2 * self._max_shared:
+            log.warning("%d account locks are shared already: this one is kept by this replica only", in_force)
+            return False
         data = KtsZNodes.encode_lockout(
-            locked_at_ms=lock.locked_at_ms, until_ms=lock.until_ms, failures=lock.failures, service_id=self._service_id
+            account=lock.account, failures=lock.failures, locked_at_ms=lock.locked_at_ms, service_id=self._service_id
         )
-        self._zk.ensure_connected()
-        path = self._zk.wait(
-            self._zk.client.create_async(prefix, data, acl=self._zk.acl_for(KtsZNodes.LOCKOUTS), sequence=True)
-        )
-        name = path.rsplit("/", 1)[1]
-        with self._guard:
-            self._locks.setdefault(KtsZNodes.lockout_key(lock.account), {})[name] = lock.until_ms
+        self._create(KtsZNodes.lockout_prefix(LockoutKind.LOCK, lock.key, lock.duration_ms), data)
+        return True
 
-    def release(self, account: str, *, expired_by_ms: int | None = None) -> list[int]:
-        """Delete the account's locks (only those ended by ``expired_by_ms`` when given); the ends of those
-        this call deleted (a lock another replica deleted first is not reported)."""
-        key = KtsZNodes.lockout_key(account)
+    def release(self, key: str, duration_ms: int) -> bool:
+        """Delete the account's shared locks and tell every replica to forget its own lock and count of it (a
+        release lasting ``duration_ms``, as long as a lock it releases can last); whether a shared lock was in
+        force. Raises StoreUnavailable when ZooKeeper cannot be written (then nothing may have changed)."""
+        now = self.now_ms()
         with self._guard:
-            locks = dict(self._locks.get(key, {}))
-        chosen = {name: until for name, until in locks.items() if expired_by_ms is None or until <= expired_by_ms}
-        if not chosen:
-            return []
+            locks = {n: e for n, e in self._entries.items() if e.kind is LockoutKind.LOCK and e.key == key}
         self._zk.ensure_connected()
-        pending = {name: self._zk.client.delete_async(f"{KtsZNodes.LOCKOUTS}/{name}") for name in chosen}
-        released = []
+        pending = {name: self._zk.client.delete_async(f"{KtsZNodes.LOCKOUTS}/{name}") for name in locks}
         for name, result in pending.items():
             try:
                 self._zk.wait(result)
-                released.append(chosen[name])
             except NoNodeError:
-                pass  # released meanwhile by another replica
+                pass  # released meanwhile by another replica, or by the leader
             with self._guard:
-                self._locks.get(key, {}).pop(name, None)
-        return released
+                self._entries.pop(name, None)
+        self._create(KtsZNodes.lockout_prefix(LockoutKind.RELEASE, key, duration_ms), b"")
+        self._notify([key])
+        return any(entry.ends_ms > now for entry in locks.values())
 
-    def _on_locks(self, children: list[str]) -> None:
-        locks: dict[str, dict[str, int]] = {}
-        for name in children:
-            parsed = KtsZNodes.lockout_name(name)
-            if parsed is None:
+    def remove_ended(self) -> int:
+        """Delete the locks that have ended and the releases that have lasted their time, by a fresh reading of
+        ZooKeeper's clock, and children kts does not write (locks of older versions); how many locks ended.
+        The leader's duty: every other replica only reads."""
+        now = self.read_clock()
+        self._zk.ensure_connected()
+        names = self._zk.wait(self._zk.client.get_children_async(KtsZNodes.LOCKOUTS))
+        stats = {name: self._zk.client.exists_async(f"{KtsZNodes.LOCKOUTS}/{name}") for name in names}
+        doomed: list[str] = []
+        ended_locks = 0
+        for name, result in stats.items():
+            stat = self._zk.wait(result)
+            entry = KtsZNodes.lockout_entry(name)
+            if stat is None:
                 continue
-            key, until_ms = parsed
-            locks.setdefault(key, {})[name] = until_ms
+            if entry is None or stat.ctime + entry.duration_ms <= now:
+                doomed.append(name)
+                ended_locks += entry is not None and entry.kind is LockoutKind.LOCK
+        deletions = [self._zk.client.delete_async(f"{KtsZNodes.LOCKOUTS}/{name}") for name in doomed]
+        for result in deletions:
+            try:
+                self._zk.wait(result)
+            except NoNodeError:
+                pass
+        return ended_locks
+
+    # -- ZooKeeper's clock
+
+    def now_ms(self) -> int:
+        """ZooKeeper's clock, as this replica estimates it."""
+        self._refresh_clock()
+        return self._clock.now_ms() + self._offset_ms
+
+    def read_clock(self) -> int:
+        """Read ZooKeeper's clock now (one write); its time. Raises StoreUnavailable."""
+        self._zk.ensure_connected()
+        stat = self._zk.wait(self._zk.client.set_async(KtsZNodes.LOCKOUTS, b""))
+        return self._sampled(stat.mtime)
+
+    def _refresh_clock(self) -> None:
+        """Read the clock again, without waiting for it, when the last reading is older than a minute."""
+        local = self._clock.now_ms()
         with self._guard:
-            self._locks = locks
-            self._count = len(children)
+            due = self._offset_read_ms is None or local - self._offset_read_ms >= CLOCK_REFRESH_MS
+            if not due or self._clock_reading or not self._zk.connected:
+                return
+            self._clock_reading = True
+        try:
+            self._zk.client.set_async(KtsZNodes.LOCKOUTS, b"").rawlink(self._on_clock)
+        except Exception as exc:  # the session went away meanwhile: try again on a later call
+            log.debug("ZooKeeper's clock could not be read: %r", exc)
+            with self._guard:
+                self._clock_reading = False
+
+    def _on_clock(self, result: Any) -> None:
+        try:
+            if result.successful():
+                self._sampled(result.value.mtime)
+        finally:
+            with self._guard:
+                self._clock_reading = False
+
+    def _sampled(self, zookeeper_ms: int) -> int:
+        """Take ``zookeeper_ms``, ZooKeeper's clock at a write whose answer has just arrived, as its clock now."""
+        local = self._clock.now_ms()
+        with self._guard:
+            self._offset_ms = zookeeper_ms - local
+            self._offset_read_ms = local
+        return zookeeper_ms
+
+    # -- writes and watches
+
+    def _create(self, prefix: str, data: bytes) -> None:
+        self._zk.ensure_connected()
+        path, stat = self._zk.wait(
+            self._zk.client.create_async(
+                prefix, data, acl=self._zk.acl_for(KtsZNodes.LOCKOUTS), sequence=True, include_data=True
+            )
+        )
+        self._sampled(stat.ctime)
+        name = path.rsplit("/", 1)[1]
+        entry = KtsZNodes.lockout_entry(name)
+        if entry is not None:
+            with self._guard:
+                self._entries[name] = _Entry(entry.kind, entry.key, entry.duration_ms, stat.ctime, ctime_known=True)
+                self._unlisted.add(name)
+
+    def _on_children(self, children: list[str]) -> None:
+        now = self._clock.now_ms() + self._offset_ms  # never a ZooKeeper request on kazoo's event thread
+        fresh: list[str] = []
+        released: list[str] = []
+        with self._guard:
+            entries: dict[str, _Entry] = {}
+            for name in children:
+                known = self._entries.get(name)
+                if known is not None:
+                    entries[name] = known
+                    continue
+                entry = KtsZNodes.lockout_entry(name)
+                if entry is None:
+                    continue
+                entries[name] = _Entry(entry.kind, entry.key, entry.duration_ms, now)
+                fresh.append(name)
+                if entry.kind is LockoutKind.RELEASE:
+                    released.append(entry.key)
+            # A list read before this replica's own create lacks it: keep what it created until a list shows it,
+            # or shows a later znode without it (deleted meanwhile). Sequence numbers only grow.
+            latest = max((_sequence(name) for name in children), default=-1)
+            self._unlisted = {name for name in self._unlisted if name not in entries and _sequence(name) > latest}
+            for name in self._unlisted:
+                if name in self._entries:
+                    entries[name] = self._entries[name]
+            self._entries = entries
+        for name in fresh:
+            try:
+                self._zk.client.exists_async(f"{KtsZNodes.LOCKOUTS}/{name}").rawlink(
+                    lambda result, name=name: self._on_created(name, result)
+                )
+            except Exception as exc:  # the session went away: the watch runs again on reconnection
+                log.debug("the creation time of a lock could not be asked for: %r", exc)
+        self._notify(released)
+
+    def _on_created(self, name: str, result: Any) -> None:
+        if not result.successful() or result.value is None:
+            return
+        with self._guard:
+            entry = self._entries.get(name)
+            if entry is not None:
+                entry.since_ms = result.value.ctime
+                entry.ctime_known = True
+
+    def _notify(self, keys: list[str]) -> None:
+        for key in keys:
+            for listener in self._listeners:
+                try:
+                    listener(key)
+                except Exception:
+                    log.exception("a lockout release listener failed")
 
     def _on_contenders(self, children: list[str]) -> None:
         self._replicas = max(1, len(children))
 
+
+def _sequence(name: str) -> int:
+    """The sequence number ZooKeeper appended to a child's name (-1: none)."""
+    tail = name.rsplit("-", 1)[-1]
+    return int(tail) if tail.isdigit() else -1

@@ -7,6 +7,7 @@ import pytest
 from app.cli.client.kafka_login import Credentials
 from tests.kafka.brokers import RunningBroker
 
+pytestmark = pytest.mark.kafka  # the broker fixture is asked for by name, unseen by the marker's hook
 MECHANISMS = ["SCRAM-SHA-256", "SCRAM-SHA-512"]
 
 
@@ -23,10 +24,10 @@ def test_the_super_user_logs_in_and_a_wrong_password_is_refused(broker: RunningB
     assert f"invalid credentials with SASL mechanism {mechanism}" in answer
 
 
-def test_a_new_user_runs_a_tool_and_the_super_user_describes_it(broker: RunningBroker) -> None:
-    user = broker.new_user("fixture")
-    created = broker.tokens("--create", "--max-life-time-period", "-1", user=user)
-    assert f"User:{user.name}" in created.stdout
-    described = broker.configs("--describe", "--entity-type", "users", "--entity-name", user.name)
-    print(described.stdout)
-    assert "SCRAM-SHA-512=iterations=4096" in described.stdout
+def test_the_files_holding_the_secret_or_a_password_are_private(broker: RunningBroker) -> None:
+    """server.properties holds delegation.token.secret.key and the broker's own password; a --command-config file
+    a password."""
+    config = broker.command_config()
+    for path in (broker.directory / "server.properties", config):
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    assert broker.directory.stat().st_mode & 0o077 == 0

@@ -11,7 +11,7 @@ import pytest
 from app.cli.main import FAILURES, _failure, main
 
 # What `kts --help` must not load: the server, the audit database, Spark and its Arrow and plotting stacks.
-HEAVY = ("pyarrow", "pyspark", "fastapi", "uvicorn", "sqlalchemy", "matplotlib")
+HEAVY = ("pyarrow", "pyspark", "fastapi", "uvicorn", "sqlalchemy", "matplotlib", "kafka")
 MY_COMMANDS = """
 import argparse, sys
 from app.cli.client import acls, tokens

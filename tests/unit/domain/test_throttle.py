@@ -10,7 +10,9 @@ from fractions import Fraction
 import pytest
 
 from app.domain.throttle import (
+    MAX_SAMPLES,
     MAX_SUBJECT_LENGTH,
+    SAMPLE_CHARS,
     AuditPlan,
     BurstSummary,
     FailureThrottle,
@@ -457,3 +459,32 @@ def test_a_refusal_by_another_rule_counts_in_its_burst(clock: FakeClock) -> None
     assert (first.retry_after_ms, first.audit.record_attempt) == (5_000, True)
     assert not throttle.refuse(ATTACKER, ALICE, 4_000).audit.record_attempt
     assert [(s.address, s.subject, s.attempts, s.refused) for s in throttle.flush()] == [(ATTACKER, ALICE, 1, 1)]
+
+
+# -- failures that name no known user or token
+
+
+def test_unknown_names_from_one_address_are_one_burst_with_a_few_samples(clock: FakeClock) -> None:
+    """A fresh name per attempt costs one row per address and window, not one row per name."""
+    throttle = make(clock, max_failures=3, address_max=10_000)
+    start = clock.now
+    plans = [throttle.failed(ATTACKER, user_subject(f"made-up-{n}" + "x" * 200), known=False) for n in range(1_000)]
+    assert [plan.record_attempt for plan in plans].count(True) == 1  # the first, in full
+    assert all(plan.summaries == () for plan in plans)
+    clock.advance(WINDOW)
+    plan = throttle.failed(ATTACKER, user_subject("one-more"), known=False)  # a window later: a new burst
+    (summary,) = plan.summaries
+    assert (summary.address, summary.subject, summary.attempts, summary.unknown_names) == (ATTACKER, None, 999, True)
+    assert summary.first_attempt_ms == start
+    assert summary.samples == tuple(user_subject(f"made-up-{n}" + "x" * 200)[:SAMPLE_CHARS] for n in range(1, 6))
+    assert len(summary.samples) == MAX_SAMPLES
+
+
+def test_known_names_keep_their_own_bursts(clock: FakeClock) -> None:
+    throttle = make(clock, max_failures=3, address_max=100)
+    assert throttle.failed(ATTACKER, user_subject("ghost"), known=False).record_attempt
+    assert throttle.failed(ATTACKER, ALICE).record_attempt  # a known user's failure: a burst of its own
+    assert not throttle.failed(ATTACKER, user_subject("ghost-2"), known=False).record_attempt
+    assert throttle.failed(HOME, user_subject("ghost"), known=False).record_attempt  # per address
+    flushed = {(s.address, s.subject, s.unknown_names, s.samples) for s in throttle.flush()}
+    assert flushed == {(ATTACKER, None, True, (user_subject("ghost-2"),))}

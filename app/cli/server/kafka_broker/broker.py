@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from app.cli.client.kafka_login import BrokerLogin, Credentials, login
 from app.cli.server.embedded_zookeeper import die_with_parent, free_port
 from app.cli.server.kafka_broker.release import KafkaRelease, KafkaUnavailable
 
@@ -38,7 +39,8 @@ KRAFT_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 LOG_FILE = "broker.log"
 
 # Both logging back ends (3.x: reload4j, 4.x: log4j2) to standard output, which goes to broker.log. INFO for
-# start and stop, failed logins (Selector) and denied operations (the authorizer's logger); WARN for the rest.
+# start and stop, failed logins (Selector) and denied operations (the authorizer's logger); WARN for the rest,
+# but for the connections a starting broker's controller tries before its listener is up (ERROR).
 _LOG4J = """\
 log4j.rootLogger=WARN, stdout
 log4j.appender.stdout=org.apache.log4j.ConsoleAppender
@@ -50,6 +52,8 @@ log4j.logger.kafka.Kafka$=INFO
 log4j.logger.kafka.server.DelegationTokenManager=INFO
 log4j.logger.kafka.authorizer.logger=INFO
 log4j.logger.org.apache.kafka.common.network.Selector=INFO
+log4j.logger.kafka.controller.RequestSendThread=ERROR
+log4j.logger.org.apache.kafka.clients.NetworkClient=ERROR
 """
 _LOG4J2 = """\
 status = warn
@@ -69,6 +73,8 @@ logger.selector.name = org.apache.kafka.common.network.Selector
 logger.selector.level = INFO
 logger.authorizer.name = kafka.authorizer.logger
 logger.authorizer.level = INFO
+logger.network.name = org.apache.kafka.clients.NetworkClient
+logger.network.level = ERROR
 """
 # The tools print their answers on standard output: their own logging goes to standard error, warnings only.
 _TOOLS_LOG4J = """\
@@ -121,8 +127,13 @@ def client_properties(user: User, mechanism: str = "SCRAM-SHA-512", *, token: bo
 
 
 def write_properties(path: Path, values: Mapping[str, str]) -> Path:
-    """A Java properties file; values here never hold newlines, and backslashes are escaped."""
-    path.write_text("".join(f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in values.items()))
+    """A Java properties file, readable by this user only (it holds the secret key or a password); values here
+    never hold newlines, and backslashes are escaped."""
+    text = "".join(f"{key}={value.replace(chr(92), chr(92) * 2)}\n" for key, value in values.items())
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(descriptor, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        handle.write(text)
     return path
 
 
@@ -224,8 +235,9 @@ class KafkaBroker:
         return values | self.extra_properties
 
     def _java(self, main_class: str, *arguments: str, server: bool = False) -> list[str]:
-        """A tool is short-lived: a small heap and only the quick compiler (starts faster)."""
-        tuning = [f"-Xmx{self.heap}"] if server else ["-Xmx256m", "-XX:TieredStopAtLevel=1"]
+        """A tool is short-lived: a small heap and only the quick compiler (it starts faster)."""
+        # Tools print dates (kafka-delegation-tokens.sh): in UTC, whatever the machine's zone.
+        tuning = [f"-Xmx{self.heap}"] if server else ["-Xmx256m", "-XX:TieredStopAtLevel=1", "-Duser.timezone=UTC"]
         logging = "" if server else "tools-"
         return [
             "java",
@@ -241,7 +253,7 @@ class KafkaBroker:
 
     def start(self, ready: Callable[[KafkaBroker], bool], timeout_s: float = 120.0) -> None:
         """Start the process and poll ``ready(self)`` until it returns True. Raises BrokerFailed."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.directory / "log4j.properties").write_text(_LOG4J)
         (self.directory / "log4j2.properties").write_text(_LOG4J2)
         (self.directory / "tools-log4j.properties").write_text(_TOOLS_LOG4J)
@@ -327,6 +339,13 @@ class KafkaBroker:
     def _tail(self) -> str:
         tail = self.log_tail()
         return f"; the end of {self.log_path}:\n{tail}" if tail else ""
+
+
+def takes_its_own_login(broker: KafkaBroker) -> bool:
+    """A readiness check: the broker authenticates its own PLAIN user on its listener (LoginError while not)."""
+    user = broker.broker_user
+    login(BrokerLogin((broker.bootstrap,), LISTENER, "PLAIN"), Credentials(user.name, user.password), timeout_s=5)
+    return True
 
 
 __all__ = ["BrokerFailed", "KafkaBroker", "KafkaUnavailable", "User", "client_properties", "jaas"]

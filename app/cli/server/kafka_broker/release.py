@@ -77,6 +77,12 @@ def require_tools(*commands: str) -> None:
         )
 
 
+def is_cached(version: str, cache: Path | None = None) -> bool:
+    """Whether ``fetch`` has the release already (no Maven run, no download)."""
+    digest = hashlib.sha256(pom_text().encode()).hexdigest()
+    return _complete((cache or cache_root()) / version / "libs", digest)
+
+
 def fetch(version: str, cache: Path | None = None) -> KafkaRelease:
     """The release's jars, copied with Maven on first use. Raises KafkaUnavailable."""
     if version not in PINNED_RELEASES:

@@ -7,8 +7,8 @@ one object with its path(s), ``encode`` and ``decode``. Paths are relative to th
 - ``ClusterIdZNode``, ``BrokerIdsZNode``,      (cluster.py)       /cluster/id, /brokers/ids, /controller,
   ``ControllerZNode``, ``ControllerEpochZNode``,                  /controller_epoch, /migration (read only:
   ``MigrationZNode``                                              who runs the cluster, its migration to KRaft)
-- ``KtsZNodes``, ``SecretFingerprintZNode``   (kts.py)           /kts: audit intents, sweeper election, quota guards,
-                                                                 secret key fingerprint, lockouts
+- ``KtsZNodes``, ``SecretFingerprintZNode``,  (kts.py)           /kts: audit intents, sweeper election, quota guards,
+  ``ShareLedgerZNode``                                           share ledgers, secret key fingerprint, lockouts
 - ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
 
 Decoders raise ``MalformedZNode``. Wire formats live here and nowhere else (golden-byte tests in
@@ -26,7 +26,7 @@ from app.storage.zk.znodes.cluster import (
     ControllerZNode,
     MigrationZNode,
 )
-from app.storage.zk.znodes.kts import KtsZNodes, SecretFingerprintZNode
+from app.storage.zk.znodes.kts import KtsZNodes, SecretFingerprintZNode, ShareLedgerZNode
 from app.storage.zk.znodes.malformed import MalformedZNode
 from app.storage.zk.znodes.tokens import TokenChangeZNode, TokenZNode
 from app.storage.zk.znodes.user_configs import ConfigChangeZNode, UserConfigZNode
@@ -39,6 +39,7 @@ PERSISTENT_PATHS = (
     KtsZNodes.LOCKOUTS,
     KtsZNodes.OWNER_QUOTAS,
     KtsZNodes.REQUESTER_QUOTAS,
+    KtsZNodes.TOKEN_SHARES,
     TokenZNode.ROOT,
     TokenChangeZNode.ROOT,
     UserConfigZNode.ROOT,
@@ -65,6 +66,7 @@ __all__ = [
     "MalformedZNode",
     "MigrationZNode",
     "SecretFingerprintZNode",
+    "ShareLedgerZNode",
     "TokenChangeZNode",
     "TokenZNode",
     "UserConfigZNode",

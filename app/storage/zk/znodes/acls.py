@@ -3,16 +3,24 @@
 ``ExtendedAclChangeNotificationSequenceZNode``).
 
 - resource znode: ``{"version":1,"acls":[{"principal":..,"permissionType":..,"operation":..,"host":..}]}``
-- literal change: the text ``<ResourceType>:<name>`` (e.g. ``User:User:alice``)
-- prefixed change: ``{"version":1,"resourceType":..,"name":..,"patternType":"PREFIXED"}``
+- literal change: the text ``<RESOURCE_TYPE>:<name>`` (e.g. ``USER:User:alice``)
+- prefixed change: ``{"version":1,"resourceType":"USER","name":..,"patternType":"PREFIXED"}``
 
 Literal patterns live in the original store, prefixed ones in the extended store, each with its own
 change-notification queue.
+
+Two spellings of a resource type: the paths use the CamelCase names of ``SecurityUtils.resourceTypeName``
+(``/kafka-acl/TransactionalId/...``), the change notifications the names of Java's ``ResourceType`` enum
+(``TRANSACTIONAL_ID``: ``resourceType.toString`` and ``.name``), which brokers read back with
+``ResourceType.fromString``, case-insensitively. A broker reads a CamelCase ``TransactionalId`` or
+``DelegationToken`` as ``UNKNOWN``, so kts writes the enum names; it reads either spelling, in any case
+(brokers before 2.0 wrote ``Topic:name``).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -20,6 +28,22 @@ from app.domain.acl import AccessControlEntry, PatternType, ResourcePattern
 from app.storage.zk.znodes.malformed import MalformedZNode
 
 _ENTRY_KEYS = ("principal", "permissionType", "operation", "host")
+_WORD_START = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def java_enum_name(resource_type: str) -> str:
+    """``TransactionalId`` -> ``TRANSACTIONAL_ID``: how Kafka's ``ResourceType`` enum names a resource type."""
+    return _WORD_START.sub("_", resource_type).upper()
+
+
+def _folder_name(text: str) -> str:
+    """A resource type as a notification spells it (``USER``, ``transactional_id``, ``Topic``) -> its path name
+    (``User``, ``TransactionalId``, ``Topic``). A type kts does not know is passed on as it is."""
+    key = text.replace("_", "").upper()
+    for known in AclZNode.RESOURCE_TYPES:
+        if known.upper() == key:
+            return known
+    return text
 
 
 class AclZNode:
@@ -88,9 +112,11 @@ class AclChangeZNode:
 
     @staticmethod
     def encode(pattern: ResourcePattern) -> bytes:
+        """Exactly what a broker's ``AclAuthorizer`` writes (``LiteralAclChangeStore``, ``ExtendedAclChangeStore``)."""
+        resource_type = java_enum_name(pattern.resource_type)
         if pattern.pattern_type is PatternType.LITERAL:
-            return f"{pattern.resource_type}:{pattern.name}".encode()
-        doc = {"version": 1, "resourceType": pattern.resource_type, "name": pattern.name, "patternType": "PREFIXED"}
+            return f"{resource_type}:{pattern.name}".encode()
+        doc = {"version": 1, "resourceType": resource_type, "name": pattern.name, "patternType": "PREFIXED"}
         return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     @staticmethod
@@ -102,7 +128,7 @@ class AclChangeZNode:
                 resource_type, sep, name = text.partition(":")
                 if not sep or not resource_type or not name:
                     raise MalformedZNode("literal ACL change is not <ResourceType>:<name>")
-                return ResourcePattern(resource_type, name, PatternType.LITERAL)
+                return ResourcePattern(_folder_name(resource_type), name, PatternType.LITERAL)
             doc = json.loads(text)
             if (
                 not isinstance(doc, dict)
@@ -110,7 +136,11 @@ class AclChangeZNode:
                 or not isinstance(doc.get("name"), str)
             ):
                 raise MalformedZNode("prefixed ACL change lacks resourceType or name")
-            return ResourcePattern(doc["resourceType"], doc["name"], PatternType(doc.get("patternType", "PREFIXED")))
+            pattern_type = doc.get("patternType", "PREFIXED")
+            if not isinstance(pattern_type, str):
+                raise MalformedZNode("prefixed ACL change has a patternType that is not a name")
+            # PatternType.fromString reads the name case-insensitively, as ResourceType.fromString does.
+            return ResourcePattern(_folder_name(doc["resourceType"]), doc["name"], PatternType(pattern_type.upper()))
         except MalformedZNode:
             raise
         except (UnicodeDecodeError, json.JSONDecodeError, ValueError) as exc:

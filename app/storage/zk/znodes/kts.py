@@ -4,19 +4,36 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
+import re
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Final
-from urllib.parse import quote
 
+from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SecretFingerprint
 from app.domain.token_quota import QuotaKey
+from app.domain.token_share import ShareLedger
 from app.storage.zk.sanitizer import sanitize
 from app.storage.zk.znodes.malformed import MalformedZNode
 
-# A key longer than this is replaced by its hash: names stay short, so that the lockout parent's child list
-# (read whole by every replica's watch) stays far below ZooKeeper's packet limit.
-MAX_LOCKOUT_KEY_LENGTH = 200
+_HEX_KEY = re.compile(r"[0-9a-f]{16,64}")
+LOCKOUT_ACCOUNT_CHARS = 256
+
+
+class LockoutKind(StrEnum):
+    LOCK = "lock"
+    RELEASE = "release"
+
+
+@dataclass(frozen=True, slots=True)
+class LockoutEntry:
+    """A child of ``/kts/lockouts``: a lock of the account kept under ``key``, or a release of it, lasting
+    ``duration_ms`` from the znode's creation time (ZooKeeper's clock)."""
+
+    kind: LockoutKind
+    key: str
+    duration_ms: int
 
 
 class KtsZNodes:
@@ -31,14 +48,25 @@ class KtsZNodes:
       to that quota. Each create sets its guards' data, guarded by the versions the replica counted at, in
       the transaction that creates the token, so two replicas cannot both take the last unit of a quota
       (app/service/token_quotas.py). One small znode per principal that ever created a token.
+    - ``/kts/token-shares/<principal>`` (the principal sanitized as Kafka sanitizes user names): the share
+      ledger of a principal that is held to a share (``ShareLedgerZNode``): the notifications its writes caused,
+      per minute. Each token write charged to it sets it, guarded by the version read, in the transaction that
+      writes the token, so the count is exact across replicas (app/service/token_shares.py). One small znode
+      per principal that ever wrote a token, never deleted: its version only grows, which replicas rely on.
     - ``/kts/secret-key-fingerprint``: the keyed fingerprint of the cluster's secret key
       (``SecretFingerprintZNode``).
-    - ``/kts/lockouts/<account key>@<until ms>@<sequence>``: a per-account lock, published by the replica
-      whose failed-login count reached its share (app/domain/lockout.py). The name holds all a replica needs
-      (which account, until when), so the child list alone is the state; the data, for operators, is JSON
-      ``{"lockedAtMs", "untilMs", "failures", "serviceId"}``. The sequence makes every lock a new znode: a
-      lock is never changed, only deleted (released by a super user, or when it is found expired). The key
-      is the user name URL-encoded, or ``%%`` and its SHA-256 when that is long."""
+    - ``/kts/lockouts/lock-<account key>-<duration ms>-<sequence>``: a per-account lock, shared by the replica
+      whose failed-login count reached its share (app/domain/lockout.py). It lasts ``duration ms`` from the
+      znode's creation time (``ctime``, ZooKeeper's clock: no replica's clock decides when a lock ends). The
+      key is 40 hex digits of the SHA-256 of the whole account name (``account_key``), so every name is as
+      short and names sharing a prefix never share a lock. The data, for operators, is JSON
+      ``{"account", "failures", "lockedAtMs", "serviceId"}``. The sequence makes every lock a new znode: a lock
+      is never changed, only deleted (by a super user's unlock, or by the leader once it has ended).
+    - ``/kts/lockouts/release-<account key>-<duration ms>-<sequence>``: a super user unlocked the account; every
+      replica that sees it forgets its own count and lock of the account (one it could not share). The leader
+      deletes it once ``duration ms`` have passed, when no lock it releases can still be in force.
+    - ``/kts/lockouts`` itself: its data is rewritten (empty) to read ZooKeeper's clock, from the ``mtime`` the
+      write answers."""
 
     ROOT: Final = "/kts"
     AUDIT_INTENTS: Final = f"{ROOT}/audit-intents"
@@ -47,6 +75,7 @@ class KtsZNodes:
     TOKEN_QUOTAS: Final = f"{ROOT}/token-quotas"
     OWNER_QUOTAS: Final = f"{TOKEN_QUOTAS}/owner"
     REQUESTER_QUOTAS: Final = f"{TOKEN_QUOTAS}/requester"
+    TOKEN_SHARES: Final = f"{ROOT}/token-shares"
     LOCKOUTS: Final = f"{ROOT}/lockouts"
 
     @staticmethod
@@ -54,31 +83,37 @@ class KtsZNodes:
         return f"{KtsZNodes.TOKEN_QUOTAS}/{key.kind.value}/{sanitize(str(key.principal))}"
 
     @staticmethod
-    def lockout_key(account: str) -> str:
-        """The part of a lock's name that says which account (any text: NUL and lone surrogates included)."""
-        raw = account.encode("utf-8", "surrogatepass")
-        key = quote(raw, safe="")
-        if len(key) > MAX_LOCKOUT_KEY_LENGTH:
-            return "%%" + hashlib.sha256(raw).hexdigest()
-        return key
+    def share_ledger(principal: KafkaPrincipal) -> str:
+        return f"{KtsZNodes.TOKEN_SHARES}/{sanitize(str(principal))}"
 
     @staticmethod
-    def lockout_prefix(account: str, until_ms: int) -> str:
+    def lockout_prefix(kind: LockoutKind, key: str, duration_ms: int) -> str:
         """Create with ``sequence=True``: ZooKeeper appends the sequence number."""
-        return f"{KtsZNodes.LOCKOUTS}/{KtsZNodes.lockout_key(account)}@{until_ms}@"
+        return f"{KtsZNodes.LOCKOUTS}/{kind.value}-{key}-{duration_ms}-"
 
     @staticmethod
-    def lockout_name(name: str) -> tuple[str, int] | None:
-        """(account key, until ms) of a lock's znode name; None: not a lock."""
-        parts = name.split("@")
-        if len(parts) != 3 or not parts[1].isdigit() or not parts[0]:
+    def lockout_entry(name: str) -> LockoutEntry | None:
+        """What a child of ``/kts/lockouts`` is; None: not one kts writes (a lock of an older version)."""
+        parts = name.split("-")
+        if len(parts) != 4 or not _HEX_KEY.fullmatch(parts[1]) or not parts[2].isdigit() or not parts[3].isdigit():
             return None
-        return parts[0], int(parts[1])
+        try:
+            kind = LockoutKind(parts[0])
+        except ValueError:
+            return None
+        return LockoutEntry(kind, parts[1], int(parts[2]))
 
     @staticmethod
-    def encode_lockout(*, locked_at_ms: int, until_ms: int, failures: int, service_id: str) -> bytes:
-        document = {"lockedAtMs": locked_at_ms, "untilMs": until_ms, "failures": failures, "serviceId": service_id}
-        return json.dumps(document, separators=(",", ":")).encode()
+    def encode_lockout(*, account: str, failures: int, locked_at_ms: int, service_id: str) -> bytes:
+        """A lock's data, for operators only (no replica reads it): the account (its first
+        ``LOCKOUT_ACCOUNT_CHARS`` characters), the failures counted and the publishing replica's clock."""
+        document = {
+            "account": account[:LOCKOUT_ACCOUNT_CHARS],
+            "failures": failures,
+            "lockedAtMs": locked_at_ms,
+            "serviceId": service_id,
+        }
+        return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode()
 
     @staticmethod
     def audit_intent(event_id: int) -> str:
@@ -121,3 +156,33 @@ class SecretFingerprintZNode:
         if not salt or len(digest) != 32:
             raise MalformedZNode("secret key fingerprint znode holds no salt or a digest of the wrong length")
         return SecretFingerprint(salt, digest)
+
+
+class ShareLedgerZNode:
+    """``/kts/token-shares/<principal>``: ``{"version":1,"notifications":[[<minute start, epoch ms>,<count>],...]}``,
+    oldest minute first (app/domain/token_share.py). At most 17 minutes: a ledger stays under 500 bytes."""
+
+    VERSION: Final = 1
+
+    @staticmethod
+    def path(principal: KafkaPrincipal) -> str:
+        return KtsZNodes.share_ledger(principal)
+
+    @staticmethod
+    def encode(ledger: ShareLedger) -> bytes:
+        doc = {"version": ShareLedgerZNode.VERSION, "notifications": [list(minute) for minute in ledger.minutes]}
+        return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+    @staticmethod
+    def decode(data: bytes) -> ShareLedger:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            version = doc["version"]
+            minutes = tuple((int(minute), int(count)) for minute, count in doc["notifications"])
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise MalformedZNode("share ledger znode is not the JSON kts writes") from exc
+        if version != ShareLedgerZNode.VERSION:
+            raise MalformedZNode("share ledger of an unknown version")
+        if any(count < 0 for _, count in minutes) or list(minutes) != sorted(minutes):
+            raise MalformedZNode("share ledger znode holds negative counts or minutes out of order")
+        return ShareLedger(minutes)

@@ -51,12 +51,12 @@ def test_follows_literal_and_prefixed_notifications(cache: AclCache, raw_zk: Kaz
     raw_zk.create("/kafka-acl-extended/prefixed/User/User:etl-", b'{"version":1,"acls":[' + _json(GRANT) + b"]}")
     raw_zk.create(
         "/kafka-acl-extended-changes/acl_changes_",
-        b'{"version":1,"resourceType":"User","name":"User:etl-","patternType":"PREFIXED"}',
+        b'{"version":1,"resourceType":"USER","name":"User:etl-","patternType":"PREFIXED"}',
         sequence=True,
     )
     eventually(lambda: _allowed(cache, "User:etl-nightly"))
     raw_zk.delete("/kafka-acl/User/User:joe")
-    raw_zk.create("/kafka-acl-changes/acl_changes_", b"User:User:joe", sequence=True)
+    raw_zk.create("/kafka-acl-changes/acl_changes_", b"USER:User:joe", sequence=True)
     eventually(lambda: not _allowed(cache))
 
 
@@ -64,7 +64,7 @@ def test_garbage_notifications_and_znodes_do_not_stop_the_cache(cache: AclCache,
     raw_zk.create("/kafka-acl-changes/acl_changes_", b"no-colon-here", sequence=True)
     kafka_acls_sh_writes(raw_zk, "User", "User:broken", [])
     raw_zk.set("/kafka-acl/User/User:broken", b"{not json")
-    raw_zk.create("/kafka-acl-changes/acl_changes_", b"User:User:broken", sequence=True)
+    raw_zk.create("/kafka-acl-changes/acl_changes_", b"USER:User:broken", sequence=True)
     kafka_acls_sh_writes(raw_zk, "User", "User:joe", [GRANT])
     eventually(lambda: _allowed(cache))
 
@@ -102,3 +102,25 @@ def test_checks_are_answered_from_memory_when_zookeeper_is_gone(tmp_path: Path) 
 
 def _json(entry: dict[str, str]) -> bytes:
     return json.dumps(entry, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("resource_type", list(ResourceType))
+@pytest.mark.parametrize("pattern_type", list(PatternType))
+def test_a_brokers_notification_refreshes_every_resource_type(
+    cache: AclCache, raw_zk: KazooClient, resource_type: ResourceType, pattern_type: PatternType
+) -> None:
+    """The ACLs in the CamelCase folder, the notification naming the enum, both as a 3.9 broker writes them."""
+    entry = GRANT | {"operation": "Describe"}
+    pattern = ResourcePattern(resource_type.value, f"{resource_type.value.lower()}-1", pattern_type)
+    root = "/kafka-acl" if pattern_type is PatternType.LITERAL else "/kafka-acl-extended/prefixed"
+    raw_zk.ensure_path(f"{root}/{resource_type.value}")
+    raw_zk.create(f"{root}/{resource_type.value}/{pattern.name}", b'{"version":1,"acls":[' + _json(entry) + b"]}")
+    enum_name = {"TransactionalId": "TRANSACTIONAL_ID", "DelegationToken": "DELEGATION_TOKEN"}.get(
+        resource_type.value, resource_type.value.upper()
+    )
+    if pattern_type is PatternType.LITERAL:
+        raw_zk.create("/kafka-acl-changes/acl_changes_", f"{enum_name}:{pattern.name}".encode(), sequence=True)
+    else:
+        change = {"version": 1, "resourceType": enum_name, "name": pattern.name, "patternType": "PREFIXED"}
+        raw_zk.create("/kafka-acl-extended-changes/acl_changes_", json.dumps(change).encode(), sequence=True)
+    eventually(lambda: bool(cache.snapshot().entries(pattern)), timeout_s=10)

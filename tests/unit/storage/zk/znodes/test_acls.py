@@ -238,16 +238,20 @@ def test_codec_error_is_a_value_error() -> None:
 # --- change notifications -------------------------------------------------------------------------------------
 
 
+# What a Kafka 3.9 broker's AclAuthorizer writes (read back from ZooKeeper after kafka-acls.sh --bootstrap-server
+# in tests/e2e/kafka/test_acls.py): the resource type as Java's ResourceType enum names it.
 @pytest.mark.parametrize(
     ("pattern", "expected"),
     [
-        (ResourcePattern("User", "User:alice"), b"User:User:alice"),
-        (ResourcePattern(ResourceType.USER, "User:alice", PatternType.LITERAL), b"User:User:alice"),
-        (ResourcePattern("User", "*"), b"User:*"),
-        (ResourcePattern("DelegationToken", "tok-1"), b"DelegationToken:tok-1"),
-        (ResourcePattern("Cluster", "kafka-cluster"), b"Cluster:kafka-cluster"),
-        (ResourcePattern("Topic", "a:b"), b"Topic:a:b"),
-        (ResourcePattern("User", "User:用户"), "User:User:用户".encode()),
+        (ResourcePattern("User", "User:alice"), b"USER:User:alice"),
+        (ResourcePattern(ResourceType.USER, "User:alice", PatternType.LITERAL), b"USER:User:alice"),
+        (ResourcePattern("User", "*"), b"USER:*"),
+        (ResourcePattern("DelegationToken", "tok-1"), b"DELEGATION_TOKEN:tok-1"),
+        (ResourcePattern("Cluster", "kafka-cluster"), b"CLUSTER:kafka-cluster"),
+        (ResourcePattern("Topic", "a:b"), b"TOPIC:a:b"),
+        (ResourcePattern("Group", "g"), b"GROUP:g"),
+        (ResourcePattern("TransactionalId", "tx-1"), b"TRANSACTIONAL_ID:tx-1"),
+        (ResourcePattern("User", "User:用户"), "USER:User:用户".encode()),
     ],
 )
 def test_encode_literal_change(pattern: ResourcePattern, expected: bytes) -> None:
@@ -259,24 +263,44 @@ def test_encode_prefixed_change_is_exactly_kafkas_json() -> None:
     pattern = ResourcePattern("User", "User:al", PatternType.PREFIXED)
     assert (
         AclChangeZNode.encode(pattern)
-        == b'{"version":1,"resourceType":"User","name":"User:al","patternType":"PREFIXED"}'
+        == b'{"version":1,"resourceType":"USER","name":"User:al","patternType":"PREFIXED"}'
     )
 
 
 def test_encode_prefixed_change_other_types_and_utf8() -> None:
     assert AclChangeZNode.encode(ResourcePattern(ResourceType.DELEGATION_TOKEN, "tok-", PatternType.PREFIXED)) == (
-        b'{"version":1,"resourceType":"DelegationToken","name":"tok-","patternType":"PREFIXED"}'
+        b'{"version":1,"resourceType":"DELEGATION_TOKEN","name":"tok-","patternType":"PREFIXED"}'
     )
     data = AclChangeZNode.encode(ResourcePattern("User", 'User:"é', PatternType.PREFIXED))
-    assert data == '{"version":1,"resourceType":"User","name":"User:\\"é","patternType":"PREFIXED"}'.encode()
+    assert data == '{"version":1,"resourceType":"USER","name":"User:\\"é","patternType":"PREFIXED"}'.encode()
+
+
+@pytest.mark.parametrize("resource_type", list(ResourceType))
+@pytest.mark.parametrize("pattern_type", list(PatternType))
+def test_every_resource_type_round_trips_to_its_folder(resource_type: ResourceType, pattern_type: PatternType) -> None:
+    """The notification names the enum, the reader gets back the folder the ACLs are in."""
+    pattern = ResourcePattern(resource_type, "name-1", pattern_type)
+    decoded = AclChangeZNode.decode(AclChangeZNode.encode(pattern), pattern_type)
+    assert decoded == pattern
+    assert AclZNode.path(decoded) == f"{AclZNode.root(pattern_type)}/{resource_type.value}/name-1"
 
 
 @pytest.mark.parametrize(
     ("data", "expected"),
     [
+        # as Kafka 2.0+ brokers write them (ResourceType.toString)
+        (b"USER:User:alice", ResourcePattern("User", "User:alice", PatternType.LITERAL)),
+        (b"USER:*", ResourcePattern("User", "*", PatternType.LITERAL)),
+        (b"DELEGATION_TOKEN:tok-1", ResourcePattern("DelegationToken", "tok-1", PatternType.LITERAL)),
+        (b"TRANSACTIONAL_ID:tx", ResourcePattern("TransactionalId", "tx", PatternType.LITERAL)),
+        (b"TOPIC:a:b:c", ResourcePattern("Topic", "a:b:c", PatternType.LITERAL)),
+        (b"GROUP:g", ResourcePattern("Group", "g", PatternType.LITERAL)),
+        (b"CLUSTER:kafka-cluster", ResourcePattern("Cluster", "kafka-cluster", PatternType.LITERAL)),
+        # read case-insensitively, as ResourceType.fromString does; older writers used the path names
         (b"User:User:alice", ResourcePattern("User", "User:alice", PatternType.LITERAL)),
-        (b"User:*", ResourcePattern("User", "*", PatternType.LITERAL)),
+        (b"user:User:alice", ResourcePattern("User", "User:alice", PatternType.LITERAL)),
         (b"DelegationToken:tok-1", ResourcePattern("DelegationToken", "tok-1", PatternType.LITERAL)),
+        (b"TransactionalId:tx", ResourcePattern("TransactionalId", "tx", PatternType.LITERAL)),
         (b"Topic:a:b:c", ResourcePattern("Topic", "a:b:c", PatternType.LITERAL)),
         # Types kts does not know are passed on as they are; the reader decides what to do with them.
         (b"Widget:x", ResourcePattern("Widget", "x", PatternType.LITERAL)),
@@ -292,12 +316,20 @@ def test_decode_literal_change(data: bytes, expected: ResourcePattern) -> None:
     ("data", "expected"),
     [
         (
-            b'{"version":1,"resourceType":"User","name":"User:al","patternType":"PREFIXED"}',
+            b'{"version":1,"resourceType":"USER","name":"User:al","patternType":"PREFIXED"}',
             ResourcePattern("User", "User:al", PatternType.PREFIXED),
         ),
         (
-            b'{ "patternType" : "PREFIXED", "name" : "tok-", "resourceType" : "DelegationToken", "version" : 1 }',
+            b'{"version":1,"resourceType":"TRANSACTIONAL_ID","name":"tx-","patternType":"PREFIXED"}',
+            ResourcePattern("TransactionalId", "tx-", PatternType.PREFIXED),
+        ),
+        (
+            b'{ "patternType" : "PREFIXED", "name" : "tok-", "resourceType" : "DELEGATION_TOKEN", "version" : 1 }',
             ResourcePattern("DelegationToken", "tok-", PatternType.PREFIXED),
+        ),
+        (
+            b'{"version":1,"resourceType":"User","name":"User:al","patternType":"PREFIXED"}',
+            ResourcePattern("User", "User:al", PatternType.PREFIXED),
         ),
         (
             b'{"version":1,"resourceType":"Topic","name":"a:b","patternType":"PREFIXED"}',
@@ -307,8 +339,12 @@ def test_decode_literal_change(data: bytes, expected: ResourcePattern) -> None:
             b'{"version":1,"resourceType":"User","name":"User:al"}',
             ResourcePattern("User", "User:al", PatternType.PREFIXED),
         ),
+        (
+            b'{"resourceType":"USER","name":"x","patternType":"prefixed"}',
+            ResourcePattern("User", "x", PatternType.PREFIXED),
+        ),
     ],
-    ids=["kafka", "reordered", "topic", "no-pattern-type"],
+    ids=["kafka", "kafka-transactional-id", "reordered", "path-name", "topic", "no-pattern-type", "lowercase"],
 )
 def test_decode_prefixed_change(data: bytes, expected: ResourcePattern) -> None:
     decoded = AclChangeZNode.decode(data, PatternType.PREFIXED)
@@ -361,7 +397,6 @@ def test_decode_literal_change_refuses_garbage(data: bytes) -> None:
         pytest.param(b'{"resourceType":"User","name":null}', id="null-name"),
         pytest.param(b'{"resourceType":"User","name":["x"]}', id="list-name"),
         pytest.param(b'{"resourceType":"User","name":"x","patternType":"WEIRD"}', id="bad-pattern-type"),
-        pytest.param(b'{"resourceType":"User","name":"x","patternType":"prefixed"}', id="lowercase-pattern-type"),
         pytest.param(b'{"resourceType":"User","name":"x","patternType":5}', id="numeric-pattern-type"),
         pytest.param(b'{"resourceType":"User","name":"x","patternType":["PREFIXED"]}', id="list-pattern-type"),
     ],

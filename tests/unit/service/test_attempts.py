@@ -1,0 +1,268 @@
+"""The login guard with the account lockout, over in-memory ports: many guesses arriving at once get at most the
+replica's share checked (one check per account at a time, each counted before the next); parallel logins with
+the same password share one verdict; a wait is bounded; exempt addresses are neither counted nor refused; a lock
+that could not be shared says so, in its audit event and in the unlock's answer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+
+from app.domain.acl import AclAuthorizer
+from app.domain.audit import Action, AuditEvent, Outcome
+from app.domain.authorization import Caller
+from app.domain.errors import AccountLocked, NotAuthenticated, StoreUnavailable, TooManyAttempts
+from app.domain.lockout import AccountLockout, ExemptAddresses, LockoutPolicy, account_key
+from app.domain.principal import KafkaPrincipal
+from app.domain.throttle import FailureThrottle, ThrottlePolicy
+from app.service.attempts import AttemptGuard, PasswordLogin
+from app.service.audit import Auditor
+from app.service.lockout import AccountLocks, Unlocked
+from tests.unit.fakes import FakeAclStore, FakeAclView, FakeAuditLog, FakeClock, FakeIntentStore, FakeLockoutStore
+
+ALICE = "User:alice"
+PASSWORD = "alice-pw"
+THRESHOLD = 10
+DURATION = 900_000
+LOOPBACK = "127.0.0.1"
+
+
+class Setup:
+    def __init__(self, *, replicas: int = 2, wait_s: float = 30.0) -> None:
+        self.clock = FakeClock()
+        self.log = FakeAuditLog()
+        self.store = FakeLockoutStore(self.clock, replicas=replicas)
+        auditor = Auditor(self.log, FakeIntentStore())
+        self.locks = AccountLocks(
+            AccountLockout(LockoutPolicy(THRESHOLD, 900_000, DURATION, 1_000), self.clock),
+            self.store,
+            auditor=auditor,
+            authorizer=AclAuthorizer([KafkaPrincipal.user("admin")], FakeAclView(FakeAclStore()).snapshot),
+            exempt=ExemptAddresses.parse("127.0.0.1,::1"),
+        )
+        throttle = FailureThrottle(ThrottlePolicy(10, 1_000, 60_000, 1_000), self.clock)
+        self.guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION, lockout=self.locks, wait_s=wait_s)
+        self.checks: list[str] = []
+        self.running = 0
+        self.most_running = 0
+        self._lock = threading.Lock()
+
+    def check(self, password: str, hold: threading.Event | None = None) -> Callable[[], str]:
+        def run() -> str:
+            with self._lock:
+                self.checks.append(password)
+                self.running += 1
+                self.most_running = max(self.most_running, self.running)
+            try:
+                if hold is not None:
+                    assert hold.wait(30)
+                if password != PASSWORD:
+                    raise NotAuthenticated("Invalid user name or password.")
+                return "in"
+            finally:
+                with self._lock:
+                    self.running -= 1
+
+        return run
+
+    def login(self, address: str, password: str, hold: threading.Event | None = None) -> str:
+        return self.guard.attempt(
+            address,
+            ALICE,
+            lambda reason: _denied(reason),
+            self.check(password, hold),
+            password=PasswordLogin(ALICE, password),
+        )
+
+    def events(self, action: Action) -> list[AuditEvent]:
+        return [event for event in self.log.events() if event.action is action]
+
+
+def _denied(reason: str) -> AuditEvent:
+    return AuditEvent(Action.AUTHENTICATION, Outcome.DENIED, principal=ALICE, details={"reason": reason})
+
+
+def together(attempts: list[Callable[[], object]], first_check_waits_for: threading.Event) -> list[object]:
+    """Run the attempts in threads at once; the first check holds until every thread has started."""
+    results: list[object] = [None] * len(attempts)
+    started = threading.Semaphore(0)
+
+    def run(n: int) -> None:
+        started.release()
+        try:
+            results[n] = attempts[n]()
+        except Exception as exc:  # the answer, as the HTTP layer would map it
+            results[n] = exc
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(len(attempts))]
+    for thread in threads:
+        thread.start()
+    for _ in threads:
+        assert started.acquire(timeout=30)
+    first_check_waits_for.set()
+    for thread in threads:
+        thread.join(30)
+    return results
+
+
+def test_guesses_arriving_at_once_get_the_share_checked_one_at_a_time() -> None:
+    setup = Setup(replicas=2)
+    hold = threading.Event()
+    attempts = [lambda n=n: setup.login(f"192.0.2.{n % 250 + 1}", f"guess-{n}", hold) for n in range(100)]
+    results = together(attempts, hold)
+    share = LockoutPolicy(THRESHOLD).share(2)
+    assert len(setup.checks) == share  # then the account is locked: no further guess is checked
+    assert setup.most_running == 1
+    assert sum(isinstance(r, NotAuthenticated) for r in results) == share
+    assert sum(isinstance(r, AccountLocked) for r in results) == 100 - share
+    print(f"guesses sent: 100, checked on this replica: {len(setup.checks)}, its share: {share}")
+    (lock,) = setup.events(Action.ACCOUNT_LOCK)
+    assert lock.details == {
+        "failures": share,
+        "threshold": THRESHOLD,
+        "replicas": 2,
+        "durationMs": DURATION,
+        "shared": True,
+    }
+
+
+def test_the_right_password_among_guesses_is_refused_once_the_share_is_checked() -> None:
+    setup = Setup(replicas=2)
+    for n in range(5):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    with pytest.raises(AccountLocked):
+        setup.login("198.51.100.7", PASSWORD)
+    assert len(setup.checks) == 5
+
+
+def test_parallel_logins_with_one_password_share_a_verdict() -> None:
+    """A service's parallel logins all pass; the same wrong password sent at once is counted once."""
+    setup = Setup(replicas=1)
+    hold = threading.Event()
+    results = together([lambda: setup.login("198.51.100.7", PASSWORD, hold) for _ in range(30)], hold)
+    assert results == ["in"] * 30
+
+    setup.checks.clear()
+    hold = threading.Event()
+    results = together([lambda: setup.login("198.51.100.7", "typo", hold) for _ in range(30)], hold)
+    assert all(isinstance(r, NotAuthenticated) for r in results)
+    assert setup.checks.count("typo") < THRESHOLD  # most reused the first verdict
+    assert setup.locks.wait_ms(account_key(ALICE)) == 0  # not locked by one typo sent thirty times
+    assert setup.events(Action.ACCOUNT_LOCK) == []
+
+
+def test_a_wait_for_another_check_is_bounded() -> None:
+    setup = Setup(replicas=1, wait_s=0.05)
+    hold = threading.Event()
+    first = threading.Thread(target=lambda: setup.login("198.51.100.7", PASSWORD, hold))
+    first.start()
+    while not setup.checks:  # the first check is running (and held)
+        threading.Event().wait(0.01)
+    with pytest.raises(TooManyAttempts) as refused:
+        setup.login("192.0.2.9", "guess")
+    assert not isinstance(refused.value, AccountLocked)
+    assert refused.value.retry_after_s == 1
+    hold.set()
+    first.join(30)
+    assert setup.checks == [PASSWORD]
+
+
+def test_victim_logins_between_guesses_do_not_save_the_attacker() -> None:
+    setup = Setup(replicas=1)
+    checked = 0
+    victim_in = 0
+    for round_ in range(10):
+        try:
+            victim_in += setup.login("198.51.100.7", PASSWORD) == "in"
+        except AccountLocked:
+            pass
+        for n in range(4):
+            try:
+                setup.login(f"192.0.2.{round_ * 4 + n + 1}", f"guess-{round_}-{n}")
+                checked += 1
+            except NotAuthenticated:
+                checked += 1
+            except AccountLocked:
+                pass
+    assert checked == THRESHOLD
+    assert victim_in == 3  # until the attacker's tenth failure locked the account
+    assert len(setup.events(Action.ACCOUNT_LOCK)) == 1
+
+
+def test_exempt_addresses_are_neither_counted_nor_refused() -> None:
+    setup = Setup(replicas=1)
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    with pytest.raises(AccountLocked):
+        setup.login("198.51.100.7", PASSWORD)
+    assert setup.login(LOOPBACK, PASSWORD) == "in"  # the break-glass way in
+    assert setup.login("::1", PASSWORD) == "in"
+    for _ in range(30):
+        with pytest.raises(NotAuthenticated):
+            setup.login(LOOPBACK, "typo")
+    assert len(setup.events(Action.ACCOUNT_LOCK)) == 1  # loopback's failures locked nothing more
+    failed = [e for e in setup.events(Action.AUTHENTICATION) if e.details.get("reason") != "Too many failed attempts."]
+    assert failed, "loopback's failures are audited"
+
+
+@pytest.mark.parametrize(
+    ("store_problem", "reason"), [("full", "limit"), ("down", "unavailable")], ids=["bound reached", "store down"]
+)
+def test_a_lock_that_could_not_be_shared_says_so(store_problem: str, reason: str) -> None:
+    setup = Setup(replicas=1)
+    if store_problem == "full":
+        setup.store.full = True
+    else:
+        setup.store.fail_with = StoreUnavailable("ZooKeeper is away.")
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    with pytest.raises(AccountLocked):  # this replica refuses all the same
+        setup.login("198.51.100.7", PASSWORD)
+    (lock,) = setup.events(Action.ACCOUNT_LOCK)
+    assert (lock.details["shared"], lock.details["notSharedBecause"]) == (False, reason)
+
+    setup.store.fail_with = None
+    admin = Caller(KafkaPrincipal.user("admin"))
+    assert setup.locks.unlock(admin, "alice") == Unlocked(was_locked=True, not_shared=True, every_replica=True)
+    assert setup.login("198.51.100.7", PASSWORD) == "in"
+    assert setup.store.releases == [account_key(ALICE)]  # every replica forgets its own lock too
+
+
+def test_an_unlock_that_cannot_reach_the_store_says_so() -> None:
+    setup = Setup(replicas=1)
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    setup.store.fail_with = StoreUnavailable("ZooKeeper is away.")
+    admin = Caller(KafkaPrincipal.user("admin"))
+    assert setup.locks.unlock(admin, "alice") == Unlocked(was_locked=True, not_shared=False, every_replica=False)
+    (event,) = [e for e in setup.events(Action.ACCOUNT_UNLOCK) if e.outcome is Outcome.SUCCEEDED]
+    assert event.details == {"reason": "unlocked", "wasLocked": True, "notShared": False, "everyReplica": False}
+
+
+def test_a_release_seen_from_another_replica_lifts_this_replicas_own_lock() -> None:
+    setup = Setup(replicas=1)
+    setup.store.full = True
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    for listener in setup.store.listeners:  # the store saw another replica's release
+        listener(account_key(ALICE))
+    assert setup.login("198.51.100.7", PASSWORD) == "in"
+
+
+def test_the_leader_audits_the_ended_locks_it_deletes() -> None:
+    setup = Setup(replicas=1)
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
+    assert setup.locks.remove_ended() == 0
+    setup.clock.advance(DURATION)
+    assert setup.locks.remove_ended() == 1
+    (event,) = setup.events(Action.ACCOUNT_UNLOCK)
+    assert event.details == {"reason": "expired", "locks": 1}
