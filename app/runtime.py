@@ -67,6 +67,7 @@ from app.storage.sql.token_requesters import SqlTokenRequesters
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
+from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
@@ -144,12 +145,14 @@ def _child_list_figures(capacity: CapacityGuard) -> list[ChildListFigures] | Non
 
 
 def zk_connection(settings: Settings) -> ZkConnection:
-    """The ZooKeeper session of these settings: address, timeouts, login, TLS and znode ACL policy."""
+    """The ZooKeeper session of these settings: address, timeouts, login, TLS, znode ACL policy, and whether a
+    Kafka cluster must already live there."""
     return ZkConnection(
         settings.zookeeper_connect_string,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
         connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
         security=settings.zookeeper_security,
+        require_cluster=settings.zookeeper_cluster_required,
     )
 
 
@@ -527,8 +530,10 @@ def _kafka_runtime(
 def _zookeeper_runtime(
     settings: Settings, clock: Clock, audit_log: AuditLog, audit_observer: AuditObserver | None
 ) -> Runtime:
-    """Through ZooKeeper, written as a broker writes it."""
+    """Through ZooKeeper, written as a broker writes it, while the cluster's controller is a ZooKeeper broker."""
     zk = zk_connection(settings)
+    cluster = ClusterWatch(zk)
+    zk.write_fence = cluster  # every token, ACL and credential write checks the cluster's controller
     intents = ZkIntentStore(zk)
     auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_store = ZkAclStore(zk)
@@ -552,7 +557,10 @@ def _zookeeper_runtime(
         authorizer=authorizer,
     )
     purger = NotificationPurger(
-        zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
+        zk,
+        [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT],
+        now_ms=clock.now_ms,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     lockout_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
@@ -585,6 +593,7 @@ def _zookeeper_runtime(
         early_threshold=schedule.threshold,
         near_capacity=capacity.near_limit,
         shares=shares,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
@@ -635,10 +644,12 @@ def _zookeeper_runtime(
             acls_loaded=lambda: acl_cache.loaded,
             audit_log=audit_log,
             backend="zookeeper",
+            cluster=lambda: cluster.state,
         ),
         cluster_connected=lambda: zk.connected,
         startup=[
             zk.start,
+            cluster.start,  # before anything writes: the fence needs its first reading
             lambda: ensure_cluster_secret(zk, secret),
             lockout_store.start,
             acl_cache.start,
@@ -647,7 +658,7 @@ def _zookeeper_runtime(
             reconciler.start,
             sweeper_leadership.start,
         ],
-        shutdown=[sweeper_leadership.stop, reconciler.stop, token_cache.stop, acl_cache.stop, zk.stop],
+        shutdown=[sweeper_leadership.stop, reconciler.stop, token_cache.stop, acl_cache.stop, cluster.stop, zk.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
@@ -661,5 +672,6 @@ def _zookeeper_runtime(
             child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
             account_locks=lockout_store.in_force,
+            cluster_phase=lambda: cluster.state.phase.value,
         ),
     )

@@ -37,10 +37,31 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooK
     server.stop()
 
 
+# What a Kafka broker writes to /cluster/id the first time it starts (ZkData.scala's ClusterIdZNode): kts refuses
+# a zookeeper.connect without it (zookeeper.cluster.required).
+CLUSTER_ID = "kts-test-cluster-id-0w"
+
+
+def seed_kafka_cluster(hosts: str, chroot: str, cluster_id: str = CLUSTER_ID) -> None:
+    """Make ``chroot`` look like the home of a Kafka cluster, as its first broker leaves it: ``/cluster/id``."""
+    client = KazooClient(hosts=hosts)
+    client.start(10)
+    try:
+        client.create(
+            f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True
+        )
+    finally:
+        client.stop()
+        client.close()
+
+
 @pytest.fixture
 def zk_connect(zookeeper: EmbeddedZooKeeper) -> str:
-    """A connect string with a chroot of its own, so every test starts from empty ZooKeeper state."""
-    return f"{zookeeper.connect_string}/kts-test-{uuid.uuid4().hex[:12]}"
+    """A connect string with a chroot of its own, so every test starts from empty ZooKeeper state, apart from
+    the ``/cluster/id`` a broker would have written (seed_kafka_cluster)."""
+    chroot = f"/kts-test-{uuid.uuid4().hex[:12]}"
+    seed_kafka_cluster(zookeeper.connect_string, chroot)
+    return f"{zookeeper.connect_string}{chroot}"
 
 
 @pytest.fixture

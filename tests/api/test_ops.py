@@ -14,7 +14,7 @@ from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.settings import load_settings
 from app.version import DISTRIBUTION
 from tests.api.conftest import ALICE, basic, put_user
-from tests.conftest import SECRET
+from tests.conftest import SECRET, seed_kafka_cluster
 
 
 def test_healthz_and_readyz(client: TestClient) -> None:
@@ -28,6 +28,7 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
     from kazoo.client import KazooClient
 
     with EmbeddedZooKeeper(tmp_path / "zk") as zookeeper:
+        seed_kafka_cluster(zookeeper.connect_string, "")
         raw = KazooClient(hosts=zookeeper.connect_string)
         raw.start(10)
         put_user(raw, "alice", "alice-pw")
