@@ -1,6 +1,6 @@
 """``GET /metrics``: Prometheus text from a registry of each app's own, counting requests by route template,
 actions by outcome and Kafka error code, and reading the replica's state (tokens, ACLs, sweeps, leadership,
-ZooKeeper) at each scrape. Real app, real ZooKeeper."""
+ZooKeeper) at each scrape. Real app, real ZooKeeper; the connection state also on each backend (real brokers)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.api.backends import Cluster
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
 from tests.api.helpers import eventually
-
 
 OLD_NAME = "kts_zookeeper_session_state"  # deprecated: kts_cluster_connection_state{backend="zookeeper"}
 
