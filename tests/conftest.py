@@ -3,7 +3,9 @@ PostgreSQL, and real Kafka brokers (tests/kafka/README.md)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -27,6 +29,26 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in list(os.environ):
         if name.startswith("KTS_"):
             monkeypatch.delenv(name)
+
+
+@pytest.fixture(autouse=True)
+def _kafka_pythons_sasl_mechanisms_as_shipped() -> Iterator[None]:
+    """kafka-python looks every login's mechanism up by name in one registry per process
+    (``register_sasl_mechanism``): a test that leaves a mechanism of its own there (a token mechanism under
+    SCRAM-SHA-512) turns the logins of every later test in the session into something else, kts's own and the
+    broker fixtures' included. Such a test fails here, naming what it left, and kafka-python's own classes go back."""
+    yield
+    registry = sys.modules.get("kafka.net.sasl")
+    if registry is None:
+        return
+    foreign = {
+        name: f"{cls.__module__}.{cls.__qualname__}"
+        for name, cls in registry.SASL_MECHANISMS.items()
+        if not cls.__module__.startswith("kafka.net.sasl.")
+    }
+    if foreign:
+        importlib.reload(registry)  # registers kafka-python's own classes again, as at import
+        pytest.fail(f"this test left kafka-python's SASL mechanisms replaced (process-wide): {foreign}")
 
 
 @pytest.fixture(scope="session")

@@ -39,6 +39,8 @@ EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CLUSTER_STATES = ("connected", "suspended", "lost")
 # The cluster's migration to KRaft (app/domain/cluster_migration.py); kts refuses writes from "migrating" on.
 CLUSTER_PHASES = ("zookeeper", "pre-migration", "migrating", "migrated", "unknown")
+# The old name of kts_cluster_connection_state, still reported in ZooKeeper mode for this release only.
+DEPRECATED_SESSION_STATE = "kts_zookeeper_session_state"
 UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
 
 
@@ -103,6 +105,7 @@ class KtsMetrics:
             registry=self.registry,
         ).labels(version=kts_version(), python_version=python_version()).set(1)
         self.registry.register(_RuntimeCollector(lambda: self._readings))
+        self.registry.register(_DeprecatedSessionState(lambda: self._readings))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
@@ -205,6 +208,30 @@ def _cluster_metrics(phase: str | None) -> list[Metric]:
     for name in CLUSTER_PHASES:
         family.add_metric([name], 1.0 if name == phase else 0.0)
     return [family]
+
+
+class _DeprecatedSessionState(Collector):
+    """``kts_zookeeper_session_state{state}``, the name of ``kts_cluster_connection_state`` before the Kafka-protocol
+    backend, kept in ZooKeeper mode for one more release so that dashboards and alerts on the old name keep working
+    while they move (docs/operations.md#upgrades-and-migrations). Remove it in the release after."""
+
+    def __init__(self, readings: Callable[[], RuntimeReadings | None]) -> None:
+        self._readings = readings
+
+    def collect(self) -> Iterable[Metric]:
+        readings = self._readings()
+        if readings is None or readings.backend != "zookeeper":
+            return []
+        state = readings.cluster_state()
+        family = GaugeMetricFamily(
+            DEPRECATED_SESSION_STATE,
+            "Deprecated, removed in the next release: use kts_cluster_connection_state{backend=\"zookeeper\"}. "
+            "1 for the current state of this replica's ZooKeeper session.",
+            labels=["state"],
+        )
+        for name in CLUSTER_STATES:
+            family.add_metric([name], 1.0 if name == state else 0.0)
+        return [family]
 
 
 def _child_list_metrics(figures: list[ChildListFigures] | None) -> list[Metric]:
