@@ -256,19 +256,24 @@ def test_importing_kts_leaves_kafka_pythons_mechanisms_as_shipped() -> None:
     assert kafka_sasl.get_sasl_mechanism("SCRAM-SHA-512").__name__ == "SaslMechanismScram"
 
 
-def test_kts_refuses_to_start_where_its_mechanism_was_replaced(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_kts_refuses_to_start_where_its_mechanism_was_replaced() -> None:
     """A token mechanism registered under SCRAM-SHA-512 by someone else in the process would send kts's password as
     an HMAC: the start stops before any connection, with one line naming what replaced kafka-python's class.
-    (monkeypatch puts kafka-python's own back whatever happens; the real-broker proof: tests/e2e/kafka/.)"""
-    monkeypatch.setitem(kafka_sasl.SASL_MECHANISMS, "SCRAM-SHA-512", ScramTokenMechanism)
-    security = kafka_client_security(
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="SCRAM-SHA-512",
-        sasl_jaas_config=f'{SCRAM_LOGIN_MODULE} required username="kts" password="kts-pw";',
-    )
-    wire = KafkaWire("127.0.0.1:9", security)
-    with pytest.raises(StoreUnavailable) as refused:
-        wire.start()
+    (kafka-python's own class goes back before the test ends: the conftest fails a test that leaves it replaced;
+    the real-broker proof: tests/e2e/kafka/.)"""
+    shipped = kafka_sasl.SASL_MECHANISMS["SCRAM-SHA-512"]
+    kafka_sasl.SASL_MECHANISMS["SCRAM-SHA-512"] = ScramTokenMechanism
+    try:
+        security = kafka_client_security(
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_jaas_config=f'{SCRAM_LOGIN_MODULE} required username="kts" password="kts-pw";',
+        )
+        wire = KafkaWire("127.0.0.1:9", security)
+        with pytest.raises(StoreUnavailable) as refused:
+            wire.start()
+    finally:
+        kafka_sasl.SASL_MECHANISMS["SCRAM-SHA-512"] = shipped
     message = str(refused.value)
     assert "SCRAM-SHA-512 was replaced in this process by app.storage.kafka.sasl.ScramTokenMechanism" in message
     assert "SCRAM-SHA-512 user 'kts'" in message and "kts-pw" not in message
