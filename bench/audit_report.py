@@ -1,7 +1,7 @@
 """The audit report over synthetic events, against a ceiling measured in the same run. Prints one JSON document.
 
     python -m bench.audit_report [--events 10000000] [--days 30] [--seed 0] [--master local[2]]
-                                 [--driver-memory 2g] [--input DIR] [--work-dir DIR]
+                                 [--driver-memory 2g] [--input DIR] [--work-dir DIR] [--event-log DIR]
 
 Phases: ``synthesize`` (``bench.audit_synth`` in a child process, so its memory is measured apart),
 ``spark_session`` (JVM start), ``report`` (``read_events`` + ``run_report``: every table and report.html),
@@ -90,8 +90,16 @@ def ceiling(spark: Any, input_dir: Path) -> float:
 
 
 def run(args: argparse.Namespace, work_dir: Path) -> dict[str, Any]:
-    if args.driver_memory:
-        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", f"--driver-memory {args.driver_memory} pyspark-shell")
+    submit = [f"--driver-memory {args.driver_memory}"] if args.driver_memory else []
+    if args.event_log:
+        args.event_log.mkdir(parents=True, exist_ok=True)
+        submit += [
+            "--conf spark.eventLog.enabled=true",
+            "--conf spark.eventLog.compress=false",
+            f"--conf spark.eventLog.dir={args.event_log.resolve()}",
+        ]
+    if submit:
+        os.environ.setdefault("PYSPARK_SUBMIT_ARGS", " ".join([*submit, "pyspark-shell"]))
     seconds: dict[str, float] = {}
     input_dir, out_dir = args.input or work_dir / "events", work_dir / "report"
     synthesis: dict[str, Any] = {}
@@ -149,6 +157,9 @@ def main() -> None:
     parser.add_argument("--master", default=MASTER, help=f"Spark master (default {MASTER})")
     parser.add_argument("--driver-memory", help="the Spark driver JVM's heap (default: Spark's, 1 GiB)")
     parser.add_argument("--input", type=Path, help="events already synthesized (skips the synthesis)")
+    parser.add_argument(
+        "--event-log", type=Path, metavar="DIR", help="write Spark's event log here (read it with bench.spark_profile)"
+    )
     parser.add_argument("--work-dir", type=Path, help="keep the events and the report here (default: a temp dir)")
     args = parser.parse_args()
     if args.work_dir is not None:
