@@ -49,59 +49,21 @@ BURST_STDDEVS = 3.0
 BURST_MIN_DENIALS = 5
 BURST_BASELINE_HOURS = 24
 
-# JSON's whitespace (RFC 8259): outside strings it only separates tokens; inside a string it is text, which
-# no key match can reach (``_details_value``).
-_JSON_WHITESPACE = (" ", "\n", "\t", "\r")
-# The longest text a long can be: "-9223372036854775808" (20 characters), plus the character after it.
-_VALUE_WINDOW = 21
-_DIGITS = ("-", *"0123456789")
-
-
-def compact_details(details: Column) -> Column:
-    """``details`` without JSON whitespace, what ``details_number`` and ``details_flag`` read. Each removal
-    is a byte search that copies only when it finds something, so what the sink writes (``": "`` and
-    ``", "``) costs one copy, other text none. A step that reads several fields compacts once and passes
-    the result to each (``token_lifecycle``)."""
-    for space in _JSON_WHITESPACE:
-        details = F.replace(details, F.lit(space), F.lit(""))
-    return details
-
-
-def _details_value(field: str, compacted: Column | None) -> Column:
-    """The text of the value of the key ``field`` in ``details`` (``compacted``: ``compact_details`` of it,
-    default the ``details`` column compacted here), up to the next ``,`` or ``}``, at most
-    ``_VALUE_WINDOW`` characters; empty when there is no such key.
-
-    ``details`` is the service's own ``json.dumps`` of an object. Compacted, a key is ``"field":`` right
-    after the ``{`` or ``,`` that opens its member, and nothing else looks like that: inside a string every
-    quote is escaped, so a string cannot hold ``,"field":`` (``"x,\\"field\\":1"``), and a key that merely
-    ends in ``\\"field`` has a backslash before that quote. Everything here is a byte search or a copy of a
-    few bytes in Spark's own strings: no regular expression, no Java string (one regular expression per
-    field cost a fifth of the report's allocations: bench/spark_profile.py on bench/audit_report.py)."""
-    compact = compact_details(F.col("details")) if compacted is None else compacted
-    key = f'"{field}":'
-    comma = F.instr(compact, F.lit("," + key))
-    at = F.when(F.startswith(compact, F.lit("{" + key)), F.lit(2)).when(comma > 0, comma + 1)
-    window = F.substr(compact, at + len(key), F.lit(_VALUE_WINDOW))
-    return F.coalesce(F.substring_index(F.substring_index(window, ",", 1), "}", 1), F.lit(""))
-
-
-def details_number(field: str, compacted: Column | None = None) -> Column:
+def details_number(field: str) -> Column:
     """The integer value of the top-level ``field`` of an event's ``details``, null when absent or not an
-    integer (a string, a fraction, an exponent, beyond a long). ``compacted``: see ``_details_value``.
+    integer.
 
-    Spark's JSON parser (``from_json``) costs several full scans of the trail, a regular expression per
-    field most of the rest of the pass (bench/audit_report.py measured both); this reads the value's text
-    (``_details_value``) and casts it, after a cheap test that it starts like a number, as the cast of
-    anything else raises (and catches) an exception per row."""
-    text = _details_value(field, compacted)
-    return F.when(F.substr(text, F.lit(1), F.lit(1)).isin(*_DIGITS), text.try_cast("long"))
+    ``details`` is the service's own ``json.dumps`` of a flat object, and a key followed by a colon can
+    only be a key: inside a string value the quote before the colon would be escaped. So one regular
+    expression finds the value, and costs about what reading the column does, where Spark's JSON parser
+    (``from_json``) costs several full scans of the trail (bench/audit_report.py measured both)."""
+    text = F.regexp_extract(F.col("details"), rf'"{field}"\s*:\s*(-?[0-9]{{1,19}})(?![0-9.eE])', 1)
+    return text.try_cast("long")
 
 
-def details_flag(field: str, compacted: Column | None = None) -> Column:
-    """The boolean value of the top-level ``field`` of an event's ``details``, null when absent or not a
-    boolean. ``compacted``: see ``_details_value``."""
-    text = _details_value(field, compacted)
+def details_flag(field: str) -> Column:
+    """The boolean value of the top-level ``field`` of an event's ``details``, null when absent."""
+    text = F.regexp_extract(F.col("details"), rf'"{field}"\s*:\s*(true|false)\b', 1)
     return F.when(text == "true", True).when(text == "false", False)
 
 
@@ -333,11 +295,7 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
         return F.when(created, value)
 
     # What crosses the shuffle is kept narrow: the change as a small code, its time inside its order key.
-    # ``details`` is compacted once for the five fields read from it: a step of its own, as Spark does not
-    # inline a costly expression that its consumers use more than once (CollapseProject).
-    changes = changes.withColumn("details", compact_details(F.col("details")))
-    compacted = F.col("details")
-    deleted = F.coalesce(details_flag("deleted", compacted), F.lit(False))
+    deleted = F.coalesce(details_flag("deleted"), F.lit(False))
     change = (
         F.when(created, _CREATED)
         .when(action == RENEW, F.when(_since("timestamp", since_ms), _RENEWED).otherwise(_RENEWED_BEFORE))
@@ -351,10 +309,10 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
         "token_requester",
         change.alias("change"),
         _order_key().alias("order_key"),
-        on_create(details_number("requestedMaxLifetimeMs", compacted)).alias("requested"),
-        on_create(details_number("issueTimestamp", compacted)).alias("issued"),
-        on_create(details_number("maxTimestamp", compacted)).alias("maximum"),
-        details_number("expiryTimestamp", compacted).alias("expiry"),
+        on_create(details_number("requestedMaxLifetimeMs")).alias("requested"),
+        on_create(details_number("issueTimestamp")).alias("issued"),
+        on_create(details_number("maxTimestamp")).alias("maximum"),
+        details_number("expiryTimestamp").alias("expiry"),
     )
     code, key, expiry = F.col("change"), F.col("order_key"), F.col("expiry")
     at = F.shiftright(key, _ID_BITS)
