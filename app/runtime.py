@@ -57,6 +57,7 @@ from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.credential_cache import CredentialCache
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
@@ -416,6 +417,7 @@ def _zookeeper_runtime(
     acl_cache = AclCache(zk, acl_store)
     authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
+    credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
@@ -489,7 +491,7 @@ def _zookeeper_runtime(
         metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
         reconciler=reconciler,
         authenticator=Authenticator(
-            BasicAuthenticator(StoredKeyCredentials(user_store), clock),
+            BasicAuthenticator(StoredKeyCredentials(credentials), clock),
             tokens,
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
@@ -511,12 +513,20 @@ def _zookeeper_runtime(
             lambda: ensure_cluster_secret(zk, secret),
             lockout_store.start,
             acl_cache.start,
+            credentials.start,
             token_cache.start,
             lambda: _first_reading(capacity),
             reconciler.start,
             sweeper_leadership.start,
         ],
-        shutdown=[sweeper_leadership.stop, reconciler.stop, token_cache.stop, acl_cache.stop, zk.stop],
+        shutdown=[
+            sweeper_leadership.stop,
+            reconciler.stop,
+            token_cache.stop,
+            credentials.stop,
+            acl_cache.stop,
+            zk.stop,
+        ],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),

@@ -30,6 +30,7 @@ from app.domain.errors import StoreUnavailable
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
+from app.storage.zk.poll_handler import PollingHandler
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 from app.storage.zk.znodes import PERSISTENT_PATHS
 
@@ -85,6 +86,7 @@ class ZkConnection:
             # Reconnect every 2 s at most: kazoo's default back-off grows to an hour, which kept a replica
             # away for many seconds after a ZooKeeper outage had ended.
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
+            handler=PollingHandler(),  # waits with poll(2): kazoo's default built an epoll object per wait
             **self.security.kazoo_options(),
         )
         return client, treat_sasl_rejection_as_auth_failure(client)
