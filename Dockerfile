@@ -1,6 +1,6 @@
 # kts: the token authority for Apache Kafka. Two images from one Dockerfile:
 #   docker build -t kts .                                  # the service (the default, last stage): no Spark, no Java
-#   docker build --target analytics -t kts-analytics .     # kts audit-export / audit-report: kts[analytics] and a JRE
+#   docker build --target analytics -t kts-analytics .     # kts audit-export / audit-report: kts-kafka[analytics] and a JRE
 #   docker run -e KTS_ZOOKEEPER_CONNECT=zk:2181 -e KTS_DELEGATION_TOKEN_SECRET_KEY=... -p 8080:8080 kts
 # Every setting comes from a KTS_* variable or a properties file given with `serve --config FILE`.
 

@@ -1,9 +1,13 @@
-# make run   - install what kts dev needs (ZooKeeper, the kts package), then start the local stack
+# make run   - install what kts dev needs (ZooKeeper, the kts package), then start the local stack on 127.0.0.1:$(PORT)
+#              (make run PORT=8081 for another port)
 # make test  - install everything the tests need as well, then run every test on real ZooKeeper
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# The port `make run` serves on. Set on the command line only (make run PORT=8081): a PORT variable some other
+# tool left in the environment does not move the stack.
+PORT = 8080
 # `make run` needs only ZooKeeper's jars; the tests also run PostgreSQL, Chromium and Spark's JDBC drivers, and
 # build pyjks's twofish (a C extension without wheels) for the JKS key-store tests.
 RUN_APT_PACKAGES := zookeeper
@@ -19,7 +23,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 	bench-report bench-memory bench-login bench-broker-login clean
 
 run: run-deps
-	$(VENV)/bin/kts dev
+	$(VENV)/bin/kts dev --port $(PORT)
 
 # A base temp dir of its own: pytest prunes old ones at start, which would pull the data directories of
 # ZooKeeper and PostgreSQL from under another test run on the same machine.

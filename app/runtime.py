@@ -22,10 +22,12 @@ from app.domain.errors import KtsError
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.sweep_schedule import SweepSchedule
 from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.domain.token_share import SharePolicy
 from app.leader.duties import Duty, side_by_side
 from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
@@ -40,6 +42,7 @@ from app.service.metrics_access import MetricsAccess
 from app.service.ports import AclView, LockoutStore
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
+from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -138,6 +141,7 @@ def zk_connection(settings: Settings) -> ZkConnection:
     return ZkConnection(
         settings.zookeeper_connect_string,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
+        connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
         security=settings.zookeeper_security,
     )
 
@@ -421,11 +425,18 @@ def _zookeeper_runtime(
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
+    capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),
-        CapacityPolicy(settings.zookeeper_children_max_bytes),
+        capacity_policy,
         clock=clock,
         next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
+    )
+    shares = TokenShares(
+        SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
+        token_cache,
+        clock=clock,
+        authorizer=authorizer,
     )
     purger = NotificationPurger(
         zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
@@ -447,15 +458,20 @@ def _zookeeper_runtime(
         verify_guard=verify_guard,
         capacity=capacity,
         quota=_quota(settings),
+        shares=shares,
     )
-    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
+    schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, capacity_policy)
     sweeper = Sweeper(
         token_store,
         token_cache,
         auditor=auditor,
         clock=clock,
-        interval_ms=settings.delegation_token_expiry_check_interval_ms,
+        interval_ms=schedule.interval_ms,
         room=capacity.sweep_room,
+        early_threshold=schedule.threshold,
+        near_capacity=capacity.near_limit,
+        shares=shares,
     )
     # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
@@ -531,6 +547,8 @@ def _zookeeper_runtime(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
             sweep_runs=lambda: sweeper.runs_total,
+            early_sweep_runs=lambda: sweeper.early_runs_total,
+            expired_tokens=lambda: token_cache.expired_count(clock.now_ms()),
             swept_tokens=lambda: sweeper.deleted_total,
             leads_sweeper=lambda: sweeper_leadership.is_leader,
             cluster_state=lambda: zk.state.lower(),

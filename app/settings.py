@@ -27,6 +27,8 @@ from app.domain.errors import InvalidPrincipal
 from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.token_share import DEFAULT_RATIO as DEFAULT_SHARE_RATIO
+from app.domain.token_share import share_problem
 from app.storage.kafka.client_config import KafkaClientSecurity, bootstrap_servers, kafka_client_security
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 
@@ -108,6 +110,8 @@ class Settings(BaseSettings):
     allow_everyone_if_no_acl_found: bool = False
     ssl_principal_mapping_rules: str = "DEFAULT"
     zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
+    # How long start-up waits for a ZooKeeper session; unset, as in Kafka, zookeeper.session.timeout.ms.
+    zookeeper_connection_timeout_ms: int | None = Field(None, ge=100, le=600_000)
     # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
     # (checked together by app/storage/zk/client_security.py; docs/operations.md#zookeeper-security)
     zookeeper_set_acl: bool = False
@@ -169,6 +173,8 @@ class Settings(BaseSettings):
     # cluster capacity guard (app/domain/capacity.py): the largest getChildren reply, in bytes, kts lets either
     # /delegation_token/tokens or /delegation_token/token_changes grow to; keep it under brokers' jute.maxbuffer
     zookeeper_children_max_bytes: int = Field(DEFAULT_CHILDREN_MAX_BYTES, gt=REPLY_FIXED_BYTES)
+    # each principal's share of that budget for its token writes (app/domain/token_share.py); 0 = no shares
+    token_write_share_ratio: float = Field(DEFAULT_SHARE_RATIO, ge=0, le=1, allow_inf_nan=False)
     # workload JWTs (Kafka's OAUTHBEARER validation keys, KIP-768; app/auth/workload_jwt.py): on when the URL is set
     sasl_oauthbearer_jwks_endpoint_url: str | None = None
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(3_600_000, ge=1_000)
@@ -243,6 +249,13 @@ class Settings(BaseSettings):
         if isinstance(value, int) and value < 0:
             raise ValueError(f"{value} is not a whole number of tokens, 0 (no limit) or more")
         return value
+
+    @model_validator(mode="after")
+    def _write_share(self) -> Settings:
+        problem = share_problem(self.zookeeper_children_max_bytes, self.token_write_share_ratio)
+        if problem is not None:
+            raise ValueError(f"token.write.share.ratio: {problem}")
+        return self
 
     @field_validator("auth_lockout_exempt_addresses")
     @classmethod

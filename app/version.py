@@ -6,12 +6,12 @@ import platform
 from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 
-DISTRIBUTION = "kts"
+DISTRIBUTION = "kts-kafka"  # pyproject.toml's project name (the command is `kts`)
 
 
 @cache
 def kts_version() -> str:
-    """The version of the installed ``kts`` distribution; ``unknown`` when run from a tree never installed."""
+    """The version of the installed ``kts-kafka`` distribution; ``unknown`` when run from a tree never installed."""
     try:
         return version(DISTRIBUTION)
     except PackageNotFoundError:

@@ -39,6 +39,8 @@ def _start(variant: str, zk: str, audit_url: str) -> tuple[subprocess.Popen[byte
         "KTS_HTTP_LISTENERS": f"http://127.0.0.1:{port}",
         "KTS_AUDIT_DB_URL": audit_url,
         "KTS_SERVICE_ID": f"bench-{variant}",
+        # One user makes every token: its fair share of the token lists would refuse it (docs/operations.md).
+        "KTS_TOKEN_WRITE_SHARE_RATIO": "0",
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.serve_variant", "--audit", variant],

@@ -101,8 +101,11 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path, broker_log
         add_users(raw)
         kts = Kts(main_connect, workdir)
         try:
-            # Its creates all come from one user, far past the default quota of live tokens per owner.
-            first, _ = kts.start("replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0")
+            # Its creates all come from one user, far past the default quota of live tokens per owner and its
+            # fair share of the token lists.
+            first, _ = kts.start(
+                "replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0", KTS_TOKEN_WRITE_SHARE_RATIO="0"
+            )
             token = httpx.post(f"{first.url}/v1/tokens", json={}, headers=basic()).json()
             mine = bearer(token["tokenId"])
 

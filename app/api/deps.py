@@ -78,11 +78,16 @@ SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 class Starting:
     """The readiness of a replica whose runtime is not built yet (the management listener answers meanwhile)."""
 
+    backend: str | None = None  # not known before the runtime is built
+
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}
 
 
 class ReadinessChecks(Protocol):
+    @property
+    def backend(self) -> str | None: ...
+
     def checks(self) -> dict[str, str]: ...
 
 

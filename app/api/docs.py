@@ -4,15 +4,18 @@ FastAPI's default docs page loads Swagger UI from a CDN and stays blank on an ai
 ``fastapi-offline`` package ships Swagger UI's built assets (a 5.x release, which reads the OpenAPI 3.1
 documents FastAPI writes); we serve those files next to the page. The page and its assets are left out
 of the OpenAPI document: they are not part of the API.
+
+The page starts Swagger UI with ``swagger_ui.js`` (next to this module) instead of an inline script: it adds a
+plugin that checks what is entered in the Authorize dialog against ``CHECK_PATH`` before Swagger UI calls it
+authorized, and shows kts's refusal in the dialog otherwise (Swagger UI itself never checks).
 """
 
 from __future__ import annotations
 
+from html import escape
 from importlib.resources import files
-from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 
 DOCS_PATH = "/docs"
@@ -26,40 +29,54 @@ ASSET_MEDIA_TYPES = {
     "favicon.png": "image/png",
 }
 
-SWAGGER_UI_PARAMETERS: dict[str, Any] = {
-    # Never keep what was entered in the Authorize dialog: Swagger UI would write the password or bearer
-    # token to the browser's local storage, readable by any script of this origin and left on shared machines.
-    "persistAuthorization": False,
-    # No badge fetched from the public Swagger validator: deployments may have no way out.
-    "validatorUrl": None,
-}
-
 _ASSET_PACKAGE = "fastapi_offline"
+# Ours: starts Swagger UI and checks the Authorize dialog's credentials.
+START_SCRIPT = "kts-swagger-ui.js"
+# Any caller kts accepts may describe tokens, so a 2xx here means the credentials are good; a token.describe
+# event is audited, as for any other call.
+CHECK_PATH = "/v1/tokens?limit=1"
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{title}</title>
+<link type="text/css" rel="stylesheet" href="{assets}/swagger-ui.css">
+<link rel="shortcut icon" href="{assets}/favicon.png">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="{assets}/swagger-ui-bundle.js"></script>
+<script src="{assets}/{start}" data-openapi-url="{openapi}" data-check-url="{check}"></script>
+</body>
+</html>
+"""
 
 
 def install_docs(app: FastAPI) -> None:
     """Add ``GET /docs`` and its assets under ``/docs/static/``; needs ``docs_url=None`` on the app."""
     for name, media_type in ASSET_MEDIA_TYPES.items():
-        _add_asset_route(app, name, media_type)
+        _add_asset_route(app, name, media_type, str(files(_ASSET_PACKAGE).joinpath("static", name)))
+    _add_asset_route(
+        app, START_SCRIPT, ASSET_MEDIA_TYPES["swagger-ui-bundle.js"], str(files(__package__).joinpath("swagger_ui.js"))
+    )
 
     @app.get(DOCS_PATH, include_in_schema=False)
     def swagger_ui(request: Request) -> HTMLResponse:
         # root_path keeps the links right behind a reverse proxy that serves kts under a prefix.
         root = request.scope.get("root_path", "").rstrip("/")
-        return get_swagger_ui_html(
-            openapi_url=f"{root}{app.openapi_url}",
-            title=f"{app.title} - Swagger UI",
-            swagger_js_url=f"{root}{ASSETS_PATH}/swagger-ui-bundle.js",
-            swagger_css_url=f"{root}{ASSETS_PATH}/swagger-ui.css",
-            swagger_favicon_url=f"{root}{ASSETS_PATH}/favicon.png",
-            oauth2_redirect_url=None,
-            swagger_ui_parameters=SWAGGER_UI_PARAMETERS,
+        return HTMLResponse(
+            _PAGE.format(
+                title=escape(f"{app.title} - Swagger UI"),
+                assets=escape(f"{root}{ASSETS_PATH}"),
+                start=START_SCRIPT,
+                openapi=escape(f"{root}{app.openapi_url}"),
+                check=escape(f"{root}{CHECK_PATH}"),
+            )
         )
 
 
-def _add_asset_route(app: FastAPI, name: str, media_type: str) -> None:
-    path = str(files(_ASSET_PACKAGE).joinpath("static", name))
-
+def _add_asset_route(app: FastAPI, name: str, media_type: str, path: str) -> None:
     @app.get(f"{ASSETS_PATH}/{name}", include_in_schema=False, name=f"docs-asset-{name}")
     def asset() -> FileResponse:
         return FileResponse(path, media_type=media_type)

@@ -8,6 +8,7 @@ passwords or HMACs.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -22,6 +23,19 @@ log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = "2"
 WWW_AUTHENTICATE = 'Basic realm="kts", Bearer realm="kts"'
+# The challenge for a request a page's script sent (fetch or XMLHttpRequest): browsers open their own password
+# prompt on a Basic challenge even then, which hides the answer from the script (Swagger UI's Execute never
+# completes). A scheme no browser handles itself leaves the 401 to the script; docs/api.md#authentication.
+SCRIPT_WWW_AUTHENTICATE = 'xBasic realm="kts", Bearer realm="kts"'
+
+
+def sent_by_a_script(headers: Mapping[str, str]) -> bool:
+    """Did a page's script send this (fetch or XMLHttpRequest), rather than a navigation or a non-browser client?
+    Browsers mark fetch and XHR requests ``Sec-Fetch-Dest: empty``; older scripts send ``X-Requested-With``."""
+    return (
+        headers.get("sec-fetch-dest", "").lower() == "empty"
+        or headers.get("x-requested-with", "").lower() == "xmlhttprequest"
+    )
 
 _STATUS_BY_KAFKA_CODE = {
     errors.ClusterAuthorizationFailed.code: 403,
@@ -42,6 +56,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.TooManyAttempts, 429),
     (errors.CapacityExhausted, 503),
     (errors.TokenQuotaExceeded, 429),
+    (errors.TokenWriteShareExceeded, 429),
     (errors.StoreUnavailable, 503),
 )
 
@@ -69,7 +84,9 @@ def status_for(exc: errors.KtsError) -> int:
     return 500
 
 
-def kts_error_response(exc: errors.KtsError) -> JSONResponse:
+def kts_error_response(exc: errors.KtsError, *, from_script: bool = False) -> JSONResponse:
+    """``from_script``: the request came from a page's script (``sent_by_a_script``), which changes the 401
+    challenge only."""
     status = status_for(exc)
     body = error_body(exc.name, exc.message)
     headers: dict[str, str] = {}
@@ -78,10 +95,10 @@ def kts_error_response(exc: errors.KtsError) -> JSONResponse:
     if isinstance(exc, errors.InvalidInput):
         body = error_body("INVALID_REQUEST", exc.message, details=[])
     if status == 401:
-        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+        headers["WWW-Authenticate"] = SCRIPT_WWW_AUTHENTICATE if from_script else WWW_AUTHENTICATE
     if isinstance(exc, errors.TooManyAttempts):
         headers["Retry-After"] = str(exc.retry_after_s)
-    if isinstance(exc, errors.CapacityExhausted):
+    if isinstance(exc, errors.CapacityExhausted | errors.TokenWriteShareExceeded):
         headers["Retry-After"] = str(exc.retry_after_s)
     elif status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS
@@ -102,8 +119,8 @@ def _validation_details(exc: RequestValidationError) -> list[dict[str, Any]]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(errors.KtsError)
-    async def _kts(_: Request, exc: errors.KtsError) -> JSONResponse:
-        return kts_error_response(exc)
+    async def _kts(request: Request, exc: errors.KtsError) -> JSONResponse:
+        return kts_error_response(exc, from_script=sent_by_a_script(request.headers))
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

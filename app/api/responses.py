@@ -18,7 +18,9 @@ _DESCRIPTIONS = {
     415: "The request body is not sent as Content-Type: application/json",
     422: "The request does not validate",
     429: "Too many failed logins or token verifies from this address or for this principal; retry after "
-    "Retry-After seconds. On a token create, also a per-user token quota reached (TOKEN_QUOTA_EXCEEDED)",
+    "Retry-After seconds. On a token create, also a per-user token quota reached (TOKEN_QUOTA_EXCEEDED); on a "
+    "token create, renew or expire that keeps the token, also the caller's share of the token lists used up "
+    "(TOKEN_WRITE_SHARE_EXCEEDED, with Retry-After)",
     503: "ZooKeeper or the audit database unreachable; retry after Retry-After seconds",
 }
 

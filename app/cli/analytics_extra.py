@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import sys
 
+from app.version import DISTRIBUTION
+
 EXTRA_MODULES = frozenset({"pyspark", "py4j", "pyarrow", "matplotlib", "jinja2"})
-INSTALL = "pip install 'kts[analytics]'"
+INSTALL = f"pip install '{DISTRIBUTION}[analytics]' (from a checkout: pip install '.[analytics]')"
 
 
 def missing_extra(command: str, error: ImportError) -> int:

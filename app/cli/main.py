@@ -27,6 +27,7 @@ FAILURES: tuple[tuple[str, str, int, Callable[[BaseException], str]], ...] = (
     ("app.domain.errors", "StoreUnavailable", 1, lambda exc: str(getattr(exc, "message", exc))),
     ("app.domain.secret_fingerprint", "SecretKeyMismatch", 1, str),
     ("app.storage.audit.migrations", "SchemaBehind", 2, str),
+    ("app.cli.server.listener_check", "ListenerUnavailable", 2, str),
     ("app.cli.server.kafka_broker.release", "KafkaUnavailable", 1, str),
     ("app.cli.server.kafka_broker.broker", "BrokerFailed", 1, str),
 )

@@ -14,13 +14,19 @@ is, in bytes::
 Names have fixed lengths: a tokenId is 22 characters (base64url of 16 bytes), a notification
 ``token_change_`` plus ZooKeeper's 10-digit sequence, 23. So a token costs 26 bytes and a notification 27.
 
-The budget is shared out by purpose, so that revocation always has room:
+The budget is shared out by purpose, so that revocation always has room and operators keep a way in:
 
-- creates and renews (``ISSUE``) stop at the budget minus a reserve of a tenth of it;
+- creates and renews (``ISSUE``), and expires that extend a token's life (a renew by another name), stop at
+  the budget minus a reserve of a tenth of it;
+- super users' creates, renews and extending expires (``SUPER_USER_ISSUE``) may use half of the reserve: when
+  everyone else is refused an operator can still issue and renew;
 - the expiry sweep (``SWEEP``) may use half of the reserve, and paces itself to it;
-- expires that shorten a token's life (``REVOKE``) may use the whole budget: after creates and renews
-  stop, the reserve holds ``reserve / 27`` of them (3,703 at the default budget) within the 15 minutes
-  notifications live.
+- expires that shorten a token's life (``REVOKE``) may use the whole budget: after every create and renew
+  stops, half the reserve holds ``reserve / 2 / 27`` of them (1,851 at the default budget) within the 15
+  minutes notifications live.
+
+No single principal reaches these limits alone: each is held to its own share of them first
+(app/domain/token_share.py).
 
 Deleting a token (an expire, a revocation, the sweep) is never refused. That is safe because creates and renews
 count every live token as a notification to come: each will write one when it is deleted, so the notifications
@@ -77,9 +83,10 @@ class ChildList(enum.Enum):
 
 
 class Purpose(enum.Enum):
-    ISSUE = "issue"  # create, renew
+    ISSUE = "issue"  # create, renew, an expire that extends
+    SUPER_USER_ISSUE = "super-user-issue"  # the same by a super user: half the reserve is theirs
     SWEEP = "sweep"
-    REVOKE = "revoke"  # expire
+    REVOKE = "revoke"  # an expire that shortens
 
 
 def reply_bytes(entries: int, name_bytes: int) -> int:
@@ -120,7 +127,7 @@ class CapacityPolicy:
     def limit(self, purpose: Purpose) -> int:
         if purpose is Purpose.ISSUE:
             return self.max_bytes - self.reserve_bytes
-        if purpose is Purpose.SWEEP:
+        if purpose in (Purpose.SUPER_USER_ISSUE, Purpose.SWEEP):
             return self.max_bytes - self.reserve_bytes // 2
         return self.max_bytes
 
@@ -148,6 +155,10 @@ class CapacityPolicy:
 
     def warns(self, reading: ListReading) -> bool:
         return reading.bytes >= self.max_bytes * WARNING_FRACTION
+
+    def near(self, readings: Readings) -> bool:
+        """Either list, counted as creates see it, is past the 80% warning: expired tokens should go now."""
+        return any(self.warns(reading) for reading in with_notifications_to_come(readings).values())
 
 
 # What each operation adds to each list (a delete's negative effect on the tokens list is not counted: it is

@@ -19,6 +19,8 @@
     │   └── AccountLocked           too many failed logins for this user name, from anywhere
     ├── CapacityExhausted           a ZooKeeper child list brokers must list is full; retry after ``retry_after_s``
     ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
+    ├── TokenWriteShareExceeded     a token write would take its principal past its share of the token lists;
+    │                               retry after ``retry_after_s``
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
@@ -141,6 +143,17 @@ class TokenQuotaExceeded(KtsError):
     """A refusal by policy (audited as denied, like the Kafka refusals), answered 429."""
 
     name = "TOKEN_QUOTA_EXCEEDED"
+
+
+class TokenWriteShareExceeded(KtsError):
+    """A refusal by policy (audited as denied), answered 429 with Retry-After: the caller's writes already hold
+    its whole share of the child lists brokers must list (app/domain/token_share.py)."""
+
+    name = "TOKEN_WRITE_SHARE_EXCEEDED"
+
+    def __init__(self, message: str, retry_after_s: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class StoreUnavailable(KtsError):

@@ -1,5 +1,11 @@
-"""Per-user token quotas: how many live tokens one owner may hold (``token.quota.per.owner``), and how many
-live tokens one principal may hold for other owners (``token.quota.per.requester``). ``0`` is no limit.
+"""Per-user token quotas, both charged to the principal that makes the token: how many live tokens one
+principal may hold that it made for itself (``token.quota.per.owner``), and how many it may hold that it made
+for other owners (``token.quota.per.requester``, KIP-373). ``0`` is no limit.
+
+A token made by a requester for an owner counts against the requester's quota only, never the owner's: a
+requester with ``CreateTokens`` on an owner cannot fill that owner's quota and lock the owner out of making
+its own tokens. And a refusal speaks of the caller's own quota only, so it never tells one principal how many
+tokens another holds.
 
 A token is live until it has expired (``TokenInformation.is_expired``), whether or not the sweeper has
 deleted it yet: an expired token never counts. Pure rules; the service counts, the store makes the count
@@ -18,7 +24,7 @@ from app.domain.token import TokenInformation
 
 
 class QuotaKind(StrEnum):
-    OWNER = "owner"  # live tokens the principal owns
+    OWNER = "owner"  # live tokens the principal owns and made itself
     REQUESTER = "requester"  # live tokens the principal requested for other owners
 
 
@@ -44,25 +50,24 @@ class TokenQuota:
         return self.per_owner if kind is QuotaKind.OWNER else self.per_requester
 
     def keys(self, token: TokenInformation, *, requester_is_super_user: bool) -> list[QuotaKey]:
-        """The counters a new ``token`` is charged to: the owner's, and the requester's when the requester
-        asked for another owner; none with no limit set, or for an exempt super user."""
+        """The counter a new ``token`` is charged to, always its requester's: the owner quota when it made
+        the token for itself, the requester quota when for another owner; none with no limit set, or for an
+        exempt super user."""
         if requester_is_super_user and self.exempt_super_users:
             return []
-        keys = []
-        if self.per_owner > 0:
-            keys.append(QuotaKey(QuotaKind.OWNER, token.owner))
-        if self.per_requester > 0 and token.token_requester != token.owner:
-            keys.append(QuotaKey(QuotaKind.REQUESTER, token.token_requester))
-        return keys
+        requester = token.token_requester
+        if token.owner == requester:
+            return [QuotaKey(QuotaKind.OWNER, requester)] if self.per_owner > 0 else []
+        return [QuotaKey(QuotaKind.REQUESTER, requester)] if self.per_requester > 0 else []
 
 
 def counts_against(key: QuotaKey, token: TokenInformation, now_ms: int) -> bool:
     """``token`` uses up one unit of ``key``'s quota at ``now_ms``."""
-    if token.is_expired(now_ms):
+    if token.is_expired(now_ms) or token.token_requester != key.principal:
         return False
     if key.kind is QuotaKind.OWNER:
         return token.owner == key.principal
-    return token.token_requester == key.principal and token.owner != key.principal
+    return token.owner != key.principal
 
 
 def ensure_within(quota: TokenQuota, live: Mapping[QuotaKey, int]) -> None:

@@ -54,7 +54,11 @@ class DeleteToken:
 
 @dataclass(frozen=True, slots=True)
 class SetExpiry:
+    """Keep the token with a new expiry. ``extended``: the new expiry is later than the current one, so this
+    expire is a renew by another name (capped at the maximum as a renew is) and is admitted as one."""
+
     expiry_timestamp: int
+    extended: bool = False
 
 
 ExpireDecision = DeleteToken | SetExpiry
@@ -146,13 +150,16 @@ def plan_expire(
     now_ms: int,
     authorizer: Authorizer,
 ) -> ExpireDecision:
-    """A negative period deletes the token now; so does expiring an already-expired one (Kafka >= 3.5)."""
+    """A negative period deletes the token now; so does expiring an already-expired one (Kafka >= 3.5).
+    Otherwise the new expiry is ``min(maxTimestamp, now + period)``, as Kafka has it: a long period moves the
+    expiry later (``extended``), never past the maximum."""
     ensure_may_request_tokens(caller)
     if not may_manage(token, caller, authorizer):
         raise TokenOwnerMismatch(f"{caller.principal} is neither the owner nor a renewer of this token.")
     if expiry_period_ms < 0 or token.is_expired(now_ms):
         return DeleteToken(now_ms)
-    return SetExpiry(min(token.max_timestamp, now_ms + expiry_period_ms))
+    expiry = min(token.max_timestamp, now_ms + expiry_period_ms)
+    return SetExpiry(expiry, extended=expiry > token.expiry_timestamp)
 
 
 def matches_owner_filter(token: TokenInformation, owners: Sequence[KafkaPrincipal] | None) -> bool:

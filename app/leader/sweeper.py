@@ -5,28 +5,41 @@ replicas at once, is harmless.
 
 Each deletion writes a change notification, and brokers cannot list more than about a megabyte of them: the
 sweep deletes only as many as the capacity guard says fit (``room``), leaving the rest to the next sweep
-(they no longer authenticate meanwhile) and the reserve to expires (app/domain/capacity.py)."""
+(they no longer authenticate meanwhile) and the reserve to expires (app/domain/capacity.py).
+
+The leader sweeps every interval, and early when expired tokens pile up or a list nears its limit
+(app/domain/sweep_schedule.py): tokens made to expire at once would otherwise hold their entries, against the
+cluster and their requester's share, for up to an interval. Each batch's deletions are charged to their
+requesters' shares in the batch's own transaction (app/service/token_shares.py), so batches are grouped by
+requester (``deletion_batches``)."""
 
 from __future__ import annotations
 
 import logging
+import sys
 import threading
+import time
 from collections.abc import Callable
 
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.clock import Clock
 from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.sweep_schedule import SweepReason, SweepSchedule
 from app.domain.token import TokenInformation
+from app.domain.token_share import deletion_batches
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenStore, TokenView
+from app.service.ports import ShareCharge, StoredToken, TokenStore, TokenView
+from app.service.token_shares import TokenShares
 
 log = logging.getLogger(__name__)
 
 # Tokens deleted per ZooKeeper transaction, as bulk revocation does: with their notifications and intent
 # markers a batch is about 140 KB, and about 480 KB in the worst case measured for revocation (a 200-character
-# chroot, 64-character ids, creator-only ACLs), under half of ZooKeeper's 1 MB request limit (jute.maxbuffer).
+# chroot, 64-character ids, creator-only ACLs), 593 KB with the share ledgers of 50 requesters of the longest
+# names, under ZooKeeper's 1 MB request limit (jute.maxbuffer).
 BATCH = 500
+PAUSE_WARNING_EVERY_S = 60.0
 
 
 class Sweeper:
@@ -39,87 +52,138 @@ class Sweeper:
         clock: Clock,
         interval_ms: int,
         room: Callable[[], int] | None = None,
+        early_threshold: int | None = None,
+        near_capacity: Callable[[], bool] | None = None,
+        shares: TokenShares | None = None,
+        timer: Callable[[], float] = time.monotonic,
     ) -> None:
+        """``early_threshold``: expired tokens that bring a sweep forward (None: every interval only);
+        ``near_capacity``: whether a list is near its limit; ``shares``: to charge deletions to their
+        requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired)."""
         self._store = store
         self._room = room
         self._view = view
         self._auditor = auditor
         self._clock = clock
-        self._interval_s = interval_ms / 1000
+        self._schedule = SweepSchedule(interval_ms, early_threshold or sys.maxsize)
+        self._near_capacity = near_capacity or (lambda: False)
+        self._shares = shares
+        self._timer = timer
+        self._pause_warned_s: float | None = None
         # Read by the metrics at each scrape.
         self.runs_total = 0
+        self.early_runs_total = 0
         self.deleted_total = 0
 
     def run(self, lost: threading.Event) -> None:
-        """The leader's loop: sweep every interval until leadership is lost. The first sweep comes one
-        interval after election, as the scheduled task of a Kafka controller does; expired tokens stop
-        authenticating at their expiry anyway, so nothing waits on the sweep."""
-        while not lost.wait(self._interval_s):
+        """The leader's loop until leadership is lost: look every second (or every interval, when shorter)
+        whether a sweep is due (app/domain/sweep_schedule.py). The first interval sweep comes one interval
+        after election, as the scheduled task of a Kafka controller does; expired tokens stop authenticating
+        at their expiry anyway, so only the room they hold waits on the sweep."""
+        last_ms = self._monotonic_ms()
+        while not lost.wait(self._schedule.check_every_ms() / 1000):
+            now_ms = self._monotonic_ms()
+            expired = self._view.expired_count(self._clock.now_ms())
             try:
+                reason = self._schedule.due(
+                    now_ms=now_ms, last_ms=last_ms, expired=expired, near_capacity=self._near_capacity
+                )
+                if reason is None:
+                    continue
+                last_ms = now_ms
+                if reason is not SweepReason.INTERVAL:
+                    self.early_runs_total += 1
+                    log.info("sweeping early: %s (%d expired tokens wait)", reason.value, expired)
                 self.sweep(lost)
             except StoreUnavailable as exc:
                 log.warning("sweep interrupted: %s", exc.message)
+
+    def _monotonic_ms(self) -> int:
+        return int(self._timer() * 1000)
 
     def sweep(self, lost: threading.Event | None = None) -> int:
         self.runs_total += 1
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
-        for start in range(0, len(doomed), BATCH):
+        planned = 0
+        for batch in deletion_batches(doomed, size=BATCH):
             if lost is not None and lost.is_set():
                 break  # leadership gone: another replica sweeps now
-            batch = doomed[start : start + BATCH]
+            left = len(doomed) - planned
+            planned += len(batch)
             if self._room is not None:
                 batch = batch[: self._room()]
                 if not batch:
-                    log.warning(
-                        "sweep paused with %d expired tokens left: the notification list has no room for their "
-                        "deletions; the next sweep goes on",
-                        len(doomed) - start,
-                    )
+                    self._warn_paused(left)
                     break
             deleted += self._sweep_batch(batch)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted
 
+    def _warn_paused(self, left: int) -> None:
+        now_s = self._timer()
+        if self._pause_warned_s is not None and now_s - self._pause_warned_s < PAUSE_WARNING_EVERY_S:
+            return  # early sweeps may find no room every few seconds: one line a minute says it
+        self._pause_warned_s = now_s
+        log.warning(
+            "sweep paused with %d expired tokens left: the notification list has no room for their deletions; "
+            "the next sweep goes on",
+            left,
+        )
+
     def _sweep_batch(self, batch: list[TokenInformation]) -> int:
         """Delete a batch in one transaction (one audit commit before, one after). If any token changed
         since it was read, the whole transaction is refused; then each is deleted on its own, so the
-        token that changed survives and the others still go."""
+        token that changed survives and the others still go. Each deletion is charged to its requester's
+        share in the same transaction."""
         current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
         now = self._clock.now_ms()
         still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
         if not still:
             return 0
+        charges = self._charges([stored.token for stored in still])
         try:
             self._auditor.mutations(
                 [_event(stored) for stored in still],
                 lambda intents: self._store.delete_many(
-                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)]
+                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)],
+                    charges,
                 ),
             )
         except (ConcurrentModification, TokenNotFound):
             return sum(self._sweep_one(stored) for stored in still)
+        self._settle(charges)
         for stored in still:
             self._deleted(stored.token.token_id)
         return len(still)
+
+    def _charges(self, tokens: list[TokenInformation]) -> list[ShareCharge]:
+        return [] if self._shares is None else self._shares.deletion_charges(tokens)
+
+    def _settle(self, charges: list[ShareCharge]) -> None:
+        if self._shares is not None:
+            for charge in charges:
+                self._shares.settle(charge)
 
     def _sweep_one(self, judged: StoredToken) -> int:
         current = self._store.get(judged.token.token_id)
         if current is None or not current.token.is_expired(self._clock.now_ms()):
             return 0
         event = _event(current)
+        charges = self._charges([current.token])
         try:
-            self._auditor.mutation(event, self._deleting(current), succeeded=_succeeded(event))
+            self._auditor.mutation(event, self._deleting(current, charges), succeeded=_succeeded(event))
         except (ConcurrentModification, TokenNotFound):
             return 0  # renewed or expired by a request meanwhile: that request wins
+        self._settle(charges)
         self._deleted(current.token.token_id)
         return 1
 
-    def _deleting(self, stored: StoredToken) -> Callable[[str], None]:
+    def _deleting(self, stored: StoredToken, charges: list[ShareCharge]) -> Callable[[str], None]:
         def delete(intent: str) -> None:
-            self._store.delete_many([(stored.token.token_id, stored.version, intent)])
+            self._store.delete_many([(stored.token.token_id, stored.version, intent)], charges)
 
         return delete
 

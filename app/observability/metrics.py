@@ -56,6 +56,8 @@ class RuntimeReadings:
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
     account_locks: Callable[[], int] = lambda: 0  # shared account locks in force, as this one sees them
+    early_sweep_runs: Callable[[], int] = lambda: 0  # sweeps brought forward by expired tokens piling up
+    expired_tokens: Callable[[], int] = lambda: 0  # in the cache, past their expiry, not swept yet
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,17 @@ class _RuntimeCollector(Collector):
             ),
             GaugeMetricFamily("kts_acl_entries", "ACL entries in this replica's cache.", value=readings.acl_entries()),
             CounterMetricFamily("kts_sweep_runs", "Expiry sweeps this replica has run.", value=readings.sweep_runs()),
+            CounterMetricFamily(
+                "kts_sweep_early_runs",
+                "Expiry sweeps this replica ran before their interval, because expired tokens piled up or a token "
+                "list neared its limit.",
+                value=readings.early_sweep_runs(),
+            ),
+            GaugeMetricFamily(
+                "kts_expired_tokens",
+                "Tokens in this replica's cache past their expiry and not swept yet.",
+                value=readings.expired_tokens(),
+            ),
             CounterMetricFamily(
                 "kts_swept_tokens", "Expired tokens this replica's sweeps deleted.", value=readings.swept_tokens()
             ),

@@ -28,7 +28,14 @@ from typing import Protocol, TypeVar
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
-from app.domain.errors import CapacityExhausted, KafkaError, KtsError, StoreUnavailable, TokenQuotaExceeded
+from app.domain.errors import (
+    CapacityExhausted,
+    KafkaError,
+    KtsError,
+    StoreUnavailable,
+    TokenQuotaExceeded,
+    TokenWriteShareExceeded,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -198,8 +205,9 @@ class Auditor:
 
 def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
     code = error.code if isinstance(error, KafkaError) else None
-    # A full cluster or a quota refuses by rule, like Kafka's checks: denied, not a failure of kts or its stores.
-    refused = isinstance(error, KafkaError | CapacityExhausted | TokenQuotaExceeded)
+    # A full cluster, a quota or a share refuses by rule, like Kafka's checks: denied, not a failure of kts or its
+    # stores.
+    refused = isinstance(error, KafkaError | CapacityExhausted | TokenQuotaExceeded | TokenWriteShareExceeded)
     outcome = Outcome.DENIED if refused else Outcome.FAILED
     return event.ended(outcome, error_code=code, error=error.name)
 

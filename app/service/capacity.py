@@ -43,11 +43,13 @@ class CapacityGuard:
         self._estimates: dict[ChildList, tuple[int, int | None]] = {}
         self._logged_ms: dict[ChildList, int] = {}
 
-    def admit_create(self) -> None:
-        self._admit(capacity.CREATE, Purpose.ISSUE)
+    def admit_create(self, *, super_user: bool = False) -> None:
+        """Super users may use half of the reserve: when everyone else is refused, operators still issue."""
+        self._admit(capacity.CREATE, _issue(super_user))
 
-    def admit_renew(self) -> None:
-        self._admit(capacity.RENEW, Purpose.ISSUE)
+    def admit_renew(self, *, super_user: bool = False) -> None:
+        """Also an expire that extends a token's life: a renew by another name."""
+        self._admit(capacity.RENEW, _issue(super_user))
 
     def admit_expire(self) -> None:
         """An expire that shortens a token's life may use the whole budget, reserve included: refused only once
@@ -58,6 +60,10 @@ class CapacityGuard:
         """How many tokens the sweep may delete now (each writes a notification)."""
         readings = self.read()
         return self.policy.room(readings[ChildList.TOKEN_CHANGES], Purpose.SWEEP)
+
+    def near_limit(self) -> bool:
+        """Whether either list is past the 80% warning now (read from ZooKeeper): the sweep comes early."""
+        return self.policy.near(self.read())
 
     def read(self) -> Readings:
         """Both lists as ZooKeeper has them now (StoreUnavailable when it cannot be reached)."""
@@ -119,3 +125,7 @@ class CapacityGuard:
                     )
             else:
                 self._warned.discard(child_list)
+
+
+def _issue(super_user: bool) -> Purpose:
+    return Purpose.SUPER_USER_ISSUE if super_user else Purpose.ISSUE

@@ -18,6 +18,7 @@ from app.domain.lockout import Lock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
+from app.domain.token_share import ShareLedger
 
 R = TypeVar("R")
 
@@ -43,16 +44,42 @@ class Expiry:
 
 
 @dataclass(frozen=True, slots=True)
+class LedgerState:
+    """One principal's share ledger as read (app/domain/token_share.py): an empty ledger at version
+    ``NO_LEDGER`` when it has none yet."""
+
+    ledger: ShareLedger
+    version: int
+
+
+NO_LEDGER = -1
+
+
+class ShareCharge(Protocol):
+    """A charge to one principal's share ledger, written in the same transaction as a token write, compare-and-set
+    on the ledger's version: ``decide`` gets the ledger as read and answers its new state, or raises to refuse the
+    write. On a lost race the store reads again and asks again."""
+
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+
+    def decide(self, state: LedgerState) -> ShareLedger: ...
+
+
+@dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
     """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the caller
-    wants back from the attempt that was written, and the request the change stands for. A store that writes the
-    state itself (ZooKeeper) writes ``token``; a store whose cluster makes the change (the Kafka protocol) sends
-    ``request`` (a deletion is an expire now) and answers the state the cluster reports, which may differ from
-    ``token`` (a KRaft controller never renews past ``delegation.token.expiry.time.ms``)."""
+    wants back from the attempt that was written, the request the change stands for, and the share charge written
+    with it, if any. A store that writes the state itself (ZooKeeper) writes ``token`` (and ``charge``, in the same
+    transaction); a store whose cluster makes the change (the Kafka protocol) sends ``request`` (a deletion is an
+    expire now) and answers the state the cluster reports, which may differ from ``token`` (a KRaft controller
+    never renews past ``delegation.token.expiry.time.ms``); it keeps no share ledgers (shares guard ZooKeeper's
+    child lists, app/domain/token_share.py)."""
 
     token: TokenInformation | None
     result: R
     request: Renewal | Expiry | None = None
+    charge: ShareCharge | None = None
 
 
 class TokenStore(Protocol):
@@ -66,9 +93,10 @@ class TokenStore(Protocol):
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
-        transaction or none (ConcurrentModification, or TokenNotFound when one is gone)."""
+        transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
+        principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
         ...
 
     def list(self) -> list[StoredToken]: ...
@@ -80,22 +108,25 @@ class TokenStore(Protocol):
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
         charged to the same quota); on a lost race read and admit again. ``admit`` may run several times.
         Answers the token as stored: where the cluster picks the id and times, they are the cluster's, and the
         owner, requester and renewers those of ``token`` (a cluster that records kts's own principal as the
-        requester does not change who asked)."""
+        requester does not change who asked). With ``charge`` (ZooKeeper): its ledger is read, decided and written
+        in the same transaction."""
         ...
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
     ) -> tuple[StoredToken | None, R]:
         """Compare-and-set: read the token, let ``decide`` answer its new state, write that guarded by the
-        version read; on a lost race read and decide again (``decide`` may run several times; what it raises
-        ends the change). Returns what was written (None: deleted) and ``decide``'s result. Raises
-        TokenNotFound when the token does not exist, ConcurrentModification when it kept changing."""
+        version read (with the answer's share charge, if any, decided on the ledger as read now); on a lost
+        race read and decide again (``decide`` may run several times; what it raises ends the change). Returns
+        what was written (None: deleted) and ``decide``'s result. Raises TokenNotFound when the token does not
+        exist, ConcurrentModification when it kept changing."""
         ...
 
 
@@ -122,6 +153,15 @@ class TokenView(Protocol):
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """How many tokens count against ``key``'s quota at ``now_ms`` (app/domain/token_quota.py)."""
+        ...
+
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        """How many tokens ``principal`` requested (for itself or others), expired ones included: those in
+        ZooKeeper, charged to its share (app/domain/token_share.py)."""
+        ...
+
+    def expired_count(self, now_ms: int) -> int:
+        """How many tokens are past their expiry or maximum at ``now_ms``: what a sweep would delete."""
         ...
 
     def refresh(self, token_id: str) -> None: ...

@@ -7,7 +7,9 @@ with one ``token.revoke`` event summing up the whole. Tokens go ``BATCH`` at a t
 transaction each (one audit commit before and one after). A token deleted meanwhile by someone else is
 skipped; a batch refused because a token in it changed or went is retried token by token (the refused
 attempt stays on record as failed), so a concurrent renew cannot save a token and a concurrent expire
-cannot fail the revoke.
+cannot fail the revoke. Each deletion is charged to its token's requester's share in the same transaction, as
+the sweep's are (app/service/token_shares.py), so batches are grouped by requester; a revocation is never
+refused for a share.
 """
 
 from __future__ import annotations
@@ -21,21 +23,34 @@ from app.domain.authorization import Authorizer, Caller, Operation, ensure_clust
 from app.domain.errors import ConcurrentModification, KtsError, TokenNotFound
 from app.domain.revocation import RevocationReason, RevokeSelector, tokens_without_grant
 from app.domain.token import TokenInformation
+from app.domain.token_share import deletion_batches
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import ShareCharge, StoredToken, TokenChange, TokenStore, TokenView
+from app.service.token_shares import TokenShares
 
 # Tokens deleted per ZooKeeper transaction. With their notifications and intent markers a batch is about
 # 140 KB under a short chroot, and 480 KB at worst (64-character token ids, a 200-character chroot, creator-only
-# ACLs): well below ZooKeeper's 1 MB request limit (jute.maxbuffer). A unit test measures it.
+# ACLs); with the share ledgers of the most requesters a batch names (50, of the longest names), 593 KB: well
+# below ZooKeeper's 1 MB request limit (jute.maxbuffer). Unit tests measure both.
 BATCH = 500
 
 
 class TokenRevocation:
-    def __init__(self, store: TokenStore, view: TokenView, *, authorizer: Authorizer, auditor: Auditor) -> None:
+    def __init__(
+        self,
+        store: TokenStore,
+        view: TokenView,
+        *,
+        authorizer: Authorizer,
+        auditor: Auditor,
+        shares: TokenShares | None = None,
+    ) -> None:
+        """``shares``: to charge deletions to their requesters' shares."""
         self._store = store
         self._view = view
         self._authorizer = authorizer
         self._auditor = auditor
+        self._shares = shares
 
     def revoke(self, caller: Caller, selector: RevokeSelector) -> list[str]:
         """``POST /v1/tokens/revoke``: for super users and principals with Alter on the cluster, never for a
@@ -106,9 +121,10 @@ class TokenRevocation:
             )
 
         revoked: list[str] = []
+        by_id = {stored.token.token_id: stored for stored in candidates}
         try:
-            for start in range(0, len(candidates), BATCH):
-                revoked += self._batch(candidates[start : start + BATCH], event)
+            for batch in deletion_batches((stored.token for stored in candidates), size=BATCH):
+                revoked += self._batch([by_id[token.token_id] for token in batch], event)
         except KtsError as exc:
             self._auditor.record(summary.ended(Outcome.FAILED, error=exc.name, revoked=len(revoked)))
             raise
@@ -121,17 +137,23 @@ class TokenRevocation:
         present = [stored for stored in current.values() if stored is not None]
         if not present:
             return []
+        shares = self._shares
+        charges = [] if shares is None else shares.deletion_charges(stored.token for stored in present)
         try:
             self._auditor.mutations(
                 [event(stored.token) for stored in present],
                 lambda intents: self._store.delete_many(
-                    [(s.token.token_id, s.version, intent) for s, intent in zip(present, intents, strict=True)]
+                    [(s.token.token_id, s.version, intent) for s, intent in zip(present, intents, strict=True)],
+                    charges,
                 ),
                 succeeded=lambda done: done.ended(Outcome.SUCCEEDED, deleted=True),
             )
         except (ConcurrentModification, TokenNotFound):
             # A token in the batch was renewed or expired since it was read: take each on its own.
             return [stored.token.token_id for stored in present if self._one(stored.token, event)]
+        if shares is not None:
+            for charge in charges:
+                shares.settle(charge)
         for stored in present:
             self._view.discard(stored.token.token_id)
         return [stored.token.token_id for stored in present]
@@ -142,9 +164,12 @@ class TokenRevocation:
         if self._store.get(token.token_id) is None:
             return False  # expired by someone else: nothing to revoke, nothing to record
         pending = event(token)
+        shares = self._shares
+        charges: list[ShareCharge | None] = []
 
-        def delete(_: StoredToken) -> TokenChange[None]:
-            return TokenChange(None, None)
+        def delete(stored: StoredToken) -> TokenChange[None]:
+            charges.append(None if shares is None else shares.deletion(stored.token))
+            return TokenChange(None, None, charge=charges[-1])
 
         try:
             self._auditor.mutation(
@@ -154,6 +179,8 @@ class TokenRevocation:
             )
         except TokenNotFound:
             return False
+        if shares is not None:
+            shares.settle(charges[-1])
         self._view.discard(token.token_id)
         return True
 

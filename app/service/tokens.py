@@ -17,11 +17,13 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret
+from app.domain.token_share import ShareWrite
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
 from app.service.capacity import CapacityGuard
 from app.service.ports import Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
+from app.service.token_shares import TokenShares
 
 T = TypeVar("T")
 
@@ -58,9 +60,11 @@ class TokenService:
         verify_guard: AttemptGuard | None = None,
         capacity: CapacityGuard | None = None,
         quota: TokenQuota = TokenQuota(),  # noqa: B008 - frozen
+        shares: TokenShares | None = None,
     ) -> None:
         self._store = store
         self._capacity = capacity
+        self._shares = shares
         self._quotas = TokenQuotas(quota, view, clock=clock, authorizer=authorizer)
         self._verify_guard = verify_guard
         self._view = view
@@ -85,20 +89,22 @@ class TokenService:
                 "renewers": [str(renewer) for renewer in request.renewers],
             },
         )
-        token = self._auditor.decided(
-            event,
-            lambda: self._quotas.checked(
-                token_rules.plan_create(
-                    caller,
-                    request,
-                    token_id=token_id or "",
-                    now_ms=self._clock.now_ms(),
-                    policy=self._policy,
-                    authorizer=self._authorizer,
-                )
-            ),
-        )
-        self._admit(event, lambda guard: guard.admit_create())
+
+        def plan() -> TokenInformation:
+            token = token_rules.plan_create(
+                caller,
+                request,
+                token_id=token_id or "",
+                now_ms=self._clock.now_ms(),
+                policy=self._policy,
+                authorizer=self._authorizer,
+            )
+            self._quotas.checked(token)
+            self._check_share(caller.principal, ShareWrite.CREATE)
+            return token
+
+        token = self._auditor.decided(event, plan)
+        self._admit(event, lambda guard: guard.admit_create(super_user=self._is_super_user(caller)))
         # What the store answers is what the cluster holds (its id and times, where it picks them).
         stored = self._auditor.mutation(
             event,
@@ -228,11 +234,29 @@ class TokenService:
         if guard is not None:
             self._auditor.decided(event, lambda: admit(guard))
 
+    def _is_super_user(self, caller: Caller) -> bool:
+        return self._authorizer.is_super_user(caller.principal)
+
+    def _check_share(self, principal: KafkaPrincipal, write: ShareWrite) -> None:
+        """The first judgement of the caller's share (app/service/token_shares.py), before anything is written."""
+        if self._shares is not None:
+            self._shares.check(principal, write)
+
     def _created(self, token: TokenInformation, intent: str) -> StoredToken:
-        # Within the quotas; this replica reads its own write at once.
-        return self._quotas.create(
-            token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit)
-        )
+        # Within the quotas and the requester's share, judged exactly as the token is written; this replica
+        # reads its own write at once.
+        shares = self._shares
+        if shares is None:
+            return self._quotas.create(
+                token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit)
+            )
+        with shares.turn(token.token_requester):
+            charge = shares.judged(token.token_requester, ShareWrite.CREATE)
+            stored = self._quotas.create(
+                token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit, charge=charge)
+            )
+            shares.settle(charge)
+        return stored
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
         token_rules.ensure_may_request_tokens(caller)
@@ -287,14 +311,19 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
-        self._admit(event, lambda guard: guard.admit_renew())
+        def first_judgement() -> None:  # refusals are recorded without a pending event
+            plan(current)
+            self._check_share(caller.principal, ShareWrite.CHANGE)
+
+        self._auditor.decided(event, first_judgement)
+        self._admit(event, lambda guard: guard.admit_renew(super_user=self._is_super_user(caller)))
+        charge = None if self._shares is None else self._shares.judged(caller.principal, ShareWrite.CHANGE)
 
         def decide(stored: StoredToken) -> TokenChange[None]:
-            return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms))
+            return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms), charge)
 
         def renewed(intent: str) -> ExpiryChange:
-            written, _ = self._change(token_id, decide, intent)
+            written, _ = self._change(token_id, decide, intent, caller)
             assert written is not None  # a renew never deletes
             # The expiry the store wrote: a cluster that makes the change may answer another than kts planned.
             return ExpiryChange(token_id, written.token.expiry_timestamp)
@@ -317,39 +346,68 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        if not isinstance(self._auditor.decided(event, lambda: plan(current)), DeleteToken):
-            # Only an expire that leaves the token alive (a shorter life) can be refused for capacity, and
-            # only once the budget itself is used up: deleting a token is never refused, so revocation works.
-            self._admit(event, lambda guard: guard.admit_expire())
+        def first_judgement() -> token_rules.ExpireDecision:
+            decision = plan(current)
+            if not isinstance(decision, DeleteToken):
+                self._check_share(caller.principal, ShareWrite.CHANGE)
+            return decision
 
-        def decide(stored: StoredToken) -> TokenChange[int]:
+        planned = self._auditor.decided(event, first_judgement)
+        if isinstance(planned, token_rules.SetExpiry) and planned.extended:
+            # A later expiry is a renew by another name: admitted as one (the renew's limit, not the reserve
+            # expires may use), so that it is no way around a refusal of renews.
+            self._admit(event, lambda guard: guard.admit_renew(super_user=self._is_super_user(caller)))
+        elif isinstance(planned, token_rules.SetExpiry):
+            # An expire that shortens a token's life may use the reserve, and is refused only once the budget
+            # itself is used up. Deleting a token is never refused, so revocation always works.
+            self._admit(event, lambda guard: guard.admit_expire())
+        shares = self._shares
+        kept_charge = None if shares is None else shares.judged(caller.principal, ShareWrite.CHANGE)
+
+        def decide(stored: StoredToken) -> TokenChange[tuple[int, bool]]:
             decision = plan(stored)
             if isinstance(decision, DeleteToken):
-                return TokenChange(None, decision.expiry_timestamp, Expiry(-1))
+                # Never refused: the notification is charged to the requester, whose token held room for it.
+                charge = None if shares is None else shares.deletion(stored.token)
+                return TokenChange(None, (decision.expiry_timestamp, False), Expiry(-1), charge)
             new = stored.token.with_expiry(decision.expiry_timestamp)
-            return TokenChange(new, decision.expiry_timestamp, Expiry(expiry_period_ms))
+            planned = (decision.expiry_timestamp, decision.extended)
+            return TokenChange(new, planned, Expiry(expiry_period_ms), kept_charge)
 
-        def expired(intent: str) -> tuple[ExpiryChange, bool]:
-            written, planned = self._change(token_id, decide, intent)
+        def expired(intent: str) -> tuple[ExpiryChange, bool, bool]:
+            written, (planned, extended) = self._change(token_id, decide, intent, caller)
             if written is None:
-                return ExpiryChange(token_id, planned), True
-            return ExpiryChange(token_id, written.token.expiry_timestamp), False
+                return ExpiryChange(token_id, planned), True, False
+            return ExpiryChange(token_id, written.token.expiry_timestamp), False, extended
 
-        change, _deleted = self._auditor.mutation(
+        change, _deleted, _extended = self._auditor.mutation(
             event,
             expired,
             succeeded=lambda result: event.ended(
-                Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1]
+                Outcome.SUCCEEDED, expiryTimestamp=result[0].expiry_timestamp, deleted=result[1], extended=result[2]
             ),
         )
         return change
 
     def _change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str, caller: Caller
     ) -> tuple[StoredToken | None, T]:
         """Change the token (ZooKeeper: compare-and-set, a renew and an expire racing on two replicas: the loser
-        reads again and decides again), then install what was written: this replica reads its writes at once."""
-        written, result = self._store.change(token_id, decide, intent)
+        reads again and decides again), then install what was written: this replica reads its writes at once.
+        The caller's writes on this replica take turns on its share ledger."""
+        shares = self._shares
+        if shares is None:
+            written, result = self._store.change(token_id, decide, intent)
+        else:
+            answers: list[TokenChange[T]] = []
+
+            def deciding(stored: StoredToken) -> TokenChange[T]:
+                answers.append(decide(stored))
+                return answers[-1]
+
+            with shares.turn(caller.principal):
+                written, result = self._store.change(token_id, deciding, intent)
+                shares.settle(answers[-1].charge)
         if written is None:
             self._view.discard(token_id)
         else:

@@ -4,14 +4,16 @@ app/storage/kafka/token_cache.py).
 
 Indexes: by HMAC (renew and expire name tokens by HMAC); by owner, by renewer and by requester (describe with an
 owner filter or for a caller who sees only the tokens they hold, and the quota counts); and every token id in
-order (a listing pages by token id, so a page costs its own length, not a sort of every token).
+order (a listing pages by token id, so a page costs its own length, not a sort of every token). Two counts serve
+the fair shares and the sweep's schedule: tokens per requester, and every token's end (the earlier of its expiry
+and maximum) in order, so "how many have expired" is a bisection.
 
 Not thread-safe: the caches hold their lock around writes and multi-key reads (single-key reads are dict lookups).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
 
@@ -63,6 +65,8 @@ class TokenIndex:
         )
         self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
         self._ordered: SortedList = SortedList()  # every token id
+        self._ends: SortedList = SortedList()  # every token's end (min of expiry and max), repeated as need be
+        self._requested: Counter[KafkaPrincipal] = Counter()  # tokens per requester
 
     def __len__(self) -> int:
         return len(self._tokens)
@@ -97,6 +101,14 @@ class TokenIndex:
         index = self._by_owner if key.kind is QuotaKind.OWNER else self._by_requester
         return sum(counts_against(key, self._tokens[token_id].token, now_ms) for token_id in index.get(key.principal))
 
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        """Tokens ``principal`` requested (for itself or others), expired ones included."""
+        return self._requested.get(principal, 0)
+
+    def expired_count(self, now_ms: int) -> int:
+        """Tokens past their expiry or maximum (``TokenInformation.is_expired``): those whose end is before now."""
+        return int(self._ends.bisect_left(now_ms))
+
     def put(self, stored: StoredToken, *, ordered: bool = True) -> None:
         """Add a token (``ordered=False``: the caller sorts the id index once, see ``load``)."""
         token = stored.token
@@ -104,6 +116,8 @@ class TokenIndex:
         self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
         if ordered:
             self._ordered.add(token.token_id)
+            self._ends.add(_end(token))
+        self._requested[token.token_requester] += 1
         for index in self._indexes:
             index.add(token)
 
@@ -117,6 +131,11 @@ class TokenIndex:
             return
         self._by_hmac.pop(self._secret.hmac(token_id), None)
         self._ordered.discard(token_id)
+        self._ends.discard(_end(old.token))  # one of the equal ends: which one does not matter to a count
+        requester = old.token.token_requester
+        self._requested[requester] -= 1
+        if self._requested[requester] <= 0:
+            del self._requested[requester]
         for index in self._indexes:
             index.remove(old.token)
 
@@ -125,8 +144,16 @@ class TokenIndex:
         self._tokens.clear()
         self._by_hmac.clear()
         self._ordered.clear()
+        self._ends.clear()
+        self._requested.clear()
         for index in self._indexes:
             index.clear()
         for stored in loaded:
             self.put(stored, ordered=False)
         self._ordered.update(self._tokens)
+        self._ends.update(_end(stored.token) for stored in self._tokens.values())
+
+
+def _end(token: TokenInformation) -> int:
+    """The instant after which the token is expired (``is_expired``: strictly past it)."""
+    return min(token.expiry_timestamp, token.max_timestamp)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
@@ -162,4 +164,25 @@ def test_bad_credentials_get_401_with_a_challenge(client: TestClient, authorizat
     assert response.status_code == 401
     assert "Basic" in response.headers["www-authenticate"]
     assert "Bearer" in response.headers["www-authenticate"]
+    assert response.json()["error"] == "AUTHENTICATION_FAILED"
+
+
+@pytest.mark.parametrize(
+    ("request_headers", "challenge"),
+    [
+        ({}, 'Basic realm="kts", Bearer realm="kts"'),  # curl, httpx, Kafka's tools
+        ({"Sec-Fetch-Dest": "document", "Sec-Fetch-Mode": "navigate"}, 'Basic realm="kts", Bearer realm="kts"'),
+        ({"Sec-Fetch-Dest": "empty", "Sec-Fetch-Mode": "cors"}, 'xBasic realm="kts", Bearer realm="kts"'),
+        ({"X-Requested-With": "XMLHttpRequest"}, 'xBasic realm="kts", Bearer realm="kts"'),
+    ],
+)
+def test_a_pages_script_gets_a_challenge_browsers_do_not_prompt_for(
+    client: TestClient, request_headers: dict[str, str], challenge: str
+) -> None:
+    """A browser answers a Basic challenge to fetch or XHR with its own password prompt, and the page's script
+    (Swagger UI's Execute) never sees the 401; API clients and a navigation get the standard challenge."""
+    wrong = {"Authorization": "Basic " + base64.b64encode(b"alice:wrong").decode()}
+    response = client.post("/v1/tokens", json={}, headers={**wrong, **request_headers})
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == challenge
     assert response.json()["error"] == "AUTHENTICATION_FAILED"

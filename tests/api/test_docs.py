@@ -19,6 +19,7 @@ ASSETS = {
     "swagger-ui.css": "text/css",
     "favicon.png": "image/png",
 }
+START_SCRIPT = "kts-swagger-ui.js"
 
 
 class _LinkCollector(HTMLParser):
@@ -47,15 +48,18 @@ def test_docs_page_loads_only_local_assets(docs_client: TestClient) -> None:
     response = docs_client.get("/docs")
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/html")
-    assert sorted(_loaded_urls(response.text)) == sorted(f"{ASSETS_PATH}/{name}" for name in ASSETS)
+    assert sorted(_loaded_urls(response.text)) == sorted(f"{ASSETS_PATH}/{name}" for name in [*ASSETS, START_SCRIPT])
     assert re.search(r"https?://", response.text) is None
-    assert "url: '/openapi.json'" in response.text
+    assert 'data-openapi-url="/openapi.json"' in response.text
+    assert 'data-check-url="/v1/tokens?limit=1"' in response.text
+    assert "<script>" not in response.text  # no inline script: the page's policy allows this origin's files only
 
 
 def test_docs_page_does_not_persist_authorization_and_has_no_oauth2_redirect(docs_client: TestClient) -> None:
-    html = docs_client.get("/docs").text
-    assert '"persistAuthorization": false' in html
-    assert "oauth2RedirectUrl" not in html
+    script = docs_client.get(f"{ASSETS_PATH}/{START_SCRIPT}")
+    assert script.headers["content-type"].split(";")[0] == "text/javascript"
+    assert "persistAuthorization: false" in script.text
+    assert "oauth2RedirectUrl" not in script.text + docs_client.get("/docs").text
     assert docs_client.get("/docs/oauth2-redirect").status_code == 404
     assert docs_client.get("/redoc").status_code == 404
 
@@ -79,7 +83,8 @@ def test_unknown_asset_is_a_404_with_the_error_envelope(docs_client: TestClient)
 def test_links_follow_the_root_path_behind_a_proxy() -> None:
     html = TestClient(create_app(), root_path="/kts").get("/docs").text
     assert all(url.startswith(f"/kts{ASSETS_PATH}/") for url in _loaded_urls(html))
-    assert "url: '/kts/openapi.json'" in html
+    assert 'data-openapi-url="/kts/openapi.json"' in html
+    assert 'data-check-url="/kts/v1/tokens?limit=1"' in html
 
 
 def test_openapi_json_is_still_served(docs_client: TestClient) -> None:

@@ -4,7 +4,9 @@ ZooKeeper) at each scrape. Real app, real ZooKeeper."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
@@ -171,3 +173,12 @@ def test_metrics_behind_authentication_need_describe_on_the_cluster(
     assert client.post("/v1/acls", json=grant, headers=basic(ADMIN)).status_code == 201
     eventually(lambda: client.get("/metrics", headers=basic(BOB)).status_code == 200)
     assert "kts_http_requests_total" in client.get("/metrics", headers=basic(BOB)).text
+
+
+def test_docs_operations_lists_every_metric_kts_exports_and_no_other(client: TestClient) -> None:
+    """The Monitoring table of docs/operations.md names each kts_* family as a scrape shows it (``_total`` on
+    counters), so a metric added to the code without a line there fails here."""
+    exported = set(re.findall(r"^# TYPE (kts_\w+) ", client.get("/metrics").text, flags=re.MULTILINE))
+    operations = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
+    documented = set(re.findall(r"^\| `(kts_\w+)` \|", operations.read_text(encoding="utf-8"), flags=re.MULTILINE))
+    assert exported == documented

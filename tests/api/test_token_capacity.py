@@ -1,7 +1,8 @@
 """The cluster capacity guard with two replicas on one real ZooKeeper and a small
 ``zookeeper.children.max.bytes``: creates from several owners, alternating between replicas, are refused with
 503 TOKEN_CAPACITY_EXHAUSTED before either child list passes its limit; expires still work; Debian's ZooKeeper
-Java client lists both lists at the end."""
+Java client lists both lists at the end. Shares are off here (``token.write.share.ratio=0``): this is the
+cluster-wide guard alone (tests/api/test_token_shares.py has the shares)."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.service.capacity")
-    other = make_client(zookeeper_children_max_bytes=BUDGET)
-    first = make_client(zookeeper_children_max_bytes=BUDGET)
+    other = make_client(zookeeper_children_max_bytes=BUDGET, token_write_share_ratio=0)
+    first = make_client(zookeeper_children_max_bytes=BUDGET, token_write_share_ratio=0)
     replicas = [first, other]
     created: list[dict[str, Any]] = []
 
@@ -143,7 +144,7 @@ def test_concurrent_creates_on_two_replicas_overshoot_at_most_one_entry_per_requ
 ) -> None:
     budget = 10_000
     policy = CapacityPolicy(budget)
-    replicas = [make_client(zookeeper_children_max_bytes=budget) for _ in range(2)]
+    replicas = [make_client(zookeeper_children_max_bytes=budget, token_write_share_ratio=0) for _ in range(2)]
     workers = 8
     most = _creates_until_full(policy, 0, 0)
 

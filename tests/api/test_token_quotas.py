@@ -1,7 +1,8 @@
 """Per-user token quotas through the real API on a real ZooKeeper: the owner quota and the requester quota
 refuse with 429 ``TOKEN_QUOTA_EXCEEDED`` and an audited refusal; expired tokens the sweeper has not deleted
 yet do not count (time is the system clock plus an offset the test moves: no sleeping); super users count
-unless exempt; and two replicas racing to create for one owner never take it past its quota.
+unless exempt; a KIP-373 requester's tokens count against its own quota, never the owner's, and its refusal
+never tells the owner's count; and two replicas racing to create for one owner never take it past its quota.
 """
 
 from __future__ import annotations
@@ -153,14 +154,41 @@ def test_the_requester_quota_counts_tokens_held_for_other_owners(
     assert _owned_in_zookeeper(raw_zk, "User:joe") == 1
 
 
-def test_the_owner_quota_applies_to_tokens_requested_by_others(make_replica: Callable[..., Replica]) -> None:
-    replica = make_replica(token_quota_per_owner=2, token_quota_per_requester=0)
-    _grant_create_tokens(replica, "User:alice")
-    assert replica.create(ALICE).status_code == 201
-    assert replica.create(NIMBUS, owner="User:alice").status_code == 201
-    refused = replica.create(NIMBUS, owner="User:alice")
-    assert refused.status_code == 429
-    assert "The owner quota of User:alice" in refused.json()["message"]
+def test_a_requester_cannot_fill_the_owners_quota_and_its_429_never_tells_the_owners_count(
+    make_replica: Callable[..., Replica], raw_zk: KazooClient
+) -> None:
+    """The attack (issue 23): nimbus, allowed to make tokens for alice (KIP-373), made tokens for her until her
+    owner quota was full, so alice could make none of her own, and each 429 told nimbus how many tokens alice
+    held. Now tokens made for an owner count against the requester's quota only, on both replicas."""
+    replicas = [make_replica(token_quota_per_owner=2, token_quota_per_requester=3) for _ in range(2)]
+    _grant_create_tokens(replicas[0], "User:alice")
+    assert replicas[0].create(ALICE).status_code == 201  # alice holds one of her own
+
+    for_alice = [replicas[n % 2].create(NIMBUS, owner="User:alice").status_code for n in range(5)]
+    assert for_alice == [201, 201, 201, 429, 429]  # nimbus's own quota for other owners, 3
+
+    refused = replicas[1].create(NIMBUS, owner="User:alice")
+    body = refused.json()
+    assert (refused.status_code, body["error"]) == (429, "TOKEN_QUOTA_EXCEEDED")
+    assert body["message"] == (
+        "The quota of tokens User:nimbus holds for other owners (token.quota.per.requester) is 3 live tokens "
+        "and 3 live tokens count against it; expire a token or wait for one to expire."
+    )
+    assert "alice" not in body["message"]  # nothing about the owner: neither her name nor her count
+
+    # alice's own quota is untouched by the four tokens held in her name: she makes her second, on either replica
+    assert _owned_in_zookeeper(raw_zk, "User:alice") == 4
+    assert replicas[1].create(ALICE).status_code == 201
+    third = replicas[0].create(ALICE)
+    assert third.status_code == 429
+    assert (
+        "The owner quota of User:alice (token.quota.per.owner) is 2 live tokens and 2 live tokens"
+        in (third.json()["message"])
+    )
+    print(
+        "KIP-373 requester: 3 tokens for the owner admitted, then 429 naming its own quota only; "
+        "owner: 2 own creates 201 (her quota), then 429 naming hers"
+    )
 
 
 def test_super_users_are_counted_unless_exempt(make_replica: Callable[..., Replica]) -> None:

@@ -60,7 +60,8 @@ def test_unknown_token_does_not_verify(client: TestClient) -> None:
 
 
 def test_expired_token_never_authenticates_even_before_any_sweep(client: TestClient) -> None:
-    token = _create(client, maxLifetimeMs=50)
+    # Long enough for the first login to come before the end on a loaded machine; the sweep runs hourly.
+    token = _create(client, maxLifetimeMs=3_000)
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 200
     while time.time() * 1000 < token["maxTimestamp"]:
         time.sleep(0.005)

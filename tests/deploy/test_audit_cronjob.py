@@ -97,7 +97,7 @@ def test_both_steps_run_the_image_with_the_analytics_extra(cronjob: dict[str, An
     spec = pod(cronjob)
     images = {container["image"] for container in (*spec["initContainers"], *spec["containers"])}
     assert images == {"kts-analytics:0.1.0"}  # audit-export needs pyarrow, which the service image lacks
-    assert "kts[analytics]" in EXAMPLE.read_text(encoding="utf-8")
+    assert "kts-kafka[analytics]" in EXAMPLE.read_text(encoding="utf-8")
 
 
 def test_the_spark_driver_heap_fits_the_memory_limit(cronjob: dict[str, Any]) -> None:

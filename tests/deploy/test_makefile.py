@@ -54,11 +54,11 @@ class Plan:
         return {command.split()[1] for command in self.commands if command.startswith("touch ")}
 
 
-def plan(target: str, tmp_path: Path) -> Plan:
+def plan(target: str, tmp_path: Path, *arguments: str, **environment: str) -> Plan:
     result = subprocess.run(
-        ["make", "--dry-run", "--always-make", "--no-print-directory", target],
+        ["make", "--dry-run", "--always-make", "--no-print-directory", target, *arguments],
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **environment},
         capture_output=True,
         text=True,
         timeout=60,
@@ -82,7 +82,14 @@ def test_make_run_installs_zookeeper_and_the_runtime_package_only(run: Plan) -> 
     assert run.pip_installs == [["pip"], ["."]]  # pip itself, then kts without extras
     assert not TEST_ONLY_APT & run.apt_packages
     assert not [command for command in run.commands if "[test" in command or "analytics" in command]
-    assert run.commands[-1] == ".venv/bin/kts dev"
+    assert run.commands[-1] == ".venv/bin/kts dev --port 8080"
+
+
+def test_make_run_takes_another_port_on_the_command_line(tmp_path: Path) -> None:
+    """`make run PORT=8081`, as the README and `kts dev`'s busy-port message say; a PORT variable left in the
+    environment by some other tool does not move the stack."""
+    assert plan("run", tmp_path, "PORT=8081").commands[-1] == ".venv/bin/kts dev --port 8081"
+    assert plan("run", tmp_path, PORT="8082").commands[-1] == ".venv/bin/kts dev --port 8080"
 
 
 def test_make_test_installs_the_rest_on_top(run: Plan, test: Plan) -> None:

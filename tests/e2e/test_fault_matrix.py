@@ -132,6 +132,9 @@ def shared_stack(
         "KTS_ZOOKEEPER_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
         "KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS": str(SWEEP_INTERVAL_MS),
         "KTS_AUDIT_DB_URL": database_url,
+        # One user streams every write, which its fair share would soon refuse (429): a share of the whole budget
+        # keeps the ledger's compare-and-set in every transaction under the faults without limiting the stream.
+        "KTS_TOKEN_WRITE_SHARE_RATIO": "1",
     }
     log_dir = tmp_path_factory.mktemp("fault-replicas")
     replicas = [Replica(f"replica-{n}", free_port(), settings, log_dir) for n in range(REPLICAS)]

@@ -151,9 +151,87 @@ def test_a_busy_port_stops_dev_before_zookeeper_with_one_line_naming_port(tmp_pa
             text=True,
             timeout=60,
         )
-    assert result.returncode == 1
+    assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.splitlines() == [
-        f"kts: port {port} on 127.0.0.1 is already in use; choose a free one with --port"
+        f"kts: cannot listen on 127.0.0.1:{port} (--port): the port is already in use; choose a free one with "
+        "--port (make run PORT=8081)"
     ]
     assert not data_dir.exists()  # nothing started: no ZooKeeper data, no secret key
+
+
+def _banner_line(output: str) -> str:
+    (line,) = [line for line in output.splitlines() if line.startswith("  super user: admin")]
+    return line
+
+
+def _run_until_ready(data_dir: Path, **env: str) -> str:
+    """Start ``kts dev``, wait until it serves, stop it; its output."""
+    port = free_port()
+    process = _start(data_dir, port, **env)
+    try:
+        wait_ready(f"http://127.0.0.1:{port}", process, timeout_s=60)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=30)
+    return output
+
+
+def _logs_in(data_dir: Path, password: str) -> bool:
+    port = free_port()
+    process = _start(data_dir, port)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_ready(url, process, timeout_s=60)
+        return httpx.get(f"{url}/v1/tokens", headers=basic(("admin", password))).status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.communicate(timeout=30)
+
+
+def test_the_banner_says_what_happened_to_the_admins_password_in_every_case(tmp_path: Path) -> None:
+    """A fresh data dir with KTS_ADMIN_PASSWORD, the same again, another one, none (kept), and a fresh data dir
+    without it (generated): each start's banner names what it did, and the password it names logs in."""
+    data_dir = tmp_path / "dev"
+    output = _run_until_ready(data_dir, KTS_ADMIN_PASSWORD="first-pw")
+    assert _banner_line(output) == "  super user: admin  password: KTS_ADMIN_PASSWORD's (set now)"
+    assert "first-pw" not in output
+
+    assert _banner_line(_run_until_ready(data_dir, KTS_ADMIN_PASSWORD="first-pw")) == (
+        "  super user: admin  password: KTS_ADMIN_PASSWORD's (unchanged)"
+    )
+    assert _banner_line(_run_until_ready(data_dir, KTS_ADMIN_PASSWORD="second-pw")) == (
+        "  super user: admin  password: KTS_ADMIN_PASSWORD's (it replaced the one admin had)"
+    )
+    output = _run_until_ready(data_dir)
+    assert _banner_line(output) == (
+        "  super user: admin  password: unchanged, not shown again (set KTS_ADMIN_PASSWORD to reset it)"
+    )
+    assert _logs_in(data_dir, "second-pw") and not _logs_in(data_dir, "first-pw")
+
+    fresh = _run_until_ready(tmp_path / "fresh")
+    match = re.fullmatch(r"  super user: admin  password: (\S+)  \(shown only now\)", _banner_line(fresh))
+    assert match, fresh
+    assert _logs_in(tmp_path / "fresh", match.group(1))
+
+
+def test_nothing_but_the_banner_and_the_servers_log_is_printed_before_it(tmp_path: Path) -> None:
+    """kazoo's own warnings (a "Connection dropped" when the admin's set-up disconnects) read like a failure
+    right before the banner."""
+    output = _run_until_ready(tmp_path / "dev", KTS_ADMIN_PASSWORD="pw")
+    before_banner = output[: output.index("kts dev on ")].splitlines()
+    assert len(before_banner) == 1 and before_banner[0].startswith("starting ZooKeeper on 127.0.0.1:"), output
+
+
+def test_a_port_that_is_no_port_is_a_usage_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [*KTS, "dev", "--port", "70000", "--data-dir", str(tmp_path / "dev")],
+        cwd=ROOT,
+        env=kts_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "argument --port: '70000' is not a port number (1 to 65535)" in result.stderr
+    assert not (tmp_path / "dev").exists()

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -133,6 +136,7 @@ def test_refuses_a_behind_schema_without_auto_migration(tmp_path: Path) -> None:
             KTS_DELEGATION_TOKEN_SECRET_KEY="s",
             KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'audit.db'}",
             KTS_AUDIT_DB_AUTO_MIGRATE="false",
+            KTS_HTTP_LISTENERS=f"http://127.0.0.1:{free_port()}",
         ),
         capture_output=True,
         text=True,
@@ -145,8 +149,6 @@ def test_refuses_a_behind_schema_without_auto_migration(tmp_path: Path) -> None:
 
 
 def test_unreachable_audit_database_is_one_line(tmp_path: Path) -> None:
-    from app.cli.server.embedded_zookeeper import free_port
-
     result = subprocess.run(
         [*KTS, "serve"],
         cwd=ROOT,
@@ -154,6 +156,7 @@ def test_unreachable_audit_database_is_one_line(tmp_path: Path) -> None:
             KTS_ZOOKEEPER_CONNECT="127.0.0.1:2181",
             KTS_DELEGATION_TOKEN_SECRET_KEY="s",
             KTS_AUDIT_DB_URL=f"postgresql://kts:hunter2@127.0.0.1:{free_port()}/audit",
+            KTS_HTTP_LISTENERS=f"http://127.0.0.1:{free_port()}",
         ),
         capture_output=True,
         text=True,
@@ -163,3 +166,144 @@ def test_unreachable_audit_database_is_one_line(tmp_path: Path) -> None:
     assert result.stderr.strip().count("\n") == 0
     assert "audit.db.url" in result.stderr
     assert "hunter2" not in result.stderr
+
+
+class SilentServer:
+    """A TCP port that accepts connections and never says a word: counts who came (ZooKeeper's stand-in for "was
+    it touched?", and a port that answers but not as ZooKeeper)."""
+
+    def __init__(self) -> None:
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self.accepted: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.socket.accept()
+            except OSError:
+                return
+            self.accepted.append(connection)
+
+    def close(self) -> None:
+        self.socket.close()
+        for connection in self.accepted:
+            connection.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+def _serve_once(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
+    env = kts_env(
+        KTS_DELEGATION_TOKEN_SECRET_KEY="never-echo-this-secret",
+        KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'audit.db'}",
+        **settings,
+    )
+    env.setdefault("KTS_HTTP_LISTENERS", f"http://127.0.0.1:{free_port()}")
+    return subprocess.run([*KTS, "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+
+
+def _one_line(result: subprocess.CompletedProcess[str]) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "never-echo-this-secret" not in result.stderr + result.stdout
+    return lines[0]
+
+
+def test_a_busy_port_is_one_line_and_exit_2_before_the_database_or_zookeeper(
+    tmp_path: Path, silent_server: SilentServer
+) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = _serve_once(
+            tmp_path,
+            KTS_HTTP_LISTENERS=f"http://127.0.0.1:{port}",
+            KTS_ZOOKEEPER_CONNECT=f"127.0.0.1:{silent_server.port}",
+        )
+    assert result.returncode == 2
+    assert _one_line(result) == f"kts: cannot listen on 127.0.0.1:{port} (http.listeners): the port is already in use"
+    assert result.stdout == ""
+    assert not (tmp_path / "audit.db").exists(), "the audit database was created (migrated) before the bind check"
+    assert silent_server.accepted == [], "kts connected to ZooKeeper before the bind check"
+
+
+def test_a_busy_management_port_is_one_line_and_exit_2_before_the_database(tmp_path: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        result = _serve_once(
+            tmp_path, KTS_HTTP_MANAGEMENT_LISTENERS=f"http://127.0.0.1:{port}", KTS_ZOOKEEPER_CONNECT="127.0.0.1:1"
+        )
+    assert result.returncode == 2
+    assert _one_line(result) == (
+        f"kts: cannot listen on 127.0.0.1:{port} (http.management.listeners): the port is already in use"
+    )
+    assert not (tmp_path / "audit.db").exists()
+
+
+def test_an_address_of_another_host_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    # 192.0.2.1 is a documentation address (RFC 5737): no host has it.
+    result = _serve_once(tmp_path, KTS_HTTP_LISTENERS="http://192.0.2.1:8080", KTS_ZOOKEEPER_CONNECT="127.0.0.1:1")
+    assert result.returncode == 2
+    assert _one_line(result) == (
+        "kts: cannot listen on 192.0.2.1:8080 (http.listeners): the address is not one of this host's"
+    )
+
+
+def test_an_unresolvable_zookeeper_name_is_named(tmp_path: Path) -> None:
+    # .invalid never resolves (RFC 2606).
+    result = _serve_once(
+        tmp_path, KTS_ZOOKEEPER_CONNECT="zk.invalid:2181/kafka", KTS_ZOOKEEPER_CONNECTION_TIMEOUT_MS="1000"
+    )
+    assert result.returncode == 1
+    assert _one_line(result) == (
+        "kts: cannot connect to ZooKeeper at zk.invalid:2181: timed out after 1 s (zookeeper.connection.timeout.ms); "
+        "zk.invalid:2181: name not resolved"
+    )
+
+
+def test_a_refused_zookeeper_connection_is_named_for_each_server(tmp_path: Path) -> None:
+    refusing = free_port()
+    result = _serve_once(
+        tmp_path,
+        KTS_ZOOKEEPER_CONNECT=f"127.0.0.1:{refusing},zk.invalid:2181",
+        KTS_ZOOKEEPER_CONNECTION_TIMEOUT_MS="1500",
+    )
+    assert result.returncode == 1
+    assert _one_line(result) == (
+        f"kts: cannot connect to ZooKeeper at 127.0.0.1:{refusing},zk.invalid:2181: timed out after 1.5 s "
+        f"(zookeeper.connection.timeout.ms); 127.0.0.1:{refusing}: connection refused (nothing listens on that "
+        "port); zk.invalid:2181: name not resolved"
+    )
+
+
+def test_a_port_that_never_answers_as_zookeeper_times_out_after_the_connection_timeout(
+    tmp_path: Path, silent_server: SilentServer
+) -> None:
+    result = _serve_once(
+        tmp_path,
+        KTS_ZOOKEEPER_CONNECT=f"127.0.0.1:{silent_server.port}",
+        KTS_ZOOKEEPER_CONNECTION_TIMEOUT_MS="1000",
+    )
+    assert result.returncode == 1
+    line = _one_line(result)
+    assert line.startswith(
+        f"kts: cannot connect to ZooKeeper at 127.0.0.1:{silent_server.port}: timed out after 1 s "
+        f"(zookeeper.connection.timeout.ms); 127.0.0.1:{silent_server.port}: accepts TCP connections but no "
+        "ZooKeeper session came of them"
+    ), line
+    assert silent_server.accepted, "the positive control: kts did reach the port"
+
+
+def test_without_a_connection_timeout_kafkas_default_is_the_session_timeout(tmp_path: Path) -> None:
+    result = _serve_once(
+        tmp_path, KTS_ZOOKEEPER_CONNECT=f"127.0.0.1:{free_port()}", KTS_ZOOKEEPER_SESSION_TIMEOUT_MS="2000"
+    )
+    assert result.returncode == 1
+    assert "timed out after 2 s (zookeeper.connection.timeout.ms)" in _one_line(result)

@@ -136,7 +136,8 @@ def test_a_busy_management_port_is_one_line_naming_the_key(zk_connect: str, tmp_
         result = subprocess.run([*KTS, "serve"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     (line,) = result.stderr.strip().splitlines()
-    assert line.startswith("kts: configuration error: http.management.listeners: cannot listen on 127.0.0.1:")
+    # Checked with the main listener, before the audit database and ZooKeeper (app/cli/server/listener_check.py).
+    assert line == f"kts: cannot listen on 127.0.0.1:{port} (http.management.listeners): the port is already in use"
 
 
 @pytest.mark.parametrize("client_auth", ["none", "required"])

@@ -43,6 +43,9 @@ def test_ensemble_leader_killed_during_creates_and_renews(
             "KTS_ZOOKEEPER_CONNECT": connect,
             "KTS_DELEGATION_TOKEN_SECRET_KEY": SECRET,
             "KTS_ZOOKEEPER_SESSION_TIMEOUT_MS": "6000",
+            # One user streams every write: a share of the whole budget keeps the ledger in each transaction
+            # through the failover without refusing the stream (shares have tests of their own).
+            "KTS_TOKEN_WRITE_SHARE_RATIO": "1",
         }
         urls = [start_kts(processes, tmp_path, f"replica-{n}", **settings) for n in range(2)]
 

@@ -12,6 +12,7 @@ import pytest
 from kazoo.exceptions import NoAuthError
 from kazoo.security import make_acl
 
+from app.cli.server.embedded_zookeeper import free_port
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
 from app.storage.zk.client_security import client_security
@@ -86,6 +87,7 @@ def test_serves_tokens_that_only_its_zookeeper_identity_can_read(
     try:
         assert as_kts.get_acls(TokenZNode.path(token_id))[0] == [KTS_ALL]
         assert as_kts.get_acls(f"{KtsZNodes.OWNER_QUOTAS}/User%3Aalice")[0] == [KTS_ALL]  # the quota guard
+        assert as_kts.get_acls(f"{KtsZNodes.TOKEN_SHARES}/User%3Aalice")[0] == [KTS_ALL]  # the share ledger
         (notification,) = as_kts.get_children(TokenChangeZNode.ROOT)
         assert set(as_kts.get_acls(f"{TokenChangeZNode.ROOT}/{notification}")[0]) == {KTS_ALL, WORLD_READ}
         with pytest.raises(NoAuthError):
@@ -105,7 +107,10 @@ def _serve(tmp_path: Path, **settings: str) -> subprocess.CompletedProcess[str]:
         [*KTS, "serve"],
         cwd=ROOT,
         env=kts_env(
-            KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET, KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'a.db'}", **settings
+            KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+            KTS_AUDIT_DB_URL=f"sqlite:///{tmp_path / 'a.db'}",
+            KTS_HTTP_LISTENERS=f"http://127.0.0.1:{free_port()}",  # checked first: 8080 may be taken here
+            **settings,
         ),
         capture_output=True,
         text=True,

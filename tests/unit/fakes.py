@@ -25,7 +25,8 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
 from app.domain.token_secret import TokenSecret, new_token_id
-from app.service.ports import StoredToken
+from app.domain.token_share import ShareLedger
+from app.service.ports import NO_LEDGER, LedgerState, ShareCharge, StoredToken
 
 NOW = 1_700_000_000_000
 AUDIT_DOWN = "The audit database is not reachable right now; retry shortly."
@@ -59,6 +60,7 @@ class FakeTokenStore:
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
         self.guards: dict[QuotaKey, int] = {}
+        self.ledgers = FakeShareLedgers()  # share ledgers, charged in the same "transaction" as a write
 
     def next_token_id(self) -> str:
         return new_token_id()
@@ -87,11 +89,15 @@ class FakeTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
         """Quota guards as the ZooKeeper store keeps them: a version per key, moved on by each create."""
         if admit is not None:
             admit({key: self.guards.get(key, -1) for key in quotas})
+        ledger = None if charge is None else self.ledgers.decide(charge)
         self._failing()
+        if ledger is not None:
+            self.ledgers.put(*ledger)
         for key in quotas:
             self.guards[key] = self.guards.get(key, -1) + 1
         if token.token_id in self.tokens:
@@ -134,26 +140,56 @@ class FakeTokenStore:
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")
             decision = decide(stored)
+            charge = getattr(decision, "charge", None)
+            ledger = None if charge is None else self.ledgers.decide(charge)
             try:
                 if decision.token is None:
                     self.delete(token_id, stored.version, intent)
-                    return None, decision.result
-                return self.update(decision.token, stored.version, intent), decision.result
+                    written = None
+                else:
+                    written = self.update(decision.token, stored.version, intent)
             except ConcurrentModification:
                 continue
+            if ledger is not None:
+                self.ledgers.put(*ledger)
+            return written, decision.result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
-        """All or nothing, like a ZooKeeper multi-op transaction."""
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+        """All or nothing, like a ZooKeeper multi-op transaction, charges included."""
         for token_id, version, _ in deletions:
             self._current(token_id, version)
+        ledgers = [self.ledgers.decide(charge) for charge in charges]
         for token_id, version, intent in deletions:
             self.delete(token_id, version, intent)
+        if charges:
+            self.ledgers.charges.append([charge.principal for charge in charges])
+        for principal, ledger in ledgers:
+            self.ledgers.put(principal, ledger)
 
     def renew(self, token_id: str, expiry: int) -> None:
         """Another replica's renew: a new version of the token."""
         current = self.tokens[token_id]
         self.tokens[token_id] = StoredToken(current.token.with_expiry(expiry), current.version + 1)
+
+
+class FakeShareLedgers:
+    """Share ledgers by principal with their versions, charged with the token store's writes; ``charges``
+    records the principals each batch of deletions charged."""
+
+    def __init__(self) -> None:
+        self.ledgers: dict[KafkaPrincipal, tuple[ShareLedger, int]] = {}
+        self.charges: list[list[KafkaPrincipal]] = []
+
+    def state(self, principal: KafkaPrincipal) -> LedgerState:
+        ledger, version = self.ledgers.get(principal, (ShareLedger(), NO_LEDGER))
+        return LedgerState(ledger, version)
+
+    def decide(self, charge: ShareCharge) -> tuple[KafkaPrincipal, ShareLedger]:
+        return charge.principal, charge.decide(self.state(charge.principal))
+
+    def put(self, principal: KafkaPrincipal, ledger: ShareLedger) -> None:
+        self.ledgers[principal] = (ledger, self.state(principal).version + 1)
 
 
 class FakeTokenView:
@@ -207,6 +243,12 @@ class FakeTokenView:
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         return sum(counts_against(key, stored.token, now_ms) for stored in self._tokens.values())
+
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        return sum(stored.token.token_requester == principal for stored in self._tokens.values())
+
+    def expired_count(self, now_ms: int) -> int:
+        return sum(stored.token.is_expired(now_ms) for stored in self._tokens.values())
 
     def refresh(self, token_id: str) -> None:
         self.refreshed.append(token_id)

@@ -156,3 +156,43 @@ def test_documented_required_keys_are_required(key: str, monkeypatch: pytest.Mon
 def test_quoted_limits_are_the_enforced_ones(text: str, value: int) -> None:
     assert text in API.read_text(encoding="utf-8")
     assert str(value) in text
+
+
+def _served(routes: list[Any], prefix: str = "") -> set[tuple[str, str]]:
+    """(method, path) of every route, through included routers (FastAPI 0.120+ keeps them as routers of their own,
+    older versions flatten them into the app's list)."""
+    from starlette.routing import Route
+
+    served: set[tuple[str, str]] = set()
+    for route in routes:
+        if isinstance(route, Route):
+            served |= {(method, prefix + route.path) for method in route.methods or () if method != "HEAD"}
+        elif (context := getattr(route, "include_context", None)) is not None:
+            served |= _served(context.included_router.routes, prefix + context.prefix)
+    return served
+
+
+def test_every_route_of_the_app_is_described_under_its_own_path() -> None:
+    """docs/api.md's headings name each route as the app serves it, parameter names included (the OpenAPI document
+    and Swagger UI show ``{token_id}``), and nothing the app does not serve."""
+    from app.api.app import create_app
+    from app.api.docs import ASSETS_PATH
+
+    served = {(method, path) for method, path in _served(create_app().routes) if not path.startswith(ASSETS_PATH)}
+    assert ("POST", "/v1/tokens") in served and ("GET", "/metrics") in served  # the walk reaches included routers
+    headings = re.findall(r"^### `([A-Z]+) (/\S*)`$", API.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert set(headings) == served
+
+
+# Pages that open with a list of their sections.
+PAGES_WITH_CONTENTS = ("api.md", "architecture.md", "configuration.md", "deployment.md", "operations.md")
+
+
+@pytest.mark.parametrize("name", PAGES_WITH_CONTENTS)
+def test_a_pages_contents_list_every_section(name: str) -> None:
+    from tests.unit.test_docs_links import slug
+
+    text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+    listed = re.findall(r"^- \[[^\]]+\]\(#([^)]+)\)", text, flags=re.MULTILINE)
+    sections = [slug(heading) for heading in re.findall(r"^## (.+)$", text, flags=re.MULTILINE)]
+    assert listed == sections, f"docs/{name}: the contents list and the ## sections differ"

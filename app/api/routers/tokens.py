@@ -7,7 +7,7 @@ import binascii
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Body, Path, Query, status
 
 from app.api.deps import CurrentCaller, Revocations, Tokens
 from app.api.responses import error_responses
@@ -36,6 +36,11 @@ from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
 TokenIdPath = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, max_length=64)]
 MAX_PAGE = 1000
+# What Swagger UI fills in for a create: a token of the caller's own with every default, which works for any
+# caller (a made-up owner or renewer would be refused, or mint a token for a principal nobody meant).
+CREATE_EXAMPLES = Body(
+    openapi_examples={"defaults": {"summary": "a token for yourself, every default", "value": {}}},
+)
 MAX_CURSOR_LENGTH = 86  # unpadded base64 of the longest token id (64 characters)
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 
@@ -62,7 +67,9 @@ def _decode_cursor(cursor: str | None) -> str | None:
     response_model=CreatedToken,
     responses=error_responses(400, 401, 403, 409, 413, 422, 429, 503),
 )
-def create_token(caller: CurrentCaller, tokens: Tokens, body: CreateTokenRequest | None = None) -> CreatedToken:
+def create_token(
+    caller: CurrentCaller, tokens: Tokens, body: Annotated[CreateTokenRequest | None, CREATE_EXAMPLES] = None
+) -> CreatedToken:
     body = body or CreateTokenRequest()  # an empty JSON body means all defaults
     request = CreateRequest(
         owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,

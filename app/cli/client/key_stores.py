@@ -5,7 +5,7 @@ Kafka's types are honoured as a Java client honours them: ``JKS`` (Kafka's defau
 by the file's content, as Java's ``keystore.type.compat`` does, so a ``.p12`` file under the default type works as
 it does for Kafka; ``PEM`` is a PEM file, or the PEM text itself in ``ssl.truststore.certificates`` and
 ``ssl.keystore.certificate.chain`` + ``ssl.keystore.key``. PKCS12 is read with ``cryptography``; JKS and JCEKS
-with ``pyjks``, the ``jks`` extra (``pip install 'kts[jks]'``), imported only when a JKS file is given.
+with ``pyjks``, the ``jks`` extra (``pip install 'kts-kafka[jks]'``), imported only when a JKS file is given.
 Errors are ``ConfigError``: one line naming the key, never a password.
 """
 
@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric.types import PrivateKeyTypes
 from cryptography.hazmat.primitives.serialization import pkcs12
 
 from app.settings import ConfigError
+from app.version import DISTRIBUTION
 
 _JKS_MAGIC = (b"\xfe\xed\xfe\xed", b"\xce\xce\xce\xce")  # JKS, JCEKS
 _PRIVATE_KEY_PEM = re.compile(r"-----BEGIN ([A-Z ]*PRIVATE KEY)-----.*?-----END \1-----", re.DOTALL)
@@ -147,8 +148,8 @@ def _jks_load(prefix: str, data: bytes, password: str | None) -> Any:
         import jks
     except ImportError:
         raise ConfigError(
-            f"{prefix}.location: a JKS store needs the jks extra (pip install 'kts[jks]'), or convert it with "
-            "keytool -importkeystore -deststoretype PKCS12"
+            f"{prefix}.location: a JKS store needs the jks extra (pip install '{DISTRIBUTION}[jks]'), or convert "
+            "it with keytool -importkeystore -deststoretype PKCS12"
         ) from None
     try:
         return jks.KeyStore.loads(data, password, try_decrypt_keys=False)  # keys: decrypted where needed

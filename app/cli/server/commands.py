@@ -13,7 +13,7 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     dev = commands.add_parser(
         "dev", help="run the local stack: embedded ZooKeeper, admin user, service (and a Kafka broker: --kafka)"
     )
-    dev.add_argument("--port", type=int, default=8080)
+    dev.add_argument("--port", type=port_number, default=8080, help="the port on 127.0.0.1 to serve on")
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
     dev.add_argument("--config", type=Path, help="optional properties file")
     dev.add_argument(
@@ -22,16 +22,33 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="also run a Kafka 3.9 broker (ZooKeeper mode) that takes kts's tokens; its jars come from Maven "
         "Central once (needs java and mvn)",
     )
-    dev.add_argument("--kafka-port", type=int, default=9092, help="the broker's port on 127.0.0.1 (default: 9092)")
+    dev.add_argument(
+        "--kafka-port", type=port_number, default=9092, help="the broker's port on 127.0.0.1 (default: 9092)"
+    )
     dev.set_defaults(handler=run_dev)
 
 
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1 to 65535)")
+    return port
+
+
 def run_serve(args: argparse.Namespace) -> int:
+    from app.cli.server.listener_check import check_bindable
     from app.cli.server.serve import prepare_audit_database, serve
     from app.runtime import check_cluster
     from app.settings import load_settings
 
     settings = load_settings(args.config)
+    # The listeners first: a busy port is one line and exit code 2 before the database or ZooKeeper is touched.
+    check_bindable(settings.listener_host, settings.listener_port, named_by="http.listeners")
+    if settings.http_management_listeners:
+        check_bindable(settings.management_host, settings.management_port, named_by="http.management.listeners")
     prepare_audit_database(settings)
     check_cluster(settings)
     return serve(settings)
@@ -43,5 +60,9 @@ def run_dev(args: argparse.Namespace) -> int:
     from app.cli.server.dev import dev
 
     return dev(
-        args.port, args.data_dir, args.config, Console(stderr=True), kafka_port=args.kafka_port if args.kafka else None
+        args.port,
+        args.data_dir,
+        args.config,
+        Console(stderr=True, soft_wrap=True),
+        kafka_port=args.kafka_port if args.kafka else None,
     )

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
-import sys
+from enum import Enum
 from pathlib import Path
 
 from rich.console import Console
@@ -14,9 +13,10 @@ from rich.console import Console
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import KafkaBroker
 from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker
+from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
-from app.domain.scram import derive
+from app.domain.scram import derive, password_matches
 from app.runtime import check_zookeeper, zk_connection
 from app.settings import Settings, load_settings, read_properties
 from app.storage.zk.user_store import ZkUserStore
@@ -24,6 +24,8 @@ from app.storage.zk.user_store import ZkUserStore
 ADMIN_USER = "admin"
 ADMIN_PASSWORD_ENV = "KTS_ADMIN_PASSWORD"
 SECRET_FILE = "secret.key"
+DEV_HOST = "127.0.0.1"
+FREE_PORT_EXAMPLE = 8081
 
 
 def _secret_key(data_dir: Path) -> str:
@@ -36,34 +38,57 @@ def _secret_key(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def _ensure_admin(settings: Settings) -> str | None:
-    """Create the admin's credentials; returns a generated password (to print once), else None."""
-    zk = zk_connection(settings)
-    zk.start()
-    try:
-        users = ZkUserStore(zk)
+class AdminPassword(Enum):
+    """What start-up did to the admin's password, so the banner says exactly that."""
+
+    GENERATED = "generated"  # none existed and KTS_ADMIN_PASSWORD is unset: a new one, printed once
+    SET = "set"  # none existed: KTS_ADMIN_PASSWORD's
+    RESET = "reset"  # the admin had another one: replaced by KTS_ADMIN_PASSWORD's
+    SAME = "same"  # the admin's password already is KTS_ADMIN_PASSWORD's: nothing written
+    KEPT = "kept"  # KTS_ADMIN_PASSWORD is unset and the admin has a password: left alone
+
+
+def _ensure_admin(settings: Settings) -> tuple[AdminPassword, str | None]:
+    """Give the admin its credentials; returns what was done, and the password when it was generated."""
+    outcome: list[tuple[AdminPassword, str | None]] = []
+
+    def give(users: ZkUserStore) -> None:
+        existing = users.credentials(ADMIN_USER)
         password = os.environ.get(ADMIN_PASSWORD_ENV)
-        generated = None
         if not password:
-            if users.credentials(ADMIN_USER):
-                return None
-            password = generated = secrets.token_urlsafe(18)
+            if existing:
+                outcome.append((AdminPassword.KEPT, None))
+                return
+            password = secrets.token_urlsafe(18)
+            outcome.append((AdminPassword.GENERATED, password))
+        elif set(existing) == set(Mechanism) and all(
+            password_matches(mechanism, credential, password) for mechanism, credential in existing.items()
+        ):
+            outcome.append((AdminPassword.SAME, None))
+            return
+        else:
+            outcome.append((AdminPassword.RESET if existing else AdminPassword.SET, None))
         for mechanism in Mechanism:
             users.put_credential(ADMIN_USER, mechanism, derive(mechanism, password, MIN_ITERATIONS))
-        return generated
-    finally:
-        zk.stop()
+
+    zk = zk_connection(settings)
+    # check(): connect, run, disconnect, with kazoo's own log lines held back (logging is not configured yet,
+    # and "Connection dropped" on stderr before the banner reads like a failure).
+    zk.check(then=lambda: give(ZkUserStore(zk)))
+    return outcome[0]
 
 
-def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
-    """Would the service's bind fail? Probed as uvicorn binds (SO_REUSEADDR), so a closing socket does not count."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return True
-    return False
+def banner_password_line(done: AdminPassword, generated: str | None) -> str:
+    """The banner's line about the admin's password: true whatever the data dir and the environment held."""
+    if done is AdminPassword.GENERATED:
+        return f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)"
+    if done is AdminPassword.SET:
+        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (set now)"
+    if done is AdminPassword.RESET:
+        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (it replaced the one {ADMIN_USER} had)"
+    if done is AdminPassword.SAME:
+        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (unchanged)"
+    return f"  super user: {ADMIN_USER}  password: unchanged, not shown again (set {ADMIN_PASSWORD_ENV} to reset it)"
 
 
 def _keep_private(data_dir: Path) -> None:
@@ -87,15 +112,21 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
     """``kafka_port``: also run a Kafka broker on that port (``--kafka``)."""
     # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
     # under a success message.
-    for busy, option in ((port, "--port"), (kafka_port, "--kafka-port")):
-        if busy is not None and port_in_use(busy):
-            print(f"kts: port {busy} on 127.0.0.1 is already in use; choose a free one with {option}", file=sys.stderr)
-            return 1
+    for wanted, option, hint in (
+        (port, "--port", f" (make run PORT={FREE_PORT_EXAMPLE})"),
+        (kafka_port, "--kafka-port", ""),
+    ):
+        if wanted is None:
+            continue
+        try:
+            check_bindable(DEV_HOST, wanted, named_by=option)
+        except ListenerUnavailable as exc:
+            raise ListenerUnavailable(f"{exc}; choose a free one with {option}{hint}") from exc
     _keep_private(data_dir)
     zookeeper: EmbeddedZooKeeper | None = None
     broker: KafkaBroker | None = None
     overrides: dict[str, object] = {
-        "http_listeners": f"http://127.0.0.1:{port}",
+        "http_listeners": f"http://{DEV_HOST}:{port}",
         "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
     }
     if not os.environ.get("KTS_DELEGATION_TOKEN_SECRET_KEY"):
@@ -109,7 +140,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
         base = load_settings(config_file, **overrides)
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
-        generated = _ensure_admin(settings)
+        done, generated = _ensure_admin(settings)
         check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
         if kafka_port is not None:
             broker = start_dev_broker(
@@ -122,10 +153,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
             )
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
-        if generated:
-            console.print(f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)")
-        else:
-            console.print(f"  super user: {ADMIN_USER}  (password unchanged; set {ADMIN_PASSWORD_ENV} to reset it)")
+        console.print(banner_password_line(done, generated))
         if broker is not None:
             for line in banner(broker, settings.http_listeners):
                 console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping

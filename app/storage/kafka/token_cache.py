@@ -110,6 +110,13 @@ class KafkaTokenCache:
         with self._lock:
             return self._index.live_count(key, now_ms)
 
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        return self._index.requested_count(principal)
+
+    def expired_count(self, now_ms: int) -> int:
+        with self._lock:
+            return self._index.expired_count(now_ms)
+
     def refresh(self, token_id: str) -> None:
         self.refresh_all()
 

@@ -8,20 +8,23 @@ where ZooKeeper mode accepts any period up to the maximum). Reads come from the 
 (token_cache.py): the controller itself settles races (a renew of a token expired meanwhile answers 62).
 
 What ZooKeeper writes in one transaction with a change, the quota guard and the audit intent marker, lives here
-in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared).
+in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). There are no share
+ledgers: fair shares guard the child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a
+cluster reached through the protocol keeps to itself; the runtime gives this backend no shares, and a charge is
+refused here as the mistake it would be.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from app.domain.errors import TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
-from app.service.ports import Expiry, IntentMarks, QuotaGuard, Renewal, StoredToken, TokenChange
+from app.service.ports import Expiry, IntentMarks, QuotaGuard, Renewal, ShareCharge, StoredToken, TokenChange
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.kafka.token_cache import KafkaTokenCache
 
@@ -62,7 +65,9 @@ class KafkaTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
+        _no_shares([charge])
         kts = self._cluster.principal
         renewers = token.renewers if kts in token.renewers else (*token.renewers, kts)
         with self._guard.hold(quotas) as versions:
@@ -94,6 +99,7 @@ class KafkaTokenStore:
         if stored is None:
             raise TokenNotFound(f"Token {token_id} does not exist.")
         change = decide(stored)
+        _no_shares([change.charge])
         mac = self._secret.hmac(token_id)
         rpc = self._cluster.tokens
         request = change.request
@@ -110,9 +116,10 @@ class KafkaTokenStore:
         self._mark(intent)
         return StoredToken(stored.token.with_expiry(expiry), stored.version + 1), change.result
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Expire each now. Not one transaction as in ZooKeeper: each expire stands alone, and a token already
         gone is skipped (what a revocation wants, it is)."""
+        _no_shares(charges)
         rpc = self._cluster.tokens
         for token_id, _version, intent in deletions:
             try:
@@ -127,3 +134,8 @@ class KafkaTokenStore:
     def _mark(self, intent: str | None) -> None:
         if intent is not None:
             self._intents.mark(intent)
+
+
+def _no_shares(charges: Iterable[ShareCharge | None]) -> None:
+    if any(charge is not None for charge in charges):
+        raise ValueError("the Kafka-protocol backend keeps no share ledgers")

@@ -24,12 +24,20 @@ MAX_BACKOFF_S = 0.04
 R = TypeVar("R")
 
 
-def compare_and_set(attempt: Callable[[], R], subject: Subject, *, attempts: int = MAX_ATTEMPTS) -> R:
+def compare_and_set(
+    attempt: Callable[[], R],
+    subject: Subject,
+    *,
+    attempts: int = MAX_ATTEMPTS,
+    retry_on: type[ConcurrentModification] = ConcurrentModification,
+) -> R:
+    """``retry_on``: the lost races worth another attempt (a narrower kind when some must end the loop)."""
+
     def kept_changing(_: RetryCallState) -> NoReturn:
         raise ConcurrentModification(f"{subject.name} kept changing under concurrent requests; retry.")
 
     retrying = Retrying(
-        retry=retry_if_exception_type(ConcurrentModification),
+        retry=retry_if_exception_type(retry_on),
         stop=stop_after_attempt(attempts),
         wait=wait_random_exponential(multiplier=BACKOFF_S, max=MAX_BACKOFF_S),
         retry_error_callback=kept_changing,

@@ -22,11 +22,13 @@ from kazoo.exceptions import (
     SessionClosedRequireSaslError,
     ZookeeperError,
 )
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
 from app.domain.errors import StoreUnavailable
+from app.storage.zk import reachability
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
@@ -65,11 +67,15 @@ class ZkConnection:
         connect: str,
         *,
         session_timeout_ms: int,
+        connection_timeout_ms: int | None = None,
         request_timeout_s: float = 10.0,
         security: ZkClientSecurity | None = None,
     ) -> None:
         self._hosts, self._chroot = split_connect_string(connect)
         self._session_timeout_s = session_timeout_ms / 1000
+        # Kafka's zookeeper.connection.timeout.ms: how long start() waits for a session; unset, the session timeout.
+        self.connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
+        self._kazoo_timeout_s = self._session_timeout_s
         self.request_timeout_s = request_timeout_s
         self.security = security or ZkClientSecurity()
         self._acls = self.security.acls
@@ -82,7 +88,7 @@ class ZkConnection:
         """A client, and the event set when ZooKeeper refuses its SASL login."""
         client = KazooClient(
             hosts=hosts,
-            timeout=self._session_timeout_s,
+            timeout=self._kazoo_timeout_s,
             # Reconnect every 2 s at most: kazoo's default back-off grows to an hour, which kept a replica
             # away for many seconds after a ZooKeeper outage had ended.
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
@@ -100,8 +106,10 @@ class ZkConnection:
             log.info("ZooKeeper session state %s", state)
         self._state = state
 
-    def start(self, timeout_s: float = 15.0) -> None:
-        """Connect, create the chroot if missing (as brokers do), then the persistent parents."""
+    def start(self, timeout_s: float | None = None) -> None:
+        """Connect (within ``connection_timeout_s`` unless told otherwise), create the chroot if missing (as
+        brokers do), then the persistent parents."""
+        timeout_s = self.connection_timeout_s if timeout_s is None else timeout_s
         client, refused = self.client, self._login_refused
         try:
             if self._chroot:
@@ -136,13 +144,28 @@ class ZkConnection:
                     f"ZooKeeper at {self._hosts} refused {self.security.identity} access to the znodes under "
                     f"{self._chroot or '/'}: their ACLs admit another identity (log in as the brokers do)"
                 ) from exc
+            if isinstance(exc, KazooTimeoutError):
+                raise StoreUnavailable(
+                    f"cannot connect to ZooKeeper at {self._hosts}: timed out after {timeout_s:g} s "
+                    f"(zookeeper.connection.timeout.ms); {reachability.causes(self._hosts)}"
+                ) from exc
             raise StoreUnavailable(f"cannot connect to ZooKeeper at {self._hosts}: {exc!r}") from exc
 
-    def check(self, timeout_s: float = 15.0, then: Callable[[], None] | None = None) -> None:
+    def check(self, timeout_s: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Connect once, run ``then`` (a start-up check) and disconnect: before serving, so that an unreachable
         ZooKeeper or a rejected login is the one line of the StoreUnavailable raised. kazoo's own retry warnings
         are held back meanwhile (logging is configured later, by serve(), and they would reach stderr around
         that line)."""
+        timeout_s = self.connection_timeout_s if timeout_s is None else timeout_s
+        # This session lives for the check only, so its timeout may be the connection timeout: kazoo bounds each
+        # connection attempt by the session timeout and stop() waits for the attempt in flight, so a server that
+        # accepts connections and never answers would otherwise hold start-up for the whole session timeout
+        # after start() gave up.
+        if timeout_s < self._kazoo_timeout_s:
+            self._kazoo_timeout_s = timeout_s
+            self.client.remove_listener(self._on_state)
+            self.client, self._login_refused = self._new_client(self._hosts + self._chroot)
+            self.client.add_listener(self._on_state)
         kazoo_log = logging.getLogger("kazoo")
         level = kazoo_log.level
         kazoo_log.setLevel(logging.CRITICAL)

@@ -3,7 +3,8 @@ refreshed from ``/delegation_token/token_changes`` (each notification names a to
 present -> refresh, absent or unreadable -> drop). Tokens written by brokers or other replicas appear.
 
 Verify, describe and Bearer logins read only this cache, kept with its indexes in a ``TokenIndex``
-(app/storage/token_index.py, shared with the Kafka-protocol backend's cache).
+(app/storage/token_index.py, shared with the Kafka-protocol backend's cache). It also counts tokens per requester
+(the fair shares) and those past their end (the sweep's schedule).
 """
 
 from __future__ import annotations
@@ -94,6 +95,15 @@ class TokenCache:
         """Tokens counted against ``key``'s quota at ``now_ms``: expired ones never count, swept or not."""
         with self._lock:
             return self._index.live_count(key, now_ms)
+
+    def requested_count(self, principal: KafkaPrincipal) -> int:
+        """Tokens ``principal`` requested (for itself or others), expired ones included."""
+        return self._index.requested_count(principal)
+
+    def expired_count(self, now_ms: int) -> int:
+        """Tokens past their expiry or maximum, not swept yet."""
+        with self._lock:
+            return self._index.expired_count(now_ms)
 
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""

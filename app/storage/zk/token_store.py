@@ -14,16 +14,17 @@ from typing import TypeVar
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
-from app.domain.errors import TokenNotFound
+from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import new_token_id
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
+from app.storage.zk.share_ledgers import add_charge, ledger_state
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
-from app.storage.zk.znodes import KtsZNodes, MalformedZNode, TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
@@ -62,14 +63,34 @@ class ZkTokenStore:
                 found[token_id] = self._decode(token_id, *answer)
         return found
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]]) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
-        transaction: all or none."""
-        transaction = ChangeTransaction(self._zk)
-        for token_id, version, intent in deletions:
-            transaction.delete(TokenZNode.path(token_id), version)
-            self._notify(transaction, token_id, intent)
-        transaction.commit(_subject(",".join(token_id for token_id, _, _ in deletions[:3])))
+        transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
+        and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
+        again, while a token that changed refuses the batch at once, as without charges."""
+        subject = _subject(",".join(token_id for token_id, _, _ in deletions[:3]))
+
+        def attempt() -> None:
+            paths = [ShareLedgerZNode.path(charge.principal) for charge in charges]
+            read = self._zk.read_many(paths) if paths else []
+            states = [ledger_state(charge.principal, answer) for charge, answer in zip(charges, read, strict=True)]
+            transaction = ChangeTransaction(self._zk)
+            for token_id, version, intent in deletions:
+                transaction.delete(TokenZNode.path(token_id), version)
+                self._notify(transaction, token_id, intent)
+            for charge, state in zip(charges, states, strict=True):
+                add_charge(transaction, charge, state)
+            try:
+                transaction.commit(subject)
+            except (ConcurrentModification, TokenNotFound):
+                if charges and self._ledger_versions(paths) != [state.version for state in states]:
+                    raise _LedgerMoved(f"{subject.name}: a share ledger changed meanwhile.") from None
+                raise
+
+        compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS, retry_on=_LedgerMoved)
+
+    def _ledger_versions(self, paths: list[str]) -> list[int]:
+        return [ABSENT if isinstance(answer, Exception) else answer[1].version for answer in self._zk.read_many(paths)]
 
     def list(self) -> list[StoredToken]:
         """Every readable token (a token deleted between the listing and its read is left out)."""
@@ -87,10 +108,12 @@ class ZkTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
+        charge: ShareCharge | None = None,
     ) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
         compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
-        committed since ``admit`` judged the guards' versions. Brokers see the same bytes either way."""
+        committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
+        ledger, read in the same round trip. Brokers see the same bytes either way."""
         subject = _subject(token.token_id)
         retried = False
 
@@ -99,7 +122,7 @@ class ZkTokenStore:
             if retried:  # perhaps lost to a guard version this session's server had not seen yet
                 self._zk.sync()
             retried = True
-            versions = self._guard_versions(quotas)
+            versions, ledger = self._guard_versions(quotas, charge)
             if admit is not None:
                 admit(versions)
             transaction = ChangeTransaction(self._zk)
@@ -107,26 +130,35 @@ class ZkTokenStore:
             self._notify(transaction, token.token_id, intent)
             for key, version in versions.items():
                 transaction.write(KtsZNodes.quota_guard(key), b"", version)
+            if charge is not None and ledger is not None:
+                add_charge(transaction, charge, ledger)
             transaction.commit(subject)
             return StoredToken(token, 0)
 
         # More rounds than a token change: a replica streaming creates for the same owner wins round after
         # round while this one catches up, and a quota that one replica holds must not starve the other.
-        return compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS) if quotas else attempt()
+        guarded = quotas or charge is not None
+        return compare_and_set(attempt, subject, attempts=QUOTA_ATTEMPTS) if guarded else attempt()
 
-    def _guard_versions(self, quotas: Sequence[QuotaKey]) -> dict[QuotaKey, int]:
-        if not quotas:
-            return {}
-        answers = self._zk.read_many([KtsZNodes.quota_guard(key) for key in quotas])
+    def _guard_versions(
+        self, quotas: Sequence[QuotaKey], charge: ShareCharge | None
+    ) -> tuple[dict[QuotaKey, int], LedgerState | None]:
+        paths = [KtsZNodes.quota_guard(key) for key in quotas]
+        if charge is not None:
+            paths.append(ShareLedgerZNode.path(charge.principal))
+        if not paths:
+            return {}, None
+        answers = self._zk.read_many(paths)
         versions = {}
-        for key, answer in zip(quotas, answers, strict=True):
+        for key, answer in zip(quotas, answers, strict=False):
             if isinstance(answer, NoNodeError):
                 versions[key] = ABSENT
             elif isinstance(answer, Exception):
                 raise refused_read(answer, f"the quota guard of {key.principal}")
             else:
                 versions[key] = answer[1].version
-        return versions
+        ledger = None if charge is None else ledger_state(charge.principal, answers[-1])
+        return versions, ledger
 
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
@@ -144,6 +176,9 @@ class ZkTokenStore:
             transaction = ChangeTransaction(self._zk)
             transaction.write(TokenZNode.path(token_id), new, stored.version)
             self._notify(transaction, token_id, intent)
+            if change.charge is not None:
+                path = ShareLedgerZNode.path(change.charge.principal)
+                add_charge(transaction, change.charge, ledger_state(change.charge.principal, self._zk.get(path)))
             transaction.commit(_subject(token_id))
             written = None if change.token is None else StoredToken(change.token, stored.version + 1)
             return written, change.result
@@ -167,6 +202,10 @@ class ZkTokenStore:
             log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
             return None
         return StoredToken(token, stat.version)
+
+
+class _LedgerMoved(ConcurrentModification):
+    """A batch of deletions lost its race on a share ledger only: worth another attempt."""
 
 
 def _subject(token_id: str) -> Subject:

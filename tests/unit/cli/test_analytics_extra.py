@@ -65,4 +65,6 @@ def test_without_the_extra_the_commands_say_what_to_install(argv: list[str]) -> 
     assert done.returncode == 2, done.stderr
     assert done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"kts: {argv[0]} needs the analytics extra (")
-    assert done.stderr.rstrip().endswith("pip install 'kts[analytics]'")
+    assert done.stderr.rstrip().endswith(
+        "pip install 'kts-kafka[analytics]' (from a checkout: pip install '.[analytics]')"
+    )

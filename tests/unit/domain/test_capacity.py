@@ -52,8 +52,27 @@ def test_creates_and_renews_stop_a_tenth_below_the_budget_the_sweep_at_half_of_t
     policy = CapacityPolicy(1_000_000)
     assert policy.reserve_bytes == 100_000
     assert policy.limit(Purpose.ISSUE) == 900_000
+    assert policy.limit(Purpose.SUPER_USER_ISSUE) == 950_000
     assert policy.limit(Purpose.SWEEP) == 950_000
     assert policy.limit(Purpose.REVOKE) == 1_000_000
+
+
+def test_super_users_still_create_and_renew_where_everyone_else_is_refused() -> None:
+    policy = CapacityPolicy(10_000)
+    full = _readings(0, policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE))
+    assert policy.full_list(full, CREATE, Purpose.ISSUE) is ChildList.TOKEN_CHANGES
+    assert policy.full_list(full, CREATE, Purpose.SUPER_USER_ISSUE) is None
+    assert policy.full_list(full, RENEW, Purpose.SUPER_USER_ISSUE) is None
+    super_full = _readings(0, policy.max_entries(ChildList.TOKEN_CHANGES, Purpose.SUPER_USER_ISSUE))
+    assert policy.full_list(super_full, RENEW, Purpose.SUPER_USER_ISSUE) is ChildList.TOKEN_CHANGES
+    assert policy.full_list(super_full, EXPIRE, Purpose.REVOKE) is None  # and shortening expires still pass
+
+
+def test_near_means_past_the_warning_counting_notifications_to_come() -> None:
+    policy = CapacityPolicy(10_000)
+    assert not policy.near(_readings(0, 0))
+    half = (8_000 - 88) // 27 // 2 + 1
+    assert policy.near(_readings(half, half))  # the live tokens' notifications to come count
 
 
 def test_the_default_budget_is_under_the_java_clients_default_limit_with_room_for_races() -> None:

@@ -1,5 +1,6 @@
-"""The per-user token quota rules (app/domain/token_quota.py): which counters a create is charged to, what
-counts against each, and the refusal's sentence."""
+"""The per-user token quota rules (app/domain/token_quota.py): which counter a create is charged to (always
+its requester's: a KIP-373 requester cannot fill the owner's quota), what counts against each, and the
+refusal's sentence (the caller's own figures only)."""
 
 from __future__ import annotations
 
@@ -27,11 +28,11 @@ def test_a_create_for_oneself_is_charged_to_the_owner_quota_only() -> None:
     assert TokenQuota(5, 5).keys(_token(), requester_is_super_user=False) == [OWNER]
 
 
-def test_a_create_for_another_owner_is_charged_to_both() -> None:
-    assert TokenQuota(5, 5).keys(_token(requester=NIMBUS), requester_is_super_user=False) == [OWNER, REQUESTER]
+def test_a_create_for_another_owner_is_charged_to_the_requester_quota_only_never_the_owners() -> None:
+    assert TokenQuota(5, 5).keys(_token(requester=NIMBUS), requester_is_super_user=False) == [REQUESTER]
 
 
-@pytest.mark.parametrize(("per_owner", "per_requester", "expected"), [(0, 5, [REQUESTER]), (5, 0, [OWNER]), (0, 0, [])])
+@pytest.mark.parametrize(("per_owner", "per_requester", "expected"), [(0, 5, [REQUESTER]), (5, 0, []), (0, 0, [])])
 def test_zero_is_no_limit_and_charges_nothing(per_owner: int, per_requester: int, expected: list[QuotaKey]) -> None:
     quota = TokenQuota(per_owner, per_requester)
     assert quota.keys(_token(requester=NIMBUS), requester_is_super_user=False) == expected
@@ -39,9 +40,10 @@ def test_zero_is_no_limit_and_charges_nothing(per_owner: int, per_requester: int
 
 def test_super_users_are_charged_unless_exempt() -> None:
     token = _token(requester=NIMBUS)
-    assert TokenQuota(5, 5).keys(token, requester_is_super_user=True) == [OWNER, REQUESTER]
+    assert TokenQuota(5, 5).keys(token, requester_is_super_user=True) == [REQUESTER]
+    assert TokenQuota(5, 5).keys(_token(), requester_is_super_user=True) == [OWNER]
     assert TokenQuota(5, 5, exempt_super_users=True).keys(token, requester_is_super_user=True) == []
-    assert TokenQuota(5, 5, exempt_super_users=True).keys(token, requester_is_super_user=False) == [OWNER, REQUESTER]
+    assert TokenQuota(5, 5, exempt_super_users=True).keys(token, requester_is_super_user=False) == [REQUESTER]
 
 
 def test_negative_quotas_are_refused() -> None:
@@ -51,7 +53,7 @@ def test_negative_quotas_are_refused() -> None:
 
 def test_what_counts_against_each_quota() -> None:
     assert counts_against(OWNER, _token(), NOW)
-    assert counts_against(OWNER, _token(requester=NIMBUS), NOW)  # owned, whoever asked
+    assert not counts_against(OWNER, _token(requester=NIMBUS), NOW)  # owned, but made by another: not alice's
     assert not counts_against(OWNER, _token(owner=NIMBUS), NOW)
     assert counts_against(REQUESTER, _token(requester=NIMBUS), NOW)
     assert not counts_against(REQUESTER, _token(owner=NIMBUS), NOW)  # its own token is not held for others

@@ -606,17 +606,25 @@ def test_expire_with_period_zero_sets_expiry_to_now_rather_than_deleting() -> No
 
 
 def test_expire_when_expiry_equals_now_is_not_expired_yet() -> None:
-    assert expire(make_token(expiry=NOW), caller(ALICE), period=HOUR) == SetExpiry(NOW + HOUR)
+    assert expire(make_token(expiry=NOW), caller(ALICE), period=HOUR) == SetExpiry(NOW + HOUR, extended=True)
 
 
 def test_expire_period_is_clamped_to_max_timestamp() -> None:
-    token = make_token(max_timestamp=NOW + 2 * HOUR)
-    assert expire(token, caller(ALICE), period=LONG_MAX) == SetExpiry(NOW + 2 * HOUR)
+    token = make_token(expiry=NOW + HOUR, max_timestamp=NOW + 2 * HOUR)
+    assert expire(token, caller(ALICE), period=LONG_MAX) == SetExpiry(NOW + 2 * HOUR, extended=True)
 
 
-def test_expire_may_extend_expiry_up_to_max_as_kafka_does() -> None:
+def test_expire_may_extend_expiry_up_to_max_as_kafka_does_and_says_it_extends() -> None:
     token = make_token(expiry=NOW + HOUR, max_timestamp=NOW + 6 * DAY)
-    assert expire(token, caller(ALICE), period=2 * DAY) == SetExpiry(NOW + 2 * DAY)
+    assert expire(token, caller(ALICE), period=2 * DAY) == SetExpiry(NOW + 2 * DAY, extended=True)
+    # a long period is capped at the maximum, as a renew's is
+    assert expire(token, caller(ALICE), period=30 * DAY) == SetExpiry(NOW + 6 * DAY, extended=True)
+
+
+def test_expire_to_the_same_or_an_earlier_expiry_does_not_extend() -> None:
+    token = make_token(expiry=NOW + 2 * HOUR)
+    assert expire(token, caller(ALICE), period=2 * HOUR) == SetExpiry(NOW + 2 * HOUR, extended=False)
+    assert expire(token, caller(ALICE), period=HOUR) == SetExpiry(NOW + HOUR, extended=False)
 
 
 # -------------------- may_manage

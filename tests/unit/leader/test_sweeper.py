@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 
+from app.domain.acl import AclAuthorizer, AclSnapshot
 from app.domain.audit import Action, Outcome
 from app.domain.errors import StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_share import SharePolicy
 from app.leader import sweeper as sweeper_module
 from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
+from app.service.token_shares import TokenShares
 from tests.unit.fakes import NOW, FakeAuditLog, FakeClock, FakeIntentStore, FakeTokenStore, FakeTokenView
 
 ALICE = KafkaPrincipal.user("alice")
@@ -46,6 +50,8 @@ class Harness:
         now: int = NOW,
         interval_ms: int = 3_600_000,
         room: Callable[[], int] | None = None,
+        share_policy: SharePolicy | None = None,
+        **options: Any,
     ) -> None:
         tokens = list(tokens)
         self.clock = FakeClock(now)
@@ -53,6 +59,9 @@ class Harness:
         self.view = FakeTokenView(tokens)
         self.log = FakeAuditLog()
         self.intents = FakeIntentStore()
+        if share_policy is not None:
+            authorizer = AclAuthorizer([], AclSnapshot)
+            options["shares"] = TokenShares(share_policy, self.view, clock=self.clock, authorizer=authorizer)
         self.sweeper = Sweeper(
             self.store,
             self.view,
@@ -60,6 +69,7 @@ class Harness:
             clock=self.clock,
             interval_ms=interval_ms,
             room=room,
+            **options,
         )
 
     @property
@@ -358,3 +368,71 @@ def test_a_sweep_deletes_only_as_many_tokens_as_the_notification_list_has_room_f
     room[0] = 10  # the leader purged old notifications meanwhile
     assert harness.sweeper.sweep() == 2
     assert harness.store.tokens == {}
+
+
+class SteppingTimer:
+    """A monotonic timer that moves ``step_s`` on each reading: every check of the loop is seconds apart."""
+
+    def __init__(self, step_s: float) -> None:
+        self.now_s = 0.0
+        self.step_s = step_s
+
+    def __call__(self) -> float:
+        self.now_s += self.step_s
+        return self.now_s
+
+
+def _run_until_a_deletion(harness: Harness) -> None:
+    lost = threading.Event()
+    harness.store.after_delete = lambda _token_id: lost.set()
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=30)
+    lost.set()
+    runner.join(timeout=5)
+    assert not runner.is_alive()
+
+
+def test_expired_tokens_piling_up_bring_the_sweep_forward_long_before_the_interval() -> None:
+    expired = [_stored(f"Expired{n}", expiry=NOW - 1) for n in range(3)]
+    harness = Harness(expired, interval_ms=3_600_000, early_threshold=3, timer=SteppingTimer(10.0))
+    _run_until_a_deletion(harness)
+    assert harness.sweeper.early_runs_total == 1 and harness.sweeper.runs_total == 1
+    assert sorted(harness.deleted_ids) == ["Expired0", "Expired1", "Expired2"]
+
+
+def test_fewer_expired_tokens_wait_for_the_interval_unless_a_list_is_near_its_limit() -> None:
+    near = threading.Event()
+    harness = Harness(
+        [_stored("Expired", expiry=NOW - 1)],
+        interval_ms=3_600_000,
+        early_threshold=3,
+        near_capacity=lambda: near.is_set(),
+        timer=SteppingTimer(10.0),
+    )
+    lost = threading.Event()
+    runner = threading.Thread(target=harness.sweeper.run, args=(lost,), daemon=True)
+    runner.start()
+    runner.join(timeout=2.5)  # two looks, nothing due
+    assert harness.sweeper.runs_total == 0
+    near.set()
+    harness.store.after_delete = lambda _token_id: lost.set()
+    runner.join(timeout=30)
+    assert harness.deleted_ids == ["Expired"] and harness.sweeper.early_runs_total == 1
+
+
+def test_batches_are_grouped_by_requester_and_each_charges_its_requesters_in_its_own_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sweeper_module, "BATCH", 2)
+    tokens = [
+        _stored("A1", expiry=NOW - 1, requester=CAROL),
+        _stored("B1", expiry=NOW - 1),
+        _stored("C1", expiry=NOW - 1, requester=CAROL),
+        _stored("Live", expiry=NOW + 1),
+    ]
+    harness = Harness(tokens, share_policy=SharePolicy(1_000))
+    assert harness.sweeper.sweep() == 3
+    assert harness.deleted_ids == ["B1", "A1", "C1"]  # by requester, User:alice's first, then by token id
+    assert harness.store.ledgers.charges == [[ALICE, CAROL], [CAROL]]  # one ledger write per requester a batch
+    assert harness.store.ledgers.state(CAROL).ledger.notifications(NOW) == 2

@@ -4,8 +4,8 @@ one object with its path(s), ``encode`` and ``decode``. Paths are relative to th
 - ``TokenZNode``, ``TokenChangeZNode``       (tokens.py)        /delegation_token/...
 - ``UserConfigZNode``, ``ConfigChangeZNode`` (user_configs.py)  /config/users, /config/changes
 - ``AclZNode``, ``AclChangeZNode``           (acls.py)          /kafka-acl..., /kafka-acl-changes...
-- ``KtsZNodes``, ``SecretFingerprintZNode``   (kts.py)           /kts: audit intents, sweeper election, quota guards,
-                                                                 secret key fingerprint, lockouts
+- ``KtsZNodes``, ``SecretFingerprintZNode``,  (kts.py)           /kts: audit intents, sweeper election, quota guards,
+  ``ShareLedgerZNode``                                           share ledgers, secret key fingerprint, lockouts
 - ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
 
 Decoders raise ``MalformedZNode``. Wire formats live here and nowhere else (golden-byte tests in
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from app.domain.acl import PatternType
 from app.storage.zk.znodes.acls import AclChangeZNode, AclZNode
-from app.storage.zk.znodes.kts import KtsZNodes, SecretFingerprintZNode
+from app.storage.zk.znodes.kts import KtsZNodes, SecretFingerprintZNode, ShareLedgerZNode
 from app.storage.zk.znodes.malformed import MalformedZNode
 from app.storage.zk.znodes.tokens import TokenChangeZNode, TokenZNode
 from app.storage.zk.znodes.user_configs import ConfigChangeZNode, UserConfigZNode
@@ -29,6 +29,7 @@ PERSISTENT_PATHS = (
     KtsZNodes.LOCKOUTS,
     KtsZNodes.OWNER_QUOTAS,
     KtsZNodes.REQUESTER_QUOTAS,
+    KtsZNodes.TOKEN_SHARES,
     TokenZNode.ROOT,
     TokenChangeZNode.ROOT,
     UserConfigZNode.ROOT,
@@ -50,6 +51,7 @@ __all__ = [
     "KtsZNodes",
     "MalformedZNode",
     "SecretFingerprintZNode",
+    "ShareLedgerZNode",
     "TokenChangeZNode",
     "TokenZNode",
     "UserConfigZNode",

@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SecretFingerprint
 from app.domain.token_quota import QuotaKey
+from app.domain.token_share import ShareLedger
 from app.storage.zk.sanitizer import sanitize
 from app.storage.zk.znodes.malformed import MalformedZNode
 
@@ -46,6 +48,11 @@ class KtsZNodes:
       to that quota. Each create sets its guards' data, guarded by the versions the replica counted at, in
       the transaction that creates the token, so two replicas cannot both take the last unit of a quota
       (app/service/token_quotas.py). One small znode per principal that ever created a token.
+    - ``/kts/token-shares/<principal>`` (the principal sanitized as Kafka sanitizes user names): the share
+      ledger of a principal that is held to a share (``ShareLedgerZNode``): the notifications its writes caused,
+      per minute. Each token write charged to it sets it, guarded by the version read, in the transaction that
+      writes the token, so the count is exact across replicas (app/service/token_shares.py). One small znode
+      per principal that ever wrote a token, never deleted: its version only grows, which replicas rely on.
     - ``/kts/secret-key-fingerprint``: the keyed fingerprint of the cluster's secret key
       (``SecretFingerprintZNode``).
     - ``/kts/lockouts/lock-<account key>-<duration ms>-<sequence>``: a per-account lock, shared by the replica
@@ -68,11 +75,16 @@ class KtsZNodes:
     TOKEN_QUOTAS: Final = f"{ROOT}/token-quotas"
     OWNER_QUOTAS: Final = f"{TOKEN_QUOTAS}/owner"
     REQUESTER_QUOTAS: Final = f"{TOKEN_QUOTAS}/requester"
+    TOKEN_SHARES: Final = f"{ROOT}/token-shares"
     LOCKOUTS: Final = f"{ROOT}/lockouts"
 
     @staticmethod
     def quota_guard(key: QuotaKey) -> str:
         return f"{KtsZNodes.TOKEN_QUOTAS}/{key.kind.value}/{sanitize(str(key.principal))}"
+
+    @staticmethod
+    def share_ledger(principal: KafkaPrincipal) -> str:
+        return f"{KtsZNodes.TOKEN_SHARES}/{sanitize(str(principal))}"
 
     @staticmethod
     def lockout_prefix(kind: LockoutKind, key: str, duration_ms: int) -> str:
@@ -144,3 +156,33 @@ class SecretFingerprintZNode:
         if not salt or len(digest) != 32:
             raise MalformedZNode("secret key fingerprint znode holds no salt or a digest of the wrong length")
         return SecretFingerprint(salt, digest)
+
+
+class ShareLedgerZNode:
+    """``/kts/token-shares/<principal>``: ``{"version":1,"notifications":[[<minute start, epoch ms>,<count>],...]}``,
+    oldest minute first (app/domain/token_share.py). At most 17 minutes: a ledger stays under 500 bytes."""
+
+    VERSION: Final = 1
+
+    @staticmethod
+    def path(principal: KafkaPrincipal) -> str:
+        return KtsZNodes.share_ledger(principal)
+
+    @staticmethod
+    def encode(ledger: ShareLedger) -> bytes:
+        doc = {"version": ShareLedgerZNode.VERSION, "notifications": [list(minute) for minute in ledger.minutes]}
+        return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+    @staticmethod
+    def decode(data: bytes) -> ShareLedger:
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            version = doc["version"]
+            minutes = tuple((int(minute), int(count)) for minute, count in doc["notifications"])
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise MalformedZNode("share ledger znode is not the JSON kts writes") from exc
+        if version != ShareLedgerZNode.VERSION:
+            raise MalformedZNode("share ledger of an unknown version")
+        if any(count < 0 for _, count in minutes) or list(minutes) != sorted(minutes):
+            raise MalformedZNode("share ledger znode holds negative counts or minutes out of order")
+        return ShareLedger(minutes)

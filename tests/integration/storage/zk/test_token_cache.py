@@ -480,6 +480,34 @@ def test_after_pages_every_token_in_token_id_order_as_tokens_come_and_go(
     assert page(ordered[1], 2) == ["OrderedBBAAAAAAAAAAAAA", ordered[3]]
 
 
+def test_requested_and_expired_counts_follow_creates_changes_deletions_and_a_reload(
+    zk_connect: str, zk: ZkConnection, cache: TokenCache, other_replica: ZkTokenStore
+) -> None:
+    other_replica.create(_token("MineAAAAAAAAAAAAAAAAAA", ALICE, expiry=NOW + DAY))
+    other_replica.create(_token("MineShortAAAAAAAAAAAAA", ALICE, expiry=NOW + 1000))
+    other_replica.create(_token("ForCarolAAAAAAAAAAAAAA", CAROL, requester=ALICE, expiry=NOW + 1000))
+    other_replica.create(_token("CarolsAAAAAAAAAAAAAAAA", CAROL))
+    eventually(lambda: len(cache) == 4)
+    assert (cache.requested_count(ALICE), cache.requested_count(CAROL), cache.requested_count(DAVE)) == (3, 1, 0)
+    assert (cache.expired_count(NOW), cache.expired_count(NOW + 1000), cache.expired_count(NOW + 1001)) == (0, 0, 2)
+
+    def renew(stored: StoredToken) -> TokenChange[None]:
+        return TokenChange(stored.token.with_expiry(NOW + DAY), None)
+
+    other_replica.change("MineShortAAAAAAAAAAAAA", renew)
+    eventually(lambda: cache.expired_count(NOW + 1001) == 1)  # renewed: no longer among the expired
+    stored = other_replica.get("ForCarolAAAAAAAAAAAAAA")
+    assert stored is not None
+    other_replica.delete_many([("ForCarolAAAAAAAAAAAAAA", stored.version, None)])
+    eventually(lambda: cache.requested_count(ALICE) == 2)
+    assert cache.expired_count(NOW + 1001) == 0
+
+    _expire_session(zk_connect, zk)
+    other_replica.create(_token("AfterReloadAAAAAAAAAAA", ALICE, expiry=NOW + 1000))
+    eventually(lambda: len(cache) == 4)
+    assert (cache.requested_count(ALICE), cache.expired_count(NOW + 1001)) == (3, 1)
+
+
 def test_live_count_counts_owned_and_requested_for_others_never_expired_ones(
     cache: TokenCache, other_replica: ZkTokenStore
 ) -> None:
@@ -494,7 +522,7 @@ def test_live_count_counts_owned_and_requested_for_others_never_expired_ones(
 
     assert cache.live_count(owner, NOW) == 2
     assert cache.live_count(requester, NOW) == 2  # its own tokens are not held for others
-    assert cache.live_count(QuotaKey(QuotaKind.OWNER, CAROL), NOW) == 2
+    assert cache.live_count(QuotaKey(QuotaKind.OWNER, CAROL), NOW) == 0  # made for her by alice: alice's count
     later = NOW + 2000  # two have expired; nothing has deleted them
     assert (cache.live_count(owner, later), cache.live_count(requester, later)) == (1, 1)
     assert cache.live_count(QuotaKey(QuotaKind.OWNER, DAVE), NOW) == 0

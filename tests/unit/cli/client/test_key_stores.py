@@ -159,7 +159,7 @@ def test_a_store_and_the_pem_key_for_the_same_thing_are_refused(stores: Stores) 
 
 def test_jks_without_the_jks_extra_says_how_to_get_it(stores: Stores, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "jks", None)  # import jks now raises ImportError
-    with pytest.raises(ConfigError, match=r"kts\[jks\]"):
+    with pytest.raises(ConfigError, match=r"pip install 'kts-kafka\[jks\]'"):
         parse_command_config({"ssl.truststore.location": str(stores.jks_truststore)})
     # PKCS12 needs no extra.
     assert parse_command_config(
