@@ -9,6 +9,7 @@ import secrets
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
@@ -37,9 +38,10 @@ from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.capacity import CapacityGuard
+from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
-from app.service.ports import AclView, LockoutStore
+from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_shares import TokenShares
@@ -48,7 +50,7 @@ from app.service.users import UserCredentialService
 from app.settings import Settings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
-from app.storage.audit.requesters import AuditTokenRequesters, NoTokenRequesters
+from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
 from app.storage.kafka.cluster import KafkaCluster
@@ -56,9 +58,16 @@ from app.storage.kafka.token_cache import KafkaTokenCache
 from app.storage.kafka.token_store import KafkaTokenStore
 from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
+from app.storage.sql.intent_marks import SqlIntentMarks
+from app.storage.sql.leadership import DbLeadership
+from app.storage.sql.lockout_store import SqlLockoutStore
+from app.storage.sql.quota_guard import SqlQuotaGuard
+from app.storage.sql.replicas import ReplicaRegistry
+from app.storage.sql.token_requesters import SqlTokenRequesters
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
+from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.credential_cache import CredentialCache
 from app.storage.zk.election import Leadership
@@ -89,7 +98,7 @@ class Runtime:
     acls: AclService
     audit_trail: AuditTrail
     metrics_access: MetricsAccess
-    reconciler: AuditReconciler
+    reconciler: AuditReconciler | ClusterAuditReconciler
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
     readiness: Readiness
@@ -137,12 +146,14 @@ def _child_list_figures(capacity: CapacityGuard) -> list[ChildListFigures] | Non
 
 
 def zk_connection(settings: Settings) -> ZkConnection:
-    """The ZooKeeper session of these settings: address, timeouts, login, TLS and znode ACL policy."""
+    """The ZooKeeper session of these settings: address, timeouts, login, TLS, znode ACL policy, and whether a
+    Kafka cluster must already live there."""
     return ZkConnection(
         settings.zookeeper_connect_string,
         session_timeout_ms=settings.zookeeper_session_timeout_ms,
         connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
         security=settings.zookeeper_security,
+        require_cluster=settings.zookeeper_cluster_required,
     )
 
 
@@ -311,28 +322,130 @@ def _authorizer(settings: Settings, view: AclView) -> AclAuthorizer:
     )
 
 
+class _IntentMarkStore(IntentMarks, Protocol):
+    """What the Kafka-protocol stores mark and the auditor clears (``IntentMarks`` and ``IntentStore``)."""
+
+    def path(self, event_id: int) -> str: ...
+
+    def existing(self, event_ids: list[int]) -> set[int]: ...
+
+    def clear(self, event_id: int) -> None: ...
+
+    def clear_many(self, event_ids: list[int]) -> None: ...
+
+    def list(self) -> list[int]: ...
+
+
+class _SharedLockoutStore(LockoutStore, Protocol):
+    def start(self) -> None: ...
+
+    def in_force(self) -> int: ...
+
+
+@dataclass
+class _Shared:
+    """What replicas share without ZooKeeper, and the steps that start and stop it."""
+
+    intents: _IntentMarkStore
+    requesters: TokenRequesters
+    quota_guard: QuotaGuard
+    lockout_store: _SharedLockoutStore
+    reconciler: AuditReconciler | ClusterAuditReconciler
+    startup: list[Callable[[], None]]  # once the cluster has answered who kts is
+    shutdown: list[Callable[[], None]]  # before the cluster connection closes
+    # The leadership that runs these duties, contending once started; None: this process alone (no database).
+    leadership_of: Callable[[Duty], DbLeadership] | None = None
+
+
+# The leader of this mode's chores (the controller expires tokens: there is no sweeper to elect).
+LEADERSHIP = "kts-leader"
+DAY_MS = 86_400_000
+
+
+def _shared_in_database(settings: Settings, clock: Clock, audit_log: AuditLog, cluster: KafkaCluster) -> _Shared:
+    """Intent marks, who asked for each token, quota turns, account locks, live replicas and the leader, in the
+    audit database every replica shares (app/storage/sql/; docs/operations.md#replicas-without-zookeeper). An
+    audit log that is not a database (benchmarks) keeps them in this process, for one replica."""
+    if not isinstance(audit_log, SqlAuditLog):
+        log.warning("the audit log is not a database: intents, quota turns and account locks are this process's")
+        intents = MemoryIntentStore()
+        reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+        return _Shared(
+            intents,
+            NoTokenRequesters(),
+            MemoryQuotaGuard(),
+            MemoryLockoutStore(clock),
+            reconciler,
+            startup=[reconciler.start],
+            shutdown=[reconciler.stop],
+        )
+    engine = audit_log.engine
+    if engine.dialect.name == "sqlite":
+        log.info("audit.db.url is SQLite: one replica only (several replicas share a PostgreSQL database)")
+    registry = ReplicaRegistry(engine, service_id=settings.service_id)
+    marks = SqlIntentMarks(engine, clock=clock)
+    requesters = SqlTokenRequesters(engine, audit_log, service_id=settings.service_id)
+    lockout_store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=registry.replicas, clock=clock)
+    settler = ClusterAuditReconciler(
+        audit_log,
+        requesters,
+        cluster,
+        marks,
+        clock=clock,
+        own_principal=lambda: cluster.principal,
+        default_renew_ms=settings.delegation_token_expiry_time_ms,
+        forget_after_ms=settings.delegation_token_max_lifetime_ms + DAY_MS,
+    )
+    return _Shared(
+        marks,
+        requesters,
+        # A create's RPC may land until the Kafka client gives up on it, and a little after.
+        SqlQuotaGuard(engine, in_flight_ms=max(30_000, 2 * settings.admin_request_timeout_ms)),
+        lockout_store,
+        settler,
+        startup=[registry.start, lockout_store.start],
+        shutdown=[lockout_store.stop, registry.stop],
+        leadership_of=lambda duties: DbLeadership(engine, LEADERSHIP, registry.instance_id, duties),
+    )
+
+
+def kafka_leader_duties(
+    settings: Settings, reconciler: ClusterAuditReconciler, locks: AccountLocks, audit_log: AuditLog, clock: Clock
+) -> Duty:
+    """What the leader does through the Kafka protocol, side by side: settle the audit trail with the cluster,
+    delete ended account locks and, with ``audit.retention.days``, old audit events."""
+    interval_ms = settings.auth_lockout_cleanup_interval_ms
+    duties: list[tuple[str, Duty]] = [
+        ("audit-reconciler", reconciler.run),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
+    ]
+    if settings.audit_retention_days is not None:
+        retention = AuditRetention(audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
+    return side_by_side(duties)
+
+
 def _kafka_runtime(
     settings: Settings, clock: Clock, audit_log: AuditLog, audit_observer: AuditObserver | None
 ) -> Runtime:
     """Through the Kafka protocol. The controller expires tokens itself: no sweeper, no capacity guard (no
-    ZooKeeper child lists). What replicas share in ZooKeeper mode (intent markers, quota guards, account locks)
-    is held in process here: ONE replica only, until a shared store is wired in (app/storage/single_replica.py)."""
-    log.warning(
-        "bootstrap.servers: audit intents, quota guards and account locks are kept in this process: run one replica"
-    )
+    ZooKeeper child lists). What replicas share in ZooKeeper mode (intent markers, quota guards, account locks,
+    the leader) they share in the audit database here."""
     secret = TokenSecret(settings.secret_key)
     cluster = kafka_cluster(settings)
-    intents = MemoryIntentStore()
+    shared = _shared_in_database(settings, clock, audit_log, cluster)
+    intents = shared.intents
     auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_rpc = KafkaAcls(cluster.wire)
     acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.cluster_cache_refresh_ms)
     acl_store = KafkaAclStore(acl_rpc, acl_cache, intents)
     authorizer = _authorizer(settings, acl_cache)
-    requesters = AuditTokenRequesters(audit_log.engine) if isinstance(audit_log, SqlAuditLog) else NoTokenRequesters()
-    token_cache = KafkaTokenCache(cluster, secret, requesters, interval_ms=settings.cluster_cache_refresh_ms)
-    token_store = KafkaTokenStore(cluster, token_cache, secret, quota_guard=MemoryQuotaGuard(), intents=intents)
+    token_cache = KafkaTokenCache(cluster, secret, shared.requesters, interval_ms=settings.cluster_cache_refresh_ms)
+    token_store = KafkaTokenStore(
+        cluster, token_cache, secret, quota_guard=shared.quota_guard, intents=intents, requesters=shared.requesters
+    )
     user_store = KafkaUserStore(cluster.wire, intents)
-    lockout_store = MemoryLockoutStore(clock)
+    lockout_store = shared.lockout_store
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
     login_guard = attempt_guard(
@@ -350,7 +463,12 @@ def _kafka_runtime(
         quota=_quota(settings),
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
-    reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+    startup, shutdown = list(shared.startup), list(shared.shutdown)
+    leadership = None
+    if shared.leadership_of is not None and isinstance(shared.reconciler, ClusterAuditReconciler):
+        leadership = shared.leadership_of(kafka_leader_duties(settings, shared.reconciler, locks, audit_log, clock))
+        startup.append(leadership.start)
+        shutdown.insert(0, leadership.stop)
     return Runtime(
         settings=settings,
         backend="kafka",
@@ -375,7 +493,7 @@ def _kafka_runtime(
         ),
         audit_trail=AuditTrail(audit_log, authorizer=authorizer),
         metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
-        reconciler=reconciler,
+        reconciler=shared.reconciler,
         authenticator=Authenticator(
             BasicAuthenticator(BrokerCredentials(cluster.wire, user_store), clock),
             tokens,
@@ -394,8 +512,8 @@ def _kafka_runtime(
             backend="kafka",
         ),
         cluster_connected=lambda: cluster.connected,
-        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, reconciler.start],
-        shutdown=[reconciler.stop, token_cache.stop, acl_cache.stop, cluster.stop],
+        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *startup],
+        shutdown=[*shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
@@ -413,8 +531,10 @@ def _kafka_runtime(
 def _zookeeper_runtime(
     settings: Settings, clock: Clock, audit_log: AuditLog, audit_observer: AuditObserver | None
 ) -> Runtime:
-    """Through ZooKeeper, written as a broker writes it."""
+    """Through ZooKeeper, written as a broker writes it, while the cluster's controller is a ZooKeeper broker."""
     zk = zk_connection(settings)
+    cluster = ClusterWatch(zk)
+    zk.write_fence = cluster  # every token, ACL and credential write checks the cluster's controller
     intents = ZkIntentStore(zk)
     auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_store = ZkAclStore(zk)
@@ -439,7 +559,10 @@ def _zookeeper_runtime(
         authorizer=authorizer,
     )
     purger = NotificationPurger(
-        zk, [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT], now_ms=clock.now_ms
+        zk,
+        [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT],
+        now_ms=clock.now_ms,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     lockout_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
@@ -472,6 +595,7 @@ def _zookeeper_runtime(
         early_threshold=schedule.threshold,
         near_capacity=capacity.near_limit,
         shares=shares,
+        writes_allowed=lambda: cluster.state.writes_allowed,
     )
     # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
@@ -522,10 +646,12 @@ def _zookeeper_runtime(
             acls_loaded=lambda: acl_cache.loaded,
             audit_log=audit_log,
             backend="zookeeper",
+            cluster=lambda: cluster.state,
         ),
         cluster_connected=lambda: zk.connected,
         startup=[
             zk.start,
+            cluster.start,  # before anything writes: the fence needs its first reading
             lambda: ensure_cluster_secret(zk, secret),
             lockout_store.start,
             acl_cache.start,
@@ -541,6 +667,7 @@ def _zookeeper_runtime(
             token_cache.stop,
             credentials.stop,
             acl_cache.stop,
+            cluster.stop,
             zk.stop,
         ],
         readings_of=lambda: RuntimeReadings(
@@ -556,5 +683,6 @@ def _zookeeper_runtime(
             child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
             account_locks=lockout_store.in_force,
+            cluster_phase=lambda: cluster.state.phase.value,
         ),
     )

@@ -112,6 +112,9 @@ class Settings(BaseSettings):
     zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
     # How long start-up waits for a ZooKeeper session; unset, as in Kafka, zookeeper.session.timeout.ms.
     zookeeper_connection_timeout_ms: int | None = Field(None, ge=100, le=600_000)
+    # kts key: refuse to start where no broker ever wrote /cluster/id (a mistyped chroot); false only to run
+    # kts before the cluster's first broker
+    zookeeper_cluster_required: bool = True
     # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
     # (checked together by app/storage/zk/client_security.py; docs/operations.md#zookeeper-security)
     zookeeper_set_acl: bool = False

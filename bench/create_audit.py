@@ -41,6 +41,7 @@ def _start(variant: str, zk: str, audit_url: str) -> tuple[subprocess.Popen[byte
         "KTS_SERVICE_ID": f"bench-{variant}",
         # One user makes every token: its fair share of the token lists would refuse it (docs/operations.md).
         "KTS_TOKEN_WRITE_SHARE_RATIO": "0",
+        "KTS_ZOOKEEPER_CLUSTER_REQUIRED": "false",  # a bare ZooKeeper: no broker has written /cluster/id there
     }
     process = subprocess.Popen(
         [sys.executable, "-m", "bench.serve_variant", "--audit", variant],

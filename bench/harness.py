@@ -112,6 +112,7 @@ class Kts:
             # The suite's ZooKeeper runs with jute.maxbuffer=16777216 and no broker, so 100,000 tokens and their
             # sweep fit: raise the capacity guard's budget with it, as docs/operations.md tells operators to.
             "KTS_ZOOKEEPER_CHILDREN_MAX_BYTES": "15000000",
+            "KTS_ZOOKEEPER_CLUSTER_REQUIRED": "false",  # no broker has written /cluster/id there
             **settings,
         }
         started = time.monotonic()
@@ -216,3 +217,17 @@ def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) 
 
 def print_json(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=2))
+
+
+async def latencies(url: str, path: str, headers: dict[str, str], count: int) -> dict[str, float]:
+    """Latencies of ``count`` GETs of ``path``, one after another on one connection."""
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        await client.get(path)  # a first request warms the connection and the server
+        samples = []
+        started = time.monotonic()
+        for _ in range(count):
+            begin = time.perf_counter()
+            response = await client.get(path)
+            response.raise_for_status()
+            samples.append(time.perf_counter() - begin)
+        return summarize(samples, time.monotonic() - started, 0)

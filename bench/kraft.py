@@ -25,8 +25,7 @@ from app.domain.principal import KafkaPrincipal
 from app.storage.kafka.client_config import kafka_client_security
 from app.storage.kafka.token_rpc import TokenRpc
 from app.storage.kafka.wire import KafkaWire
-from bench.harness import PASSWORD, SECRET, USER, Kts, basic, bearer, drive, print_json, summarize
-from bench.suite import _latencies
+from bench.harness import PASSWORD, SECRET, USER, Kts, basic, bearer, drive, latencies, print_json, summarize
 from tests.kafka.brokers import RunningBroker, start_kraft_broker
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{}" password="{}";'
@@ -164,8 +163,8 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
                 < tokens // 1000
             ):
                 time.sleep(0.2)
-        owner_filtered = asyncio.run(_latencies(service.url, "/v1/tokens?owner=User:u7", admin, 200))
-        full_listing = asyncio.run(_latencies(service.url, "/v1/tokens", admin, 200))
+        owner_filtered = asyncio.run(latencies(service.url, "/v1/tokens?owner=User:u7", admin, 200))
+        full_listing = asyncio.run(latencies(service.url, "/v1/tokens", admin, 200))
         report["describe"] = {
             "owner_filtered": owner_filtered,
             "full_listing_page": full_listing,

@@ -31,10 +31,10 @@ from bench.harness import (
     basic,
     bearer,
     drive,
+    latencies,
     load_tokens,
     print_json,
     raw_create_ceiling,
-    summarize,
 )
 
 GOALS = {
@@ -59,19 +59,6 @@ def _client(zk_connect: str) -> KazooClient:
     client = KazooClient(hosts=zk_connect)
     client.start(15)
     return client
-
-
-async def _latencies(url: str, path: str, headers: dict[str, str], count: int) -> dict[str, float]:
-    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
-        await client.get(path)
-        samples = []
-        started = time.monotonic()
-        for _ in range(count):
-            begin = time.perf_counter()
-            response = await client.get(path)
-            response.raise_for_status()
-            samples.append(time.perf_counter() - begin)
-        return summarize(samples, time.monotonic() - started, 0)
 
 
 def _convergence(first: str, second: str, creates: int) -> dict[str, float]:
@@ -168,13 +155,13 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path, broker_log
             report["memory"] = {"rss_mb": round(second.rss_mb(), 1), "tokens": len(names)}
 
             admin = basic(ADMIN, ADMIN_PASSWORD)
-            owner_filtered = asyncio.run(_latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
-            full_listing = asyncio.run(_latencies(second.url, "/v1/tokens", admin, 200))
+            owner_filtered = asyncio.run(latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
+            full_listing = asyncio.run(latencies(second.url, "/v1/tokens", admin, 200))
             report["describe"] = {
                 "owner_filtered": owner_filtered,
                 "full_listing_page": full_listing,
                 "full_listing_p99_vs_owner_p99": round(full_listing["p99_ms"] / owner_filtered["p99_ms"], 2),
-                "full_listing_first_page": asyncio.run(_latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
+                "full_listing_first_page": asyncio.run(latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
                 "note": "as a super user. owner_filtered: the 100 tokens of one owner; full_listing_page: the first "
                 "page of every token at the default limit (100 tokens, the same answer size); "
                 "full_listing_first_page: limit=1000, as earlier runs measured it",

@@ -7,7 +7,7 @@ from alembic import context
 from sqlalchemy import Connection
 
 from app.storage.audit.database import make_engine
-from app.storage.audit.tables import metadata
+from app.storage.sql.tables import metadata  # every table: the audit trail's and the replicas' (0002)
 
 config = context.config
 

@@ -3,7 +3,9 @@ PostgreSQL, and real Kafka brokers (tests/kafka/README.md)."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -29,6 +31,26 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
             monkeypatch.delenv(name)
 
 
+@pytest.fixture(autouse=True)
+def _kafka_pythons_sasl_mechanisms_as_shipped() -> Iterator[None]:
+    """kafka-python looks every login's mechanism up by name in one registry per process
+    (``register_sasl_mechanism``): a test that leaves a mechanism of its own there (a token mechanism under
+    SCRAM-SHA-512) turns the logins of every later test in the session into something else, kts's own and the
+    broker fixtures' included. Such a test fails here, naming what it left, and kafka-python's own classes go back."""
+    yield
+    registry = sys.modules.get("kafka.net.sasl")
+    if registry is None:
+        return
+    foreign = {
+        name: f"{cls.__module__}.{cls.__qualname__}"
+        for name, cls in registry.SASL_MECHANISMS.items()
+        if not cls.__module__.startswith("kafka.net.sasl.")
+    }
+    if foreign:
+        importlib.reload(registry)  # registers kafka-python's own classes again, as at import
+        pytest.fail(f"this test left kafka-python's SASL mechanisms replaced (process-wide): {foreign}")
+
+
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooKeeper]:
     server = EmbeddedZooKeeper(tmp_path_factory.mktemp("zookeeper"))
@@ -37,10 +59,31 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedZooK
     server.stop()
 
 
+# What a Kafka broker writes to /cluster/id the first time it starts (ZkData.scala's ClusterIdZNode): kts refuses
+# a zookeeper.connect without it (zookeeper.cluster.required).
+CLUSTER_ID = "kts-test-cluster-id-0w"
+
+
+def seed_kafka_cluster(hosts: str, chroot: str, cluster_id: str = CLUSTER_ID) -> None:
+    """Make ``chroot`` look like the home of a Kafka cluster, as its first broker leaves it: ``/cluster/id``."""
+    client = KazooClient(hosts=hosts)
+    client.start(10)
+    try:
+        client.create(
+            f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True
+        )
+    finally:
+        client.stop()
+        client.close()
+
+
 @pytest.fixture
 def zk_connect(zookeeper: EmbeddedZooKeeper) -> str:
-    """A connect string with a chroot of its own, so every test starts from empty ZooKeeper state."""
-    return f"{zookeeper.connect_string}/kts-test-{uuid.uuid4().hex[:12]}"
+    """A connect string with a chroot of its own, so every test starts from empty ZooKeeper state, apart from
+    the ``/cluster/id`` a broker would have written (seed_kafka_cluster)."""
+    chroot = f"/kts-test-{uuid.uuid4().hex[:12]}"
+    seed_kafka_cluster(zookeeper.connect_string, chroot)
+    return f"{zookeeper.connect_string}{chroot}"
 
 
 @pytest.fixture

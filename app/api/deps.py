@@ -9,6 +9,7 @@ write audit events, so it stays in the pool."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
@@ -17,6 +18,7 @@ from fastapi.security.base import SecurityBase
 
 from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
+from app.domain.cluster_migration import ClusterState
 from app.domain.errors import StoreUnavailable
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
@@ -79,6 +81,7 @@ class Starting:
     """The readiness of a replica whose runtime is not built yet (the management listener answers meanwhile)."""
 
     backend: str | None = None  # not known before the runtime is built
+    cluster: Callable[[], ClusterState] | None = None  # not read yet
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}
@@ -87,6 +90,9 @@ class Starting:
 class ReadinessChecks(Protocol):
     @property
     def backend(self) -> str | None: ...
+
+    @property
+    def cluster(self) -> Callable[[], ClusterState] | None: ...
 
     def checks(self) -> dict[str, str]: ...
 

@@ -55,6 +55,7 @@ _STATUS_BY_TYPE: tuple[tuple[type[errors.KtsError], int], ...] = (
     (errors.ConcurrentModification, 409),
     (errors.TooManyAttempts, 429),
     (errors.CapacityExhausted, 503),
+    (errors.ClusterMigrating, 503),
     (errors.TokenQuotaExceeded, 429),
     (errors.TokenWriteShareExceeded, 429),
     (errors.StoreUnavailable, 503),
@@ -98,7 +99,7 @@ def kts_error_response(exc: errors.KtsError, *, from_script: bool = False) -> JS
         headers["WWW-Authenticate"] = SCRIPT_WWW_AUTHENTICATE if from_script else WWW_AUTHENTICATE
     if isinstance(exc, errors.TooManyAttempts):
         headers["Retry-After"] = str(exc.retry_after_s)
-    if isinstance(exc, errors.CapacityExhausted | errors.TokenWriteShareExceeded):
+    if isinstance(exc, errors.CapacityExhausted | errors.TokenWriteShareExceeded | errors.ClusterMigrating):
         headers["Retry-After"] = str(exc.retry_after_s)
     elif status == 503:
         headers["Retry-After"] = RETRY_AFTER_SECONDS

@@ -21,7 +21,9 @@
     ├── TokenQuotaExceeded          a create would take a per-user token quota past its limit
     ├── TokenWriteShareExceeded     a token write would take its principal past its share of the token lists;
     │                               retry after ``retry_after_s``
+    ├── ClusterMigrating            the cluster moves to KRaft: kts in ZooKeeper mode writes no more
     └── StoreUnavailable            ZooKeeper (or another backing store) cannot be reached now
+        └── ClusterNotFound         the ZooKeeper path holds no Kafka cluster (checked at start)
 
 Messages are written for the caller: they never contain an HMAC, a password or the secret key.
 """
@@ -156,5 +158,23 @@ class TokenWriteShareExceeded(KtsError):
         self.retry_after_s = retry_after_s
 
 
+class ClusterMigrating(KtsError):
+    """The cluster is migrating (or has migrated) to KRaft, whose controller deletes the token, ACL and credential
+    znodes it did not make: the write was not made (app/domain/cluster_migration.py). Its outcome is known, so
+    unlike StoreUnavailable the audit event is settled as failed at once."""
+
+    name = "CLUSTER_MIGRATING"
+
+    def __init__(self, message: str, retry_after_s: int = 60) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class StoreUnavailable(KtsError):
     name = "SERVICE_UNAVAILABLE"
+
+
+class ClusterNotFound(StoreUnavailable):
+    """``zookeeper.connect`` leads to no Kafka cluster (a mistyped chroot): kts does not start there."""
+
+    name = "CLUSTER_NOT_FOUND"

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.clock import Clock
-from app.domain.errors import ConcurrentModification, StoreUnavailable, TokenNotFound
+from app.domain.errors import ClusterMigrating, ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.sweep_schedule import SweepReason, SweepSchedule
 from app.domain.token import TokenInformation
 from app.domain.token_share import deletion_batches
@@ -56,11 +56,15 @@ class Sweeper:
         near_capacity: Callable[[], bool] | None = None,
         shares: TokenShares | None = None,
         timer: Callable[[], float] = time.monotonic,
+        writes_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         """``early_threshold``: expired tokens that bring a sweep forward (None: every interval only);
         ``near_capacity``: whether a list is near its limit; ``shares``: to charge deletions to their
-        requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired)."""
+        requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired);
+        ``writes_allowed``: False while the cluster refuses kts's writes (its migration to KRaft), when no sweep
+        runs."""
         self._store = store
+        self._writes_allowed = writes_allowed
         self._room = room
         self._view = view
         self._auditor = auditor
@@ -95,13 +99,15 @@ class Sweeper:
                     self.early_runs_total += 1
                     log.info("sweeping early: %s (%d expired tokens wait)", reason.value, expired)
                 self.sweep(lost)
-            except StoreUnavailable as exc:
+            except (StoreUnavailable, ClusterMigrating) as exc:
                 log.warning("sweep interrupted: %s", exc.message)
 
     def _monotonic_ms(self) -> int:
         return int(self._timer() * 1000)
 
     def sweep(self, lost: threading.Event | None = None) -> int:
+        if not self._writes_allowed():
+            return 0  # the cluster moves to KRaft, whose controller expires tokens now (the cluster watch logs it)
         self.runs_total += 1
         now = self._clock.now_ms()
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)

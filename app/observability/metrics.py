@@ -9,7 +9,8 @@ process (the tests) never clash over metric names. Three kinds of figures:
   an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
 - figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
   entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, and the size of the child
-  lists brokers must list (app/domain/capacity.py) with the room left in them.
+  lists brokers must list (app/domain/capacity.py) with the room left in them, and the cluster's phase in its
+  migration to KRaft (app/domain/cluster_migration.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,10 @@ from app.version import kts_version, python_version
 # The classic text format, which every Prometheus version reads (what generate_latest writes by default).
 EXPOSITION_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 CLUSTER_STATES = ("connected", "suspended", "lost")
+# The cluster's migration to KRaft (app/domain/cluster_migration.py); kts refuses writes from "migrating" on.
+CLUSTER_PHASES = ("zookeeper", "pre-migration", "migrating", "migrated", "unknown")
+# The old name of kts_cluster_connection_state, still reported in ZooKeeper mode for this release only.
+DEPRECATED_SESSION_STATE = "kts_zookeeper_session_state"
 UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out of the labels
 
 
@@ -58,6 +63,7 @@ class RuntimeReadings:
     account_locks: Callable[[], int] = lambda: 0  # shared account locks in force, as this one sees them
     early_sweep_runs: Callable[[], int] = lambda: 0  # sweeps brought forward by expired tokens piling up
     expired_tokens: Callable[[], int] = lambda: 0  # in the cache, past their expiry, not swept yet
+    cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +105,7 @@ class KtsMetrics:
             registry=self.registry,
         ).labels(version=kts_version(), python_version=python_version()).set(1)
         self.registry.register(_RuntimeCollector(lambda: self._readings))
+        self.registry.register(_DeprecatedSessionState(lambda: self._readings))
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
@@ -138,7 +145,11 @@ class _RuntimeCollector(Collector):
         )
         for name in CLUSTER_STATES:
             cluster.add_metric([readings.backend, name], 1.0 if name == state else 0.0)
-        return [*_child_list_metrics(readings.child_lists()), *self._replica_metrics(readings, cluster)]
+        return [
+            *_child_list_metrics(readings.child_lists()),
+            *_cluster_metrics(readings.cluster_phase()),
+            *self._replica_metrics(readings, cluster),
+        ]
 
     @staticmethod
     def _replica_metrics(readings: RuntimeReadings, cluster: Metric) -> list[Metric]:
@@ -182,6 +193,45 @@ class _RuntimeCollector(Collector):
             ),
             cluster,
         ]
+
+
+def _cluster_metrics(phase: str | None) -> list[Metric]:
+    if phase is None:
+        return []
+    family = GaugeMetricFamily(
+        "kts_cluster_migration_phase",
+        "1 for the Kafka cluster's phase in its migration to KRaft as ZooKeeper shows it (zookeeper, pre-migration, "
+        "migrating, migrated, unknown); kts refuses token, ACL and credential writes in migrating, migrated and "
+        "unknown.",
+        labels=["phase"],
+    )
+    for name in CLUSTER_PHASES:
+        family.add_metric([name], 1.0 if name == phase else 0.0)
+    return [family]
+
+
+class _DeprecatedSessionState(Collector):
+    """``kts_zookeeper_session_state{state}``, the name of ``kts_cluster_connection_state`` before the Kafka-protocol
+    backend, kept in ZooKeeper mode for one more release so that dashboards and alerts on the old name keep working
+    while they move (docs/operations.md#upgrades-and-migrations). Remove it in the release after."""
+
+    def __init__(self, readings: Callable[[], RuntimeReadings | None]) -> None:
+        self._readings = readings
+
+    def collect(self) -> Iterable[Metric]:
+        readings = self._readings()
+        if readings is None or readings.backend != "zookeeper":
+            return []
+        state = readings.cluster_state()
+        family = GaugeMetricFamily(
+            DEPRECATED_SESSION_STATE,
+            "Deprecated, removed in the next release: use kts_cluster_connection_state{backend=\"zookeeper\"}. "
+            "1 for the current state of this replica's ZooKeeper session.",
+            labels=["state"],
+        )
+        for name in CLUSTER_STATES:
+            family.add_metric([name], 1.0 if name == state else 0.0)
+        return [family]
 
 
 def _child_list_metrics(figures: list[ChildListFigures] | None) -> list[Metric]:

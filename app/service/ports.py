@@ -225,12 +225,34 @@ class CredentialSource(Protocol):
         ...
 
 
+class RecentCreate(Protocol):
+    """A token a replica made a moment ago, as far as quotas count it."""
+
+    @property
+    def token_id(self) -> str: ...
+
+    def counts_against(self, key: QuotaKey, now_ms: int) -> bool: ...
+
+
 class TokenRequesters(Protocol):
     """Who asked for each token, where the cluster records kts's own principal instead (the Kafka protocol:
     kts creates as itself, for its HTTP callers). Shared by every replica, kept as long as the tokens."""
 
     def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
         """The requesters known for those of ``token_ids`` kts created; the others are left out."""
+        ...
+
+    def record(
+        self, token_id: str, *, requester: str, owner: str, event_id: int | None, counts_until_ms: int | None = None
+    ) -> bool:
+        """Remember who asked for a token the cluster just made, and the pending event of its create (the audit
+        reconciler's record that the event made this token, app/service/cluster_audit.py); False when the token
+        has a record already. Raises StoreUnavailable when the database cannot take it."""
+        ...
+
+    def recent(self, window_ms: int) -> Sequence[RecentCreate]:
+        """The tokens any replica recorded in the last ``window_ms``: made on the cluster, perhaps not described
+        by a broker yet (a broker takes in the controller's record a moment after the create is answered)."""
         ...
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.domain.cluster_migration import ClusterState
 from app.domain.errors import KtsError
 from app.service.audit import AuditLog
 
@@ -22,6 +23,9 @@ class Readiness:
     acls_loaded: Callable[[], bool]
     audit_log: AuditLog
     backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
+    # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
+    # ready and /readyz says what it sees (ZooKeeper backend only: app/storage/zk/cluster_watch.py).
+    cluster: Callable[[], ClusterState] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""

@@ -1,10 +1,8 @@
-"""In-process stand-ins for what replicas share, for a Kafka-protocol deployment of ONE replica.
+"""In-process stand-ins for what replicas share, for a Kafka-protocol deployment whose audit log is not a
+database (benchmarks that measure against a no-op sink): they hold only within this process, for ONE replica.
 
-ZooKeeper mode keeps these in ZooKeeper (audit intent markers, quota guards, account locks), where every
-replica sees them. Through the Kafka protocol they belong in a store replicas share (the audit database); until
-that store is wired in, the composition root uses these and says so in the log: they hold only within this
-process, so two replicas would not share locks, quotas would be exact per replica only, and a replica killed
-between a change and its audit completion leaves its pending events to be settled as not applied.
+ZooKeeper mode keeps these in ZooKeeper (audit intent markers, quota guards, account locks); through the Kafka
+protocol they live in the audit database (app/storage/sql/), where every replica sees them.
 """
 
 from __future__ import annotations

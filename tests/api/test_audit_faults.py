@@ -18,7 +18,7 @@ from app.settings import load_settings
 from app.storage.zk.znodes import KtsZNodes, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
-from tests.conftest import SECRET
+from tests.conftest import SECRET, seed_kafka_cluster
 from tests.postgres_server import PostgresServer
 
 
@@ -30,6 +30,7 @@ class SimulatedCrash(Exception):
 @pytest.fixture
 def zookeeper(tmp_path: Path) -> Iterator[EmbeddedZooKeeper]:
     with EmbeddedZooKeeper(tmp_path / "zk") as server:
+        seed_kafka_cluster(server.connect_string, "")
         raw = KazooClient(hosts=server.connect_string)
         raw.start(10)
         put_user(raw, *ALICE)

@@ -251,3 +251,12 @@ def test_the_owner_quota_holds(cluster: Cluster) -> None:
     assert refused.status_code == 429 and refused.json()["error"] == "TOKEN_QUOTA_EXCEEDED", refused.text
     client.post(f"/v1/tokens/{first['tokenId']}/expire", json={}, headers=alice.basic)
     create(client, alice)  # room again once one is gone
+
+
+def test_readiness_names_the_backend(cluster: Cluster) -> None:
+    """An operator tells from /readyz how a replica reaches the cluster (``kafka``: the Kafka protocol, whatever
+    mode the brokers run in), and which connection a failing ``cluster`` check means."""
+    ready = cluster.client().get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["backend"] == ("kafka" if cluster.protocol else "zookeeper")
+    assert ready.json()["checks"]["cluster"] == "ok"

@@ -1,6 +1,6 @@
 """``GET /metrics``: Prometheus text from a registry of each app's own, counting requests by route template,
 actions by outcome and Kafka error code, and reading the replica's state (tokens, ACLs, sweeps, leadership,
-ZooKeeper) at each scrape. Real app, real ZooKeeper."""
+ZooKeeper) at each scrape. Real app, real ZooKeeper; the connection state also on each backend (real brokers)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,11 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.api.backends import Cluster
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
 from tests.api.helpers import eventually
+
+OLD_NAME = "kts_zookeeper_session_state"  # deprecated: kts_cluster_connection_state{backend="zookeeper"}
 
 
 def samples(client: TestClient) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
@@ -122,6 +125,33 @@ def test_replica_state_acl_entries_leadership_and_zookeeper(client: TestClient) 
     eventually(lambda: value(client, "kts_sweeper_leader") == 1)  # the only replica is elected
     assert value(client, "kts_cluster_connection_state", backend="zookeeper", state="connected") == 1
     assert value(client, "kts_cluster_connection_state", backend="zookeeper", state="lost") == 0
+
+
+def test_the_connection_state_names_its_backend_and_zookeeper_mode_keeps_the_old_name(cluster: Cluster) -> None:
+    """``kts_zookeeper_session_state{state}`` became ``kts_cluster_connection_state{backend,state}``; dashboards and
+    alerts on the old name keep working in ZooKeeper mode for this release (the same values, marked deprecated),
+    and through the Kafka protocol only the new name exists."""
+    client = cluster.client()
+    exposition = client.get("/metrics").text
+    scraped = samples(client)
+    expected = "kafka" if cluster.protocol else "zookeeper"
+    current = {
+        dict(labels)["state"]: sample
+        for (name, labels), sample in scraped.items()
+        if name == "kts_cluster_connection_state"
+    }
+    assert current == {"connected": 1, "suspended": 0, "lost": 0}
+    assert {dict(labels)["backend"] for (name, labels) in scraped if name == "kts_cluster_connection_state"} == {
+        expected
+    }
+    old = {dict(labels)["state"]: sample for (name, labels), sample in scraped.items() if name == OLD_NAME}
+    if cluster.protocol:
+        assert old == {} and OLD_NAME not in exposition
+    else:
+        assert old == current
+        assert f"# HELP {OLD_NAME} Deprecated, removed in the next release: use kts_cluster_connection_state" in (
+            exposition
+        )
 
 
 def test_sweeps_and_swept_tokens_are_counted(make_client: Callable[..., TestClient], raw_zk: KazooClient) -> None:

@@ -12,12 +12,13 @@ from fastapi.testclient import TestClient
 from app.api.app import create_app
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.settings import load_settings
+from app.version import DISTRIBUTION
 from tests.api.conftest import ALICE, basic, put_user
-from tests.conftest import SECRET
+from tests.conftest import SECRET, seed_kafka_cluster
 
 
 def test_healthz_and_readyz(client: TestClient) -> None:
-    assert client.get("/healthz").json() == {"status": "ok", "version": version("kts")}
+    assert client.get("/healthz").json() == {"status": "ok", "version": version(DISTRIBUTION)}
     ready = client.get("/readyz")
     assert ready.status_code == 200
     assert ready.json()["checks"]["cluster"] == "ok" and ready.json()["backend"] == "zookeeper"
@@ -27,6 +28,7 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
     from kazoo.client import KazooClient
 
     with EmbeddedZooKeeper(tmp_path / "zk") as zookeeper:
+        seed_kafka_cluster(zookeeper.connect_string, "")
         raw = KazooClient(hosts=zookeeper.connect_string)
         raw.start(10)
         put_user(raw, "alice", "alice-pw")
@@ -55,6 +57,6 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
 
 def test_build_info_names_the_version_and_python(client: TestClient) -> None:
     text = client.get("/metrics").text
-    line = f'kts_build_info{{python_version="{platform.python_version()}",version="{version("kts")}"}} 1.0'
+    line = f'kts_build_info{{python_version="{platform.python_version()}",version="{version(DISTRIBUTION)}"}} 1.0'
     assert line in text.splitlines()
     assert "# TYPE kts_build_info gauge" in text

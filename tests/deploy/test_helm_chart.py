@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,14 @@ import pytest
 import yaml
 
 from app.settings import ENV_PREFIX, Settings, load_settings
+from app.storage.kafka.client_config import SaslLogin
 from app.storage.zk.client_security import DigestLogin
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "kts"
 SIDECAR_EXAMPLE = CHART / "examples" / "job-with-sidecar.yaml"
 PRODUCTION_VALUES = CHART / "values-production.yaml"
+KRAFT_PRODUCTION_VALUES = CHART / "values-production-kraft.yaml"
 # Native sidecars (restartPolicy on an init container) are GA from 1.33; kubernetes-validate ships it.
 KUBERNETES_VERSION = "1.33.0"
 RELEASE = "kts"
@@ -72,8 +75,28 @@ SECURED: dict[str, Any] = {
     "networkPolicy": {"enabled": True},
 }
 PRODUCTION: dict[str, Any] = yaml.safe_load(PRODUCTION_VALUES.read_text(encoding="utf-8"))
-VALUE_SETS = [None, EVERYTHING_ENABLED, SECURED, PRODUCTION]
-VALUE_SET_IDS = ["defaults", "everything-enabled", "secured", "production"]
+KRAFT_PRODUCTION: dict[str, Any] = yaml.safe_load(KRAFT_PRODUCTION_VALUES.read_text(encoding="utf-8"))
+# A KRaft cluster through the Kafka protocol with every admin.* option: a client certificate with an encrypted key,
+# a JAAS login, no host name check, one replica on SQLite.
+KAFKA_SECURED: dict[str, Any] = {
+    "replicaCount": 1,
+    "config": {"zookeeperConnect": "", "bootstrapServers": "kafka-0:9093,kafka-1:9093"},
+    "admin": {
+        "securityProtocol": "SASL_SSL",
+        "sasl": {"mechanism": "SCRAM-SHA-256", "jaasConfigSecret": {"name": "kts-kafka", "key": "jaas"}},
+        "ssl": {
+            "secretName": "kafka-client",
+            "truststoreKey": "ca.pem",
+            "keystoreKey": "kts.pem",
+            "keyPasswordKey": "kts.password",
+            "verifyHostname": False,
+        },
+        "requestTimeoutMs": 15000,
+    },
+    "auditDatabase": {"type": "sqlite", "sqlite": {"claimName": "kts-audit"}},
+}
+VALUE_SETS = [None, EVERYTHING_ENABLED, SECURED, PRODUCTION, KRAFT_PRODUCTION, KAFKA_SECURED]
+VALUE_SET_IDS = ["defaults", "everything-enabled", "secured", "production", "kraft-production", "kafka-secured"]
 # Objects of custom resource definitions: kubernetes-validate has schemas for built-in kinds only.
 CUSTOM_KINDS = {"ServiceMonitor"}
 POD_TMP = "/tmp"  # noqa: S108 - a path inside the pod, not on this machine
@@ -451,6 +474,8 @@ ZkClient {
     password="from-the-jaas-file";
 };
 """
+KAFKA_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kts" password="kts-pw";'
+KAFKA_JAAS_256 = KAFKA_JAAS.replace("kts-pw", "kts-pw-256")
 # What the Secrets hold, by (Secret, key). The certificates need only exist for kts's settings to accept them.
 SECRET_DATA = {
     ("kts", "delegation-token-secret-key"): "the-brokers-secret",
@@ -468,6 +493,13 @@ SECRET_DATA = {
     ("zookeeper-client", "ca.pem"): "ZooKeeper's CA",
     ("zookeeper-client", "client.pem"): "ZooKeeper client certificate",
     ("zookeeper-client", "client-key.pem"): "ZooKeeper client key",
+    ("kts-kafka", "sasl.jaas.config"): KAFKA_JAAS,
+    ("kts-kafka", "jaas"): KAFKA_JAAS_256,
+    ("kafka-cluster-ca-cert", "ca.crt"): "the brokers' CA",
+    ("kafka-client", "ca.pem"): "the brokers' CA bundle",
+    ("kafka-client", "ca.crt"): "the brokers' CA",
+    ("kafka-client", "kts.pem"): "kts's client certificate and key",
+    ("kafka-client", "kts.password"): "key-password",
 }
 
 # What the ConfigMaps the chart refers to hold (public material), by (ConfigMap, key).
@@ -751,3 +783,215 @@ def test_the_listener_is_kts_own_key_not_the_brokers(defaults: dict[str, dict[st
     properties = defaults["ConfigMap"]["data"]["server.properties"]
     assert "\nhttp.listeners=http://0.0.0.0:8080\n" in properties
     assert not re.search(r"^listeners=", properties, flags=re.MULTILINE)
+
+
+# -------------------- a KRaft cluster through the Kafka protocol (config.bootstrapServers, admin.*)
+
+
+def test_kraft_production_values_reach_the_brokers_through_the_kafka_protocol(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, KRAFT_PRODUCTION))
+    assert set(objects) == {
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "ServiceMonitor",
+        "NetworkPolicy",
+    }
+    assert objects["Deployment"]["spec"]["replicas"] == 3
+    assert "strategy" not in objects["Deployment"]["spec"]  # rolling updates: PostgreSQL takes any number
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert settings.backend == "kafka" and settings.zookeeper_connect is None
+    assert settings.bootstrap_servers == KRAFT_PRODUCTION["config"]["bootstrapServers"]
+    security = settings.kafka_security
+    assert security.protocol == "SASL_SSL"
+    assert security.login == SaslLogin("SCRAM-SHA-512", "kts", "kts-pw")
+    assert security.tls is not None and security.tls.check_hostname is True and security.tls.certfile is None
+    assert security.tls.cafile is not None and security.tls.cafile.read_text() == "the brokers' CA"
+    assert settings.audit_db_url.startswith("postgresql://")
+    assert settings.listener_scheme == "https" and settings.ssl_client_auth == "requested"
+    properties = objects["ConfigMap"]["data"]["server.properties"]
+    assert "zookeeper." not in properties and "token.znode.version" not in properties
+    assert "kts-pw" not in properties  # the JAAS login comes from its Secret only
+    env = {entry["name"]: entry for entry in container(objects)["env"]}
+    assert env["KTS_ADMIN_SASL_JAAS_CONFIG"]["valueFrom"] == {
+        "secretKeyRef": {"name": "kts-kafka", "key": "sasl.jaas.config"}
+    }
+    assert not [name for name in environment if "ZOOKEEPER" in name]
+    egress_ports = [port["port"] for rule in objects["NetworkPolicy"]["spec"]["egress"] for port in rule["ports"]]
+    assert 9093 in egress_ports and 2181 not in egress_ports
+    report = helm.lint(CHART, KRAFT_PRODUCTION, strict=True, kube_version=f"v{KUBERNETES_VERSION}")
+    assert report["errors"] == []
+
+
+def test_every_admin_option_reaches_kts_with_one_replica_on_sqlite(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    objects = by_kind(render(chart, KAFKA_SECURED))
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    security = settings.kafka_security
+    assert security.login == SaslLogin("SCRAM-SHA-256", "kts", "kts-pw-256")
+    assert security.tls is not None and security.tls.check_hostname is False
+    assert security.tls.cafile is not None and security.tls.cafile.read_text() == "the brokers' CA bundle"
+    assert security.tls.certfile is not None and security.tls.certfile.read_text() == "kts's client certificate and key"
+    assert security.tls.key_password == environment["KTS_ADMIN_SSL_KEY_PASSWORD"] == "key-password"
+    assert settings.admin_request_timeout_ms == 15_000
+    # SQLite: one replica, the file on the claim, never two pods writing it at once, no database Secret.
+    deployment = objects["Deployment"]
+    assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"] == {"type": "Recreate"}
+    assert settings.audit_db_url == "sqlite:////var/lib/kts/audit/kts-audit.db"
+    assert "KTS_AUDIT_DB_URL" not in environment
+    volumes = {volume["name"]: volume for volume in deployment["spec"]["template"]["spec"]["volumes"]}
+    mounts = {mount["mountPath"]: mount for mount in container(objects)["volumeMounts"]}
+    assert volumes[mounts["/var/lib/kts/audit"]["name"]]["persistentVolumeClaim"] == {"claimName": "kts-audit"}
+    writable = sorted(path for path, mount in mounts.items() if not mount.get("readOnly"))
+    assert writable == [POD_TMP, "/var/lib/kts/audit"]
+    assert volumes[mounts["/var/run/secrets/kts/kafka"]["name"]]["projected"]["defaultMode"] == 0o440
+    notes = next(text for path, text in chart.render(KAFKA_SECURED, name=RELEASE).items() if path.endswith("NOTES.txt"))
+    assert "kts-kafka / jaas: admin.sasl.jaas.config" in notes and "audit-db-url" not in notes
+
+
+@pytest.mark.parametrize(
+    ("admin", "login", "tls"),
+    [
+        ({"securityProtocol": "SASL_PLAINTEXT", "sasl": {"jaasConfigSecret": {"name": "kts-kafka"}}}, True, False),
+        ({"securityProtocol": "SASL_SSL", "sasl": {"jaasConfigSecret": {"name": "kts-kafka"}}}, True, True),
+        ({"securityProtocol": "SSL", "ssl": {"secretName": "kafka-client", "keystoreKey": "kts.pem"}}, False, True),
+    ],
+    ids=["sasl-plaintext", "sasl-ssl-system-cas", "ssl-client-certificate"],
+)
+def test_the_security_protocol_decides_which_admin_keys_are_written(
+    chart: helm.Chart,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    admin: dict[str, Any],
+    login: bool,
+    tls: bool,
+) -> None:
+    values = {"config": {"zookeeperConnect": "", "bootstrapServers": "kafka:9093"}, "admin": admin}
+    objects = by_kind(render(chart, values))
+    validate_strictly(objects["Deployment"])
+    properties = objects["ConfigMap"]["data"]["server.properties"]
+    assert ("admin.sasl.mechanism=" in properties) is login
+    assert ("admin.ssl.endpoint.identification.algorithm=" in properties) is tls
+    settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
+    assert (settings.kafka_security.login is not None) is login
+    assert ("KTS_ADMIN_SASL_JAAS_CONFIG" in environment) is login
+    assert (settings.kafka_security.tls is not None) is tls
+    if tls and "secretName" not in admin.get("ssl", {}):
+        assert settings.kafka_security.tls is not None and settings.kafka_security.tls.cafile is None  # system CAs
+        pod = objects["Deployment"]["spec"]["template"]["spec"]
+        assert "kafka" not in {volume["name"] for volume in pod["volumes"]}
+
+
+KAFKA_MODE = {"zookeeperConnect": "", "bootstrapServers": "kafka:9093"}
+KAFKA_LOGIN = {"sasl": {"jaasConfigSecret": {"name": "kts-kafka"}}}
+SQLITE_CLAIM = {"claimName": "kts-audit"}
+
+
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"config": KAFKA_MODE, "admin": KAFKA_LOGIN, "zookeeper": {"setAcl": True}},
+            "zookeeper: kts reaches the cluster through the Kafka protocol",
+        ),
+        (
+            {"config": KAFKA_MODE, "admin": KAFKA_LOGIN, "zookeeper": {"tls": {"enabled": True, "secretName": "z"}}},
+            "so it has no ZooKeeper login: remove the zookeeper values",
+        ),
+        ({"config": KAFKA_MODE}, "admin.sasl.jaasConfigSecret.name: name the Secret holding kts's admin.sasl.jaas"),
+        (
+            {"config": KAFKA_MODE, "admin": {**KAFKA_LOGIN, "securityProtocol": "SSL"}},
+            "admin.sasl.jaasConfigSecret: set, but admin.securityProtocol is SSL",
+        ),
+        (
+            {
+                "config": KAFKA_MODE,
+                "admin": {**KAFKA_LOGIN, "securityProtocol": "SASL_PLAINTEXT", "ssl": {"secretName": "ca"}},
+            },
+            "admin.ssl.secretName: set, but admin.securityProtocol is SASL_PLAINTEXT",
+        ),
+        (
+            {"config": KAFKA_MODE, "admin": {**KAFKA_LOGIN, "ssl": {"keystoreKey": "kts.pem"}}},
+            "keystoreKey and keyPasswordKey are keys of admin.ssl.secretName",
+        ),
+        (
+            {"config": KAFKA_MODE, "admin": {**KAFKA_LOGIN, "ssl": {"secretName": "ca", "keyPasswordKey": "pw"}}},
+            "admin.ssl.keyPasswordKey: set admin.ssl.keystoreKey too",
+        ),
+        ({"admin": KAFKA_LOGIN}, "admin: kts logs in to the brokers only with config.bootstrapServers"),
+        (
+            {"config": KAFKA_MODE, "admin": KAFKA_LOGIN, "auditDatabase": {"type": "sqlite", "sqlite": SQLITE_CLAIM}},
+            "SQLite serves one replica only, and through the Kafka protocol the replicas share account locks, quota "
+            "turns and leadership through the audit database: use PostgreSQL",
+        ),
+        (
+            {"replicaCount": 2, "auditDatabase": {"type": "sqlite", "sqlite": {"claimName": "a"}}},
+            "auditDatabase.type: SQLite keeps the audit trail in one pod's file: use PostgreSQL",
+        ),
+        (
+            {"replicaCount": 1, "auditDatabase": {"type": "sqlite"}},
+            "auditDatabase.sqlite.claimName: name the PersistentVolumeClaim",
+        ),
+    ],
+)
+def test_inconsistent_kafka_and_database_values_are_refused_with_a_sentence(
+    chart: helm.Chart, values: dict[str, Any], message: str
+) -> None:
+    chart.validate_schema(values)
+    with pytest.raises(helm.HelmRenderError, match=re.escape(message)):
+        chart.render(values, name=RELEASE, namespace=NAMESPACE)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [{"bootstrapServers": "kafka:9093"}, {"zookeeperConnect": ""}, {"zookeeperConnect": "", "bootstrapServers": ""}],
+    ids=["both", "neither", "both-empty"],
+)
+def test_the_schema_wants_zookeeper_or_the_brokers_never_both_or_neither(
+    chart: helm.Chart, config: dict[str, Any], tmp_path: Path
+) -> None:
+    with pytest.raises(helm.HelmValuesError, match="/config/zookeeperConnect"):
+        chart.validate_schema({"config": config})
+    # Rendered without the schema (helm --skip-schema-validation), the templates refuse with a sentence.
+    unchecked = tmp_path / "kts"
+    shutil.copytree(CHART, unchecked)
+    (unchecked / "values.schema.json").unlink()
+    expected = "not both" if config.get("bootstrapServers") else "or bootstrapServers"
+    with helm.Chart.load(unchecked) as loaded, pytest.raises(helm.HelmRenderError, match=expected):
+        loaded.render({"config": config}, name=RELEASE, namespace=NAMESPACE)
+
+
+@pytest.mark.parametrize(
+    ("values", "where"),
+    [
+        ({"config": {**KAFKA_MODE, "bootstrapServers": "kafka"}}, "/config/bootstrapServers"),
+        ({"admin": {"securityProtocol": "PLAINTEXT"}}, "/admin/securityProtocol"),
+        ({"admin": {"sasl": {"mechanism": "GSSAPI"}}}, "/admin/sasl/mechanism"),
+        ({"admin": {"sasl": {"jaasConfig": "in-the-values"}}}, "additional properties 'jaasConfig'"),
+        ({"admin": {"ssl": {"keyPassword": "in-the-values"}}}, "additional properties 'keyPassword'"),
+        ({"admin": {"requestTimeoutMs": 999}}, "/admin/requestTimeoutMs"),
+        ({"auditDatabase": {"type": "mysql"}}, "/auditDatabase/type"),
+        ({"auditDatabase": {"sqlite": {"claimName": "Not A Name"}}}, "/auditDatabase/sqlite/claimName"),
+    ],
+)
+def test_schema_rejects_bad_kafka_and_database_values(chart: helm.Chart, values: dict[str, Any], where: str) -> None:
+    with pytest.raises(helm.HelmValuesError, match=where):
+        chart.validate_schema(values)
+
+
+def test_the_kraft_example_of_the_deployment_guide_renders_and_starts_kts(
+    chart: helm.Chart, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/deployment.md's KRaft values, as printed, pass the schema and give kts a Kafka-protocol login."""
+    guide = (ROOT / "docs" / "deployment.md").read_text(encoding="utf-8")
+    section = guide.split("### A cluster without ZooKeeper (KRaft)", 1)[1].split("\n### ", 1)[0]
+    (block,) = re.findall(r"```yaml\n(.*?)```", section, flags=re.DOTALL)
+    values = yaml.safe_load(block)
+    settings, _ = settings_in_pod(by_kind(render(chart, values)), tmp_path, monkeypatch)
+    assert settings.backend == "kafka"
+    assert settings.kafka_security.login == SaslLogin("SCRAM-SHA-512", "kts", "kts-pw")
+    assert settings.kafka_security.tls is not None and settings.kafka_security.tls.cafile is not None

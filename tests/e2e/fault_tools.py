@@ -25,6 +25,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import new_token_id
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
+from tests.conftest import seed_kafka_cluster
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
 from tests.zookeeper_ensemble import ZooKeeperEnsemble
 
@@ -123,12 +124,9 @@ def restart_all(replicas: list[Replica]) -> None:
 
 
 def open_chroot(ensemble: ZooKeeperEnsemble, chroot: str) -> KazooClient:
-    """A kazoo client on a fresh chroot of the ensemble, as a broker or an operator would connect."""
-    bootstrap = KazooClient(hosts=ensemble.connect_string)
-    bootstrap.start(15)
-    bootstrap.ensure_path(chroot)
-    bootstrap.stop()
-    bootstrap.close()
+    """A kazoo client on a fresh chroot of the ensemble, as a broker or an operator would connect; the chroot
+    holds the /cluster/id a broker writes (kts refuses a chroot without one)."""
+    seed_kafka_cluster(ensemble.connect_string, chroot)
     client = KazooClient(hosts=ensemble.connect_string + chroot)
     client.start(15)
     return client

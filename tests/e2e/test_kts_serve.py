@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,10 +13,10 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
-from app.cli.server.embedded_zookeeper import free_port
+from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, free_port
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET, write_properties
-from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
+from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts, wait_ready
 
 
 def test_serves_tokens_from_a_broker_style_properties_file(
@@ -307,3 +308,42 @@ def test_without_a_connection_timeout_kafkas_default_is_the_session_timeout(tmp_
     )
     assert result.returncode == 1
     assert "timed out after 2 s (zookeeper.connection.timeout.ms)" in _one_line(result)
+
+
+def test_a_chroot_where_no_kafka_cluster_lives_is_refused_in_one_line_naming_it(
+    tmp_path: Path, zookeeper: EmbeddedZooKeeper, processes: list[subprocess.Popen[str]]
+) -> None:
+    """A mistyped chroot: no /cluster/id there. kts names the path it looked at and creates nothing there; the
+    operator who runs kts before the first broker says so with zookeeper.cluster.required=false."""
+    chroot = f"/kafak-{uuid.uuid4().hex[:8]}"
+    connect = f"{zookeeper.connect_string}{chroot}"
+    result = subprocess.run(
+        [*KTS, "serve"],
+        cwd=ROOT,
+        env=kts_env(KTS_ZOOKEEPER_CONNECT=connect, KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET),
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"kts: no Kafka cluster at {connect}: {chroot}/cluster/id does not exist")
+    assert "zookeeper.cluster.required=false" in lines[0]
+    raw = KazooClient(hosts=zookeeper.connect_string)
+    raw.start(10)
+    try:
+        assert raw.exists(chroot) is None
+    finally:
+        raw.stop()
+        raw.close()
+
+    url = start_kts(
+        processes,
+        tmp_path,
+        "before-the-first-broker",
+        KTS_ZOOKEEPER_CONNECT=connect,
+        KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
+        KTS_ZOOKEEPER_CLUSTER_REQUIRED="false",
+    )
+    assert httpx.get(f"{url}/readyz").json()["migration"]["clusterId"] is None

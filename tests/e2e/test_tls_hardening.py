@@ -22,7 +22,7 @@ import pytest
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, free_port
 from app.cli.server.tls import TLS12_CIPHERS
-from tests.conftest import SECRET
+from tests.conftest import SECRET, seed_kafka_cluster
 from tests.e2e.conftest import KTS, ROOT, kts_env
 from tests.tls_material import CertificateAuthority, Pair
 
@@ -50,11 +50,13 @@ def https_kts(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFac
     ca = CertificateAuthority(directory)
     server = ca.issue("server", server=True, CN="localhost")
     port = free_port()
+    chroot = f"/kts-tls-{uuid.uuid4().hex[:12]}"
+    seed_kafka_cluster(zookeeper.connect_string, chroot)
     process = subprocess.Popen(
         [*KTS, "serve"],
         cwd=ROOT,
         env=kts_env(
-            KTS_ZOOKEEPER_CONNECT=f"{zookeeper.connect_string}/kts-tls-{uuid.uuid4().hex[:12]}",
+            KTS_ZOOKEEPER_CONNECT=f"{zookeeper.connect_string}{chroot}",
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
             KTS_HTTP_LISTENERS=f"https://127.0.0.1:{port}",
             KTS_SSL_CERTFILE=str(server.cert),

@@ -17,7 +17,7 @@ from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic, put_user
-from tests.conftest import SECRET
+from tests.conftest import SECRET, seed_kafka_cluster
 from tests.e2e.conftest import start_kts
 from tests.zookeeper_ensemble import ZooKeeperEnsemble
 
@@ -32,10 +32,7 @@ def test_ensemble_leader_killed_during_creates_and_renews(
     ensemble.start()
     try:
         connect = ensemble.connect_string + "/kafka"
-        raw = KazooClient(hosts=ensemble.connect_string)
-        raw.start(15)
-        raw.ensure_path("/kafka")
-        raw.stop()
+        seed_kafka_cluster(ensemble.connect_string, "/kafka")
         raw = KazooClient(hosts=connect)
         raw.start(15)
         put_user(raw, *ALICE)

@@ -45,11 +45,13 @@ def _brokers_jaas_file(path: Path) -> Path:
 
 
 def _put_alice(connect: str) -> None:
-    """Alice's SCRAM credential, written through a secured session as kafka-configs.sh would."""
+    """Alice's SCRAM credential, written through a secured session as kafka-configs.sh would, in a chroot holding
+    the /cluster/id a broker writes."""
     security = client_security(set_acl=True, sasl_username="kts", sasl_password=ZK_SASL_USERS["kts"])
     zk = ZkConnection(connect, session_timeout_ms=6000, security=security)
     zk.start()
     try:
+        zk.client.create("/cluster/id", b'{"version":"1","id":"secured-cluster"}', makepath=True)
         ZkUserStore(zk).put_credential(
             ALICE[0], Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, ALICE[1], 4096)
         )

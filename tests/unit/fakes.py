@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
@@ -511,3 +512,98 @@ class RecordingObserver:
 
     def outcomes(self) -> list[tuple[str, str, int | None]]:
         return [(event.action.value, event.outcome.value, event.error_code) for event in self.events]
+
+
+class FakeTrail:
+    """The audit trail and the token requesters' ledger of app/service/cluster_audit.py, sharing one state as
+    the database's tables do: events by id, and the ledger's rows (token id -> event id, requester, whether
+    reconstructed). A claim or a reconstruction writes the row and the event together, or neither."""
+
+    def __init__(self) -> None:
+        self.events: dict[int, StoredEvent] = {}
+        self.ledger: dict[str, tuple[int | None, str, bool]] = {}
+        self.forgotten_after: int | None = None
+
+    def write(self, event: AuditEvent, *, at_ms: int, service_id: str = "kts-0") -> int:
+        event_id = len(self.events) + 1
+        self.events[event_id] = StoredEvent(
+            event_id,
+            at_ms,
+            event.action.value,
+            event.outcome.value,
+            event.principal,
+            event.owner,
+            event.token_requester,
+            event.token_id,
+            event.error_code,
+            service_id,
+            None,
+            None,
+            dict(event.details),
+        )
+        return event_id
+
+    # AuditLog
+    def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
+        return [e for e in self.events.values() if e.outcome == Outcome.PENDING.value and e.timestamp < older_than_ms]
+
+    def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        return sum(self._complete(event_id, event) for event_id, event in settled)
+
+    def is_pending(self, event_id: int) -> bool | None:
+        stored = self.events.get(event_id)
+        return None if stored is None else stored.outcome == Outcome.PENDING.value
+
+    def _complete(self, event_id: int, event: AuditEvent) -> bool:
+        stored = self.events[event_id]
+        if stored.outcome != Outcome.PENDING.value:
+            return False
+        self.events[event_id] = replace(
+            stored, outcome=event.outcome.value, token_id=event.token_id or stored.token_id, details=dict(event.details)
+        )
+        return True
+
+    # TokenLedger
+    def tokens_of_events(self, event_ids: Sequence[int]) -> dict[int, str]:
+        wanted = set(event_ids)
+        return {event_id: token_id for token_id, (event_id, _, _) in self.ledger.items() if event_id in wanted}
+
+    def recorded(self, token_ids: Sequence[str]) -> set[str]:
+        return set(token_ids) & self.ledger.keys()
+
+    def created_events(self, token_ids: Sequence[str]) -> dict[str, Any]:
+        from app.service.cluster_audit import NamedCreate
+
+        found: dict[str, NamedCreate] = {}
+        for stored in sorted(self.events.values(), key=lambda e: -e.id):
+            if stored.token_id in token_ids and stored.action == "token.create" and stored.outcome == "succeeded":
+                found[stored.token_id] = NamedCreate(stored.id, stored.token_requester)
+        return found
+
+    def record(self, token_id: str, *, requester: str, event_id: int | None, reconstructed: bool = False) -> bool:
+        if token_id in self.ledger:
+            return False
+        self.ledger[token_id] = (event_id, requester, reconstructed)
+        return True
+
+    def adopt(self, token: TokenInformation, named: Any) -> bool:
+        return self.record(
+            token.token_id, requester=named.requester or str(token.token_requester), event_id=named.event_id
+        )
+
+    def claim(self, event_id: int, token: TokenInformation, requester: str, settled: AuditEvent) -> bool:
+        if token.token_id in self.ledger or self.events[event_id].outcome != Outcome.PENDING.value:
+            return False
+        self.record(token.token_id, requester=requester, event_id=event_id)
+        return self._complete(event_id, settled)
+
+    def forget_older_than(self, age_ms: int) -> int:
+        self.forgotten_after = age_ms
+        return 0
+
+    def reconstruct(self, token: TokenInformation, event: AuditEvent) -> int | None:
+        if token.token_id in self.ledger:
+            return None
+        event_id = self.write(event, at_ms=NOW)
+        self.record(token.token_id, requester=str(token.token_requester), event_id=event_id, reconstructed=True)
+        return event_id

@@ -101,6 +101,26 @@ def test_the_kafka_protocol_libraries_are_imported_only_by_the_kafka_backend_and
     assert any(_within(name, "kio") for name in imports()["app.storage.kafka.wire"])  # positive control
 
 
+def test_the_client_commands_take_only_the_sasl_login_from_the_kafka_backend() -> None:
+    """The client commands and the sidecar run beside workloads, not beside the service: of the service's layers
+    (storage, services, auth, API, the composition root) they import only the Kafka SASL login
+    (app/storage/kafka/sasl.py), which kafka_login.py drives over its own socket and the backend over kts's
+    connections, so the exchange is written once. The storage package itself is named only on the way to it."""
+    shared = ("app.storage.kafka.sasl",)
+    passed_through = {"app.storage", "app.storage.kafka"}  # ``from app.storage.kafka import sasl`` names these
+    service_side = ("app.storage", "app.service", "app.auth", "app.api", "app.runtime", "app.leader")
+    found = sorted(
+        f"{module} imports {name}"
+        for module, names in imports().items()
+        if _within(module, "app.cli.client", "app.cli.sidecar")
+        for name in names
+        if _within(name, *service_side) and not _within(name, *shared) and name not in passed_through
+    )
+    assert found == []
+    assert any(_within(name, *shared) for name in imports()["app.cli.client.kafka_login"])  # positive control
+    assert any(_within(name, *shared) for name in imports()["app.storage.kafka.wire"])
+
+
 def test_nothing_above_storage_names_a_backend_adapter_but_the_composition_root() -> None:
     above = ("app.service", "app.api", "app.auth", "app.domain", "app.observability")
     assert _violations(above, ("app.storage.zk", "app.storage.kafka")) == []

@@ -215,6 +215,22 @@ class KtsClient:
                 break
         return events
 
+    # operations
+
+    def readiness(self) -> dict[str, Any]:
+        """``GET /readyz``'s body, whether the replica is ready (200) or not (503 NOT_READY); no login needed."""
+        try:
+            response = self._http.get("/readyz")
+        except httpx.TransportError as exc:
+            raise ServiceUnreachable(f"cannot reach {self.server}: {_reason(exc)}") from None
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.status_code in (200, 503) and isinstance(body, dict) and "checks" in body:
+            return body
+        raise refusal(response)
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:
             response = self._http.request(method, path, **kwargs)

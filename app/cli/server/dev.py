@@ -137,20 +137,24 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
             console.print(f"starting ZooKeeper on 127.0.0.1:{zookeeper.port} ...")
             zookeeper.start()
             overrides["zookeeper_connect"] = zookeeper.connect_string
+            if kafka_port is None:
+                # No broker on the embedded ZooKeeper, so no /cluster/id: the one place kts runs without one.
+                overrides["zookeeper_cluster_required"] = False
         base = load_settings(config_file, **overrides)
         super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
         settings = load_settings(config_file, **overrides, super_users=super_users)
-        done, generated = _ensure_admin(settings)
-        check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
         if kafka_port is not None:
+            # First: the broker writes the /cluster/id kts requires (zookeeper.cluster.required) before it starts.
             broker = start_dev_broker(
                 data_dir,
-                settings.zookeeper_connect,
+                settings.zookeeper_connect_string,
                 settings.secret_key,
                 kafka_port,
                 f"User:{ADMIN_USER}",
                 console.print,
             )
+        done, generated = _ensure_admin(settings)
+        check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
         console.print(banner_password_line(done, generated))

@@ -65,9 +65,7 @@ class BrokerLoginCheck:
                 f"the brokers ({self.servers}) did not accept token {token.token_id} within "
                 f"{self._timeout_s:g} s, so it was not published: {exc}"
             ) from None
-        log.info(
-            "a broker (%s) accepted token %s after %.1f s", self.servers, token.token_id, self._clock() - started
-        )
+        log.info("a broker (%s) accepted token %s after %.1f s", self.servers, token.token_id, self._clock() - started)
 
     @staticmethod
     def _log_refusal(token_id: str) -> Callable[[RetryCallState], None]:

@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         stop.set()
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
+
     def pause(seconds: float) -> None:
         if stop.wait(seconds):
             raise Stopped

@@ -25,7 +25,9 @@ class SqlAuditLog:
         self._clock = clock
         self._writes = GroupCommitter(engine)
 
-    def _row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
+    def event_row(self, event: AuditEvent, context: RequestContext) -> dict[str, Any]:
+        """The storable row of ``event``, stamped now by this replica (also for writers that put an event in
+        a transaction of their own, app/storage/sql/token_requesters.py)."""
         row: dict[str, Any] = {
             "timestamp": self._clock.now_ms(),
             "action": event.action.value,
@@ -56,11 +58,11 @@ class SqlAuditLog:
 
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
-        return self._writes.write(_APPEND, self._row(event, context))
+        return self._writes.write(_APPEND, self.event_row(event, context))
 
     def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
         """Insert several events in one transaction (one commit); ids in the order given."""
-        rows = [self._row(event, context) for event in batch]
+        rows = [self.event_row(event, context) for event in batch]
         return self._writes.run(lambda connection: list(_APPEND.execute(connection, rows)))
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:
@@ -127,6 +129,31 @@ class SqlAuditLog:
         ]
 
 
+def completion_statement() -> Any:
+    """Settle the event ``event_id`` if it is still pending, with ``completion_parameters``; a token id
+    given replaces the one the pending event named (on a cluster that picks ids, the real one)."""
+    return (
+        update(events)
+        .where(and_(events.c.id == bindparam("event_id"), events.c.outcome == Outcome.PENDING.value))
+        .values(
+            outcome=bindparam("new_outcome"),
+            error_code=bindparam("new_error_code"),
+            details=bindparam("new_details"),
+            token_id=func.coalesce(bindparam("new_token_id"), events.c.token_id),
+        )
+    )
+
+
+def completion_parameters(event: AuditEvent) -> dict[str, Any]:
+    """What settling a pending event writes (the ``new_*`` parameters of ``complete_many``'s statement)."""
+    return {
+        "new_outcome": _column_text("outcome", event.outcome.value),
+        "new_error_code": event.error_code,
+        "new_details": _details_json(event.details),
+        "new_token_id": _column_text("token_id", event.token_id),
+    }
+
+
 class _Append:
     """Appending events, as one INSERT ... RETURNING for every event of a group commit (ids in the order given)."""
 
@@ -141,16 +168,7 @@ class _Settle:
     answers whether its event was still pending: the usual batch settles all of its events, or none; one that
     settled only some cannot tell which (``Ambiguous``), and its events are settled again one by one."""
 
-    statement = (
-        update(events)
-        .where(and_(events.c.id == bindparam("event_id"), events.c.outcome == Outcome.PENDING.value))
-        .values(
-            outcome=bindparam("new_outcome"),
-            error_code=bindparam("new_error_code"),
-            details=bindparam("new_details"),
-            token_id=func.coalesce(bindparam("new_token_id"), events.c.token_id),
-        )
-    )
+    statement = completion_statement()
 
     def settled_count(self, connection: Connection, parameters: list[dict[str, Any]]) -> int:
         if not parameters:
@@ -171,13 +189,7 @@ _SETTLE = _Settle()
 
 
 def _settling(event_id: int, event: AuditEvent) -> dict[str, Any]:
-    return {
-        "event_id": event_id,
-        "new_outcome": _column_text("outcome", event.outcome.value),
-        "new_error_code": event.error_code,
-        "new_details": _details_json(event.details),
-        "new_token_id": _column_text("token_id", event.token_id),
-    }
+    return {"event_id": event_id, **completion_parameters(event)}
 
 
 def _column_text(column: str, value: str | None) -> str | None:

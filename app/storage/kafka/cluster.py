@@ -16,6 +16,7 @@ import logging
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SecretKeyMismatch
+from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
 from app.storage.kafka.client_config import KafkaClientSecurity
 from app.storage.kafka.token_rpc import TokenRpc, missing_versions
@@ -63,6 +64,11 @@ class KafkaCluster:
 
     def stop(self) -> None:
         self.wire.stop()
+
+    def list_tokens(self) -> list[TokenInformation]:
+        """Every token kts's principal may see, as the cluster records it (``ClusterTokens`` of the audit
+        reconciler, app/service/cluster_audit.py: the requester of kts's tokens is kts)."""
+        return [found.token for found in self.tokens.describe()]
 
     def _check_secret(self, secret: TokenSecret) -> KafkaPrincipal:
         probe = self.tokens.create_for_self(PROBE_LIFETIME_MS, cluster=self.servers)

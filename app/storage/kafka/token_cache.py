@@ -26,7 +26,7 @@ from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
-from app.service.ports import StoredToken, TokenRequesters
+from app.service.ports import RecentCreate, StoredToken, TokenRequesters
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.token_index import TokenIndex
 
@@ -59,6 +59,9 @@ class KafkaTokenCache:
         self._written: dict[str, tuple[float, StoredToken | None]] = {}
         self._asked: dict[str, KafkaPrincipal] = {}  # who asked for the tokens kts made (from here or the audit)
         self._not_ours: TTLCache[str, bool] = TTLCache(maxsize=1_000_000, ttl=UNKNOWN_REQUESTER_RECHECK_S, timer=timer)
+        self._unshown: list[RecentCreate] = []  # made on some replica, not described yet
+        self._described: dict[str, float] = {}  # ids some snapshot showed lately (gone since: deleted, not lagging)
+        self._deleted: dict[str, float] = {}  # ids this replica deleted lately
         self._last_refresh = float("-inf")
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -107,8 +110,11 @@ class KafkaTokenCache:
             return self._index.after(token_id, count)
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
+        """The cached tokens that count against ``key``, and those any replica made a moment ago that the
+        brokers did not describe yet (``TokenRequesters.recent``): a quota never counts fewer than exist."""
         with self._lock:
-            return self._index.live_count(key, now_ms)
+            unshown = sum(1 for made in self._unshown if made.counts_against(key, now_ms))
+            return self._index.live_count(key, now_ms) + unshown
 
     def requested_count(self, principal: KafkaPrincipal) -> int:
         return self._index.requested_count(principal)
@@ -141,6 +147,7 @@ class KafkaTokenCache:
     def discard(self, token_id: str) -> None:
         with self._lock:
             self._written[token_id] = (self._timer(), None)
+            self._deleted[token_id] = self._timer()
             self._index.drop(token_id)
 
     # --- refreshing ---
@@ -163,6 +170,8 @@ class KafkaTokenCache:
 
     def _refresh(self) -> None:
         began = self._timer()
+        # Read before the describe: a token recorded after it is described by it, or read at the next refresh.
+        recent = self._recent()
         answered = self._cluster.tokens.describe()
         kts = self._cluster.principal
         asked = self._requesters_of([found.token for found in answered if found.token.token_requester == kts])
@@ -195,6 +204,19 @@ class KafkaTokenCache:
                 else:
                     tokens[token_id] = state
             self._install(tokens)
+            self._described = _lately(self._described, began)
+            self._deleted = _lately(self._deleted, began)
+            for stored in snapshot:
+                self._described.setdefault(stored.token.token_id, began)
+            # Counted until a broker describes it, unless shown before (then gone: deleted, not lagging) or deleted
+            # by this replica.
+            self._unshown = [
+                made
+                for made in recent
+                if made.token_id not in tokens
+                and made.token_id not in self._described
+                and made.token_id not in self._deleted
+            ]
             self._written = pending
             self._asked = {token_id: who for token_id, who in self._asked.items() if token_id in tokens}
         self._last_refresh = began
@@ -213,6 +235,13 @@ class KafkaTokenCache:
             current = self._index.get(token_id)
             if current is None or current.token != stored.token:
                 self._index.replace(stored)
+
+    def _recent(self) -> list[RecentCreate]:
+        try:
+            return list(self._requesters.recent(int(OWN_WRITE_GRACE_S * 1000)))
+        except KtsError as exc:  # creates charged to a quota fail too while the database is away
+            log.warning("tokens made a moment ago on other replicas not read: %s", exc.message)
+            return []
 
     def _requesters_of(self, made_by_kts: list) -> dict[str, KafkaPrincipal]:  # type: ignore[type-arg]
         known = {token.token_id: self._asked[token.token_id] for token in made_by_kts if token.token_id in self._asked}
@@ -240,3 +269,8 @@ class KafkaTokenCache:
                 self.refresh_all()
             except KtsError as exc:
                 log.warning("token cache not refreshed: %s", exc.message)
+
+
+def _lately(seen: dict[str, float], now: float) -> dict[str, float]:
+    """The entries of the last two grace periods (a recent record is at most one old)."""
+    return {token_id: when for token_id, when in seen.items() if now - when <= 2 * OWN_WRITE_GRACE_S}

@@ -8,10 +8,13 @@ where ZooKeeper mode accepts any period up to the maximum). Reads come from the 
 (token_cache.py): the controller itself settles races (a renew of a token expired meanwhile answers 62).
 
 What ZooKeeper writes in one transaction with a change, the quota guard and the audit intent marker, lives here
-in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). There are no share
-ledgers: fair shares guard the child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a
-cluster reached through the protocol keeps to itself; the runtime gives this backend no shares, and a charge is
-refused here as the mistake it would be.
+in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). A create records the
+token the cluster made with who asked and the create's pending event (``TokenRequesters.record``): that is its
+intent mark, the one the audit reconciler settles a create by (app/service/cluster_audit.py), and what the next
+turn on its quota counts until a broker describes the token. There are no share ledgers: fair shares guard the
+child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a cluster reached through the
+protocol keeps to itself; the runtime gives this backend no shares, and a charge is refused here as the mistake
+it would be.
 """
 
 from __future__ import annotations
@@ -20,11 +23,20 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
-from app.domain.errors import TokenNotFound
+from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
-from app.service.ports import Expiry, IntentMarks, QuotaGuard, Renewal, ShareCharge, StoredToken, TokenChange
+from app.service.ports import (
+    Expiry,
+    IntentMarks,
+    QuotaGuard,
+    Renewal,
+    ShareCharge,
+    StoredToken,
+    TokenChange,
+    TokenRequesters,
+)
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.kafka.token_cache import KafkaTokenCache
 
@@ -41,12 +53,14 @@ class KafkaTokenStore:
         *,
         quota_guard: QuotaGuard,
         intents: IntentMarks,
+        requesters: TokenRequesters,
     ) -> None:
         self._cluster = cluster
         self._cache = cache
         self._secret = secret
         self._guard = quota_guard
         self._intents = intents
+        self._requesters = requesters
 
     def next_token_id(self) -> None:
         """The controller picks the id."""
@@ -74,8 +88,10 @@ class KafkaTokenStore:
             if admit is not None:
                 admit(versions)
             created = self._cluster.tokens.create(token.owner, renewers, token.max_timestamp - token.issue_timestamp)
-            self._mark(intent)
-        answered = created.token
+            answered = created.token
+            # Within the turn: the next turn, on any replica, counts this token by its record until a broker
+            # describes it. A turn on a quota whose record is lost fails (it ends unsettled; see the guard).
+            self._record(answered, token, intent, required=bool(quotas))
         # The requester is the caller kts acted for; the cluster recorded kts's own principal.
         return StoredToken(
             TokenInformation(
@@ -130,6 +146,29 @@ class KafkaTokenStore:
 
     def list(self) -> list[StoredToken]:
         return [StoredToken(found.token, 0) for found in self._cluster.tokens.describe()]
+
+    def _record(
+        self, answered: TokenInformation, asked: TokenInformation, intent: str | None, *, required: bool
+    ) -> None:
+        """Who asked for the token the cluster made. Best effort without quotas: the token is made, and the audit
+        reconciler records it later; with quotas a failure raises StoreUnavailable (the request answers 503, the
+        token exists and the reconciler settles its create event)."""
+        try:
+            self._requesters.record(
+                answered.token_id,
+                requester=str(asked.token_requester),
+                owner=str(answered.owner),
+                event_id=None if intent is None else int(intent),
+                counts_until_ms=min(answered.expiry_timestamp, answered.max_timestamp),
+            )
+        except KtsError as exc:
+            log.warning(
+                "who asked for token %s not recorded (the audit reconciler will): %s", answered.token_id, exc.message
+            )
+            if required:
+                raise StoreUnavailable(
+                    "The token was created but its quota could not be recorded; the audit trail will show it."
+                ) from exc
 
     def _mark(self, intent: str | None) -> None:
         if intent is not None:

@@ -32,9 +32,8 @@ from typing import Any, Generic, Protocol, TypeVar
 import kafka.errors as kafka_errors
 from kafka.net.connection import KafkaConnection
 from kafka.net.manager import KafkaConnectionManager
-from kafka.net.sasl.scram import ScramClient
+from kafka.net.sasl import get_sasl_mechanism
 from kafka.net.selector import NetworkSelector
-from kafka.protocol.sasl import SaslAuthenticateRequest, SaslHandshakeRequest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_int16
@@ -42,6 +41,7 @@ from kio.static.primitive import i16, i32
 
 from app.domain.errors import StoreUnavailable
 from app.storage.kafka.client_config import KafkaClientSecurity
+from app.storage.kafka.sasl import LoginRefused, converse_async, mechanism_for, sasl_login
 
 log = logging.getLogger(__name__)
 Q = TypeVar("Q")
@@ -63,6 +63,7 @@ CLIENT_ID = "kts"
 # Requests in flight at once. kafka-python fails a request sent to a connection already at its limit (NodeNotReady,
 # "paused") instead of queueing it, so callers beyond it wait here for a turn.
 IN_FLIGHT = 32
+_KAFKA_PYTHON_MECHANISMS = "kafka.net.sasl."  # where kafka-python's own SASL mechanism classes live
 
 
 class KioMessage(Protocol):
@@ -185,6 +186,7 @@ class KafkaWire:
 
     def start(self) -> None:
         """Connect and read the cluster's metadata; StoreUnavailable naming the cause when it cannot."""
+        self._check_own_mechanism()
         with self._lock:
             if self._manager is not None:
                 return
@@ -249,10 +251,11 @@ class KafkaWire:
             ) from None
 
     async def _scram_exchange(self, mechanism: str, username: str, password: str) -> bool:
-        """The SCRAM exchange of a client login (RFC 5802 with Kafka's SaslHandshake/SaslAuthenticate), stepped
-        here rather than in kafka-python's ``initialize``: a broker answers a wrong proof or an unknown user by
-        closing the connection, with or without an error answer first, so a connection lost once the broker has
-        taken the mechanism is a refusal, and one lost before it is an unreachable broker."""
+        """A client's SCRAM login as ``username`` (sasl.py's conversation), on a connection of its own rather than
+        through kafka-python's ``initialize``, which can report a refused login as a lost connection: a broker
+        answers a wrong proof or an unknown user by closing the connection, with or without an error answer first,
+        so a connection lost once the broker has taken the mechanism is a refusal, and one lost before it is an
+        unreachable broker."""
         manager = self._started()
         brokers = list(manager.cluster.brokers()) or list(manager.cluster.bootstrap_brokers())
         node = random.choice(brokers)  # noqa: S311 - spreading logins over brokers, not a secret
@@ -268,31 +271,34 @@ class KafkaWire:
         try:
             connection.connection_made(transport)
             await connection._get_api_versions(timeout_at)
-            handshake = await connection._send_request(
-                SaslHandshakeRequest(mechanism=mechanism, max_version=1), timeout_at=timeout_at
-            )
-            if handshake.error_code != 0:
-                return False  # the listener does not take this mechanism
-            # Kafka's saslname: "," and "=" escaped (RFC 5802), which kafka-python's client leaves to its caller.
-            client = ScramClient(username.replace("=", "=3D").replace(",", "=2C"), password, mechanism)
+            login = sasl_login(mechanism, mechanism_for(mechanism, username, password))
             try:
-                first = await connection._send_request(
-                    SaslAuthenticateRequest(client.first_message()), timeout_at=timeout_at
-                )
-                if first.error_code != 0:
-                    return False
-                client.process_server_first_message(first.auth_bytes)
-                final = await connection._send_request(
-                    SaslAuthenticateRequest(client.final_message()), timeout_at=timeout_at
-                )
-                if final.error_code != 0:
-                    return False
-                client.process_server_final_message(final.auth_bytes)  # the broker proves it knows the key too
-            except (kafka_errors.KafkaConnectionError, ValueError, KeyError):
+                await converse_async(login, lambda request: connection._send_request(request, timeout_at=timeout_at))
+            except LoginRefused:
                 return False
             return True
         finally:
             connection.close()
+
+    def _check_own_mechanism(self) -> None:
+        """kafka-python's connections log kts in with the class its process-wide registry holds for kts's
+        mechanism (sasl.py's docstring): anything but kafka-python's own would log kts in as something else (a
+        token mechanism registered under SCRAM-SHA-512 sends kts's password as an HMAC), and the brokers would
+        refuse it for reasons no diagnosis could name. So refuse to start, naming what replaced it."""
+        login = self._security.login
+        if login is None:
+            return
+        try:
+            registered = get_sasl_mechanism(login.mechanism)
+        except KeyError:
+            registered = None
+        if registered is None or not registered.__module__.startswith(_KAFKA_PYTHON_MECHANISMS):
+            replaced_by = "nothing" if registered is None else f"{registered.__module__}.{registered.__qualname__}"
+            raise StoreUnavailable(
+                f"kafka-python's SASL mechanism {login.mechanism} was replaced in this process by {replaced_by} "
+                "(kafka.net.sasl.register_sasl_mechanism is process-wide), so kts could not log in to the brokers as "
+                f"{self._security.identity}: do not register SASL mechanisms in a process that runs kts"
+            )
 
     def _diagnose(self) -> str | None:
         """Why a bootstrap failed, by logging in once as kts: a refused login, else None (unreachable)."""

@@ -11,7 +11,7 @@ import logging
 import threading
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -19,6 +19,7 @@ from kazoo.exceptions import (
     NodeExistsError,
     NoNodeError,
     RolledBackError,
+    RuntimeInconsistency,
     SessionClosedRequireSaslError,
     ZookeeperError,
 )
@@ -27,14 +28,17 @@ from kazoo.protocol.states import KazooState, ZnodeStat
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
-from app.domain.errors import StoreUnavailable
+from app.domain.errors import ClusterNotFound, StoreUnavailable
 from app.storage.zk import reachability
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.poll_handler import PollingHandler
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
-from app.storage.zk.znodes import PERSISTENT_PATHS
+from app.storage.zk.znodes import PERSISTENT_PATHS, ClusterIdZNode, MalformedZNode
+
+if TYPE_CHECKING:
+    from app.storage.zk.transaction import WriteFence
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +74,14 @@ class ZkConnection:
         connection_timeout_ms: int | None = None,
         request_timeout_s: float = 10.0,
         security: ZkClientSecurity | None = None,
+        require_cluster: bool = False,
     ) -> None:
+        """``require_cluster``: start() refuses (ClusterNotFound) a path where no Kafka broker ever started,
+        before it creates anything there."""
         self._hosts, self._chroot = split_connect_string(connect)
+        self._require_cluster = require_cluster
+        # The check every write of Kafka's metadata carries (transaction.py), set by the composition root.
+        self.write_fence: WriteFence | None = None
         self._session_timeout_s = session_timeout_ms / 1000
         # Kafka's zookeeper.connection.timeout.ms: how long start() waits for a session; unset, the session timeout.
         self.connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
@@ -108,7 +118,7 @@ class ZkConnection:
 
     def start(self, timeout_s: float | None = None) -> None:
         """Connect (within ``connection_timeout_s`` unless told otherwise), create the chroot if missing (as
-        brokers do), then the persistent parents."""
+        brokers do), then the persistent parents; with ``require_cluster``, only where a Kafka cluster lives."""
         timeout_s = self.connection_timeout_s if timeout_s is None else timeout_s
         client, refused = self.client, self._login_refused
         try:
@@ -116,13 +126,20 @@ class ZkConnection:
                 client, refused = self._new_client(self._hosts)
                 client.start(timeout=timeout_s)
                 try:
+                    self._check_cluster(client, self._chroot)
                     self._ensure_paths(client, [self._chroot])
                 finally:
                     client.stop()
                     client.close()
                 client, refused = self.client, self._login_refused
-            client.start(timeout=timeout_s)
+                client.start(timeout=timeout_s)
+            else:
+                client.start(timeout=timeout_s)
+                self._check_cluster(client, "")
             self._ensure_paths(client, PERSISTENT_PATHS)
+        except ClusterNotFound:
+            self.stop()
+            raise
         except (*UNREACHABLE, ZookeeperError) as exc:
             # A refused SASL login can also surface as a time-out of start(): the refusal lands right after
             # kazoo announced it connected, or, on a loaded machine, only after start() gave up waiting. So ask
@@ -150,6 +167,25 @@ class ZkConnection:
                     f"(zookeeper.connection.timeout.ms); {reachability.causes(self._hosts)}"
                 ) from exc
             raise StoreUnavailable(f"cannot connect to ZooKeeper at {self._hosts}: {exc!r}") from exc
+
+    def _check_cluster(self, client: KazooClient, chroot: str) -> None:
+        """With ``require_cluster``, refuse a path under which no broker ever started: a mistyped chroot
+        would otherwise get a kts that mints tokens no broker reads."""
+        if not self._require_cluster:
+            return
+        path = chroot + ClusterIdZNode.PATH
+        try:
+            data, _ = client.get(path)
+        except NoNodeError:
+            raise ClusterNotFound(
+                f"no Kafka cluster at {self._hosts}{chroot or '/'}: {path} does not exist (no broker has started "
+                "with this zookeeper.connect; check its chroot, or set zookeeper.cluster.required=false to start "
+                "kts before the first broker)"
+            ) from None
+        try:
+            ClusterIdZNode.decode(data)
+        except MalformedZNode as exc:
+            raise ClusterNotFound(f"no Kafka cluster at {self._hosts}{chroot or '/'}: {exc}") from None
 
     def check(self, timeout_s: float | None = None, then: Callable[[], None] | None = None) -> None:
         """Connect once, run ``then`` (a start-up check) and disconnect: before serving, so that an unreachable
@@ -224,12 +260,16 @@ class ZkConnection:
             return None
         return data, stat
 
-    def commit(self, transaction: Any) -> Exception | None:
-        """Commit a multi-op transaction; None when it applied, else the operation's own error (the
-        others then report RolledBackError, which says nothing)."""
+    def commit(self, transaction: Any) -> tuple[int, Exception] | None:
+        """Commit a multi-op transaction; None when it applied, else the failing operation's index and own
+        error (the others then report RolledBackError or RuntimeInconsistency, which say nothing)."""
         self.ensure_connected()
         results = self.wait(transaction.commit_async())
-        failures = [r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)]
+        failures = [
+            (index, result)
+            for index, result in enumerate(results)
+            if isinstance(result, Exception) and not isinstance(result, RolledBackError | RuntimeInconsistency)
+        ]
         return failures[0] if failures else None
 
     def read_many(self, paths: list[str]) -> list[ReadResult]:

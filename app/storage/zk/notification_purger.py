@@ -35,8 +35,10 @@ class NotificationPurger:
         now_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         interval_s: float = PURGE_INTERVAL_S,
         retention_ms: int = NOTIFICATION_RETENTION_MS,
+        writes_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         self._zk = zk
+        self._writes_allowed = writes_allowed
         self._queues = list(queues)
         self._now_ms = now_ms
         self._interval_s = interval_s
@@ -54,7 +56,10 @@ class NotificationPurger:
                 return
 
     def purge(self) -> int:
-        """Delete every notification older than the retention; returns how many were deleted."""
+        """Delete every notification older than the retention; returns how many were deleted. None while the
+        cluster refuses kts's writes (its migration to KRaft: app/storage/zk/cluster_watch.py)."""
+        if not self._writes_allowed():
+            return 0
         deleted = sum(self._purge(path) for path in self._queues)
         self.purged_total += deleted
         if deleted:

@@ -1,26 +1,50 @@
 """One ZooKeeper multi-op transaction carrying a change as brokers must see it: the znode writes (each guarded
 by the version read, so concurrent writers cannot lose an update), the change notification that tells brokers
 and replicas to re-read, and the audit intent marker (app/service/audit.py). All happen or none does.
-Every znode created gets the ACL the session's policy chooses for its path."""
+Every znode created gets the ACL the session's policy chooses for its path.
+
+When the session has a write fence (``ZkConnection.write_fence``: app/storage/zk/cluster_watch.py), the
+transaction first asks it whether Kafka's metadata may still be written here, and carries its check as its
+first operation: a KRaft controller that claims the cluster between the fence's last reading and the commit
+makes the whole transaction fail, so nothing kts writes can land after the claim and be deleted by the
+controller. A check lost to an ordinary ZooKeeper controller election is read again and the transaction retried.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from app.domain.errors import ConcurrentModification
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_write
 
 ABSENT = -1  # the version a store reads for a znode that does not exist
+FENCE_ATTEMPTS = 4  # controller elections in a row before the caller is told to retry
+
+
+class WriteFence(Protocol):
+    def admit(self) -> tuple[str, int] | None:
+        """Raise ClusterMigrating when Kafka's metadata must not be written here; else the ``(path, version)``
+        every write must find unchanged (None: nothing to check yet)."""
+        ...
+
+    def breached(self) -> None:
+        """The checked znode changed: read the cluster again, and raise ClusterMigrating if it now refuses."""
+        ...
 
 
 class ChangeTransaction:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
-        self._transaction = zk.client.transaction()
+        self._operations: list[Callable[[Any], None]] = []  # replayed on a fresh kazoo transaction per attempt
 
     def create(self, path: str, data: bytes) -> None:
-        self._transaction.create(path, data, acl=self._zk.acl_for(path))
+        acl = self._zk.acl_for(path)
+        self._operations.append(lambda transaction: transaction.create(path, data, acl=acl))
 
     def delete(self, path: str, version: int) -> None:
-        self._transaction.delete(path, version=version)
+        self._operations.append(lambda transaction: transaction.delete(path, version=version))
 
     def write(self, path: str, data: bytes | None, version: int) -> None:
         """Compare-and-set ``path`` from the state read at ``version`` (``ABSENT``: create it) to ``data``
@@ -32,18 +56,33 @@ class ChangeTransaction:
         elif data is None:
             self.delete(path, version)
         else:
-            self._transaction.set_data(path, data, version=version)
+            self._operations.append(lambda transaction: transaction.set_data(path, data, version=version))
 
     def notify(self, prefix: str, data: bytes) -> None:
         """A persistent sequential change notification (ZooKeeper appends the sequence number to ``prefix``)."""
-        self._transaction.create(prefix, data, acl=self._zk.acl_for(prefix), sequence=True)
+        acl = self._zk.acl_for(prefix)
+        self._operations.append(lambda transaction: transaction.create(prefix, data, acl=acl, sequence=True))
 
     def mark_intent(self, intent: str | None) -> None:
         if intent is not None:
             self.create(intent, b"")
 
     def commit(self, subject: Subject) -> None:
-        """Apply every operation or none; a refusal raises the domain error for ``subject``."""
-        failure = self._zk.commit(self._transaction)
-        if failure is not None:
-            raise refused_write(failure, subject)
+        """Apply every operation or none; a refusal raises the domain error for ``subject`` (ClusterMigrating
+        when the fence refuses)."""
+        fence = self._zk.write_fence
+        for _ in range(FENCE_ATTEMPTS):
+            check = None if fence is None else fence.admit()
+            transaction = self._zk.client.transaction()
+            if check is not None:
+                transaction.check(*check)
+            for operation in self._operations:
+                operation(transaction)
+            failure = self._zk.commit(transaction)
+            if failure is None:
+                return
+            index, error = failure
+            if fence is None or check is None or index != 0:
+                raise refused_write(error, subject)
+            fence.breached()  # raises if a KRaft controller took over; else a new election: try again
+        raise ConcurrentModification(f"{subject.name}: the cluster's controller kept changing; retry.")

@@ -91,6 +91,39 @@ http.management.listeners
 /var/run/kts/jwt
 {{- end }}
 
+{{- define "kts.kafkaDir" -}}
+/var/run/secrets/kts/kafka
+{{- end }}
+
+{{/* Where the SQLite audit database lives with auditDatabase.type=sqlite: the claim's mount, and the file in it. */}}
+{{- define "kts.sqliteDir" -}}
+/var/lib/kts/audit
+{{- end }}
+
+{{- define "kts.sqliteUrl" -}}
+{{- printf "sqlite:///%s/kts-audit.db" (include "kts.sqliteDir" .) }}
+{{- end }}
+
+{{/* Whether kts reaches the cluster through the Kafka protocol (config.bootstrapServers) rather than ZooKeeper. */}}
+{{- define "kts.kafkaMode" -}}
+{{- if .Values.config.bootstrapServers }}true{{ end }}
+{{- end }}
+
+{{/* kts's login to the brokers: SASL (admin.sasl.*) and TLS (admin.ssl.*) by admin.securityProtocol. */}}
+{{- define "kts.adminSasl" -}}
+{{- if hasPrefix "SASL_" .Values.admin.securityProtocol }}true{{ end }}
+{{- end }}
+
+{{- define "kts.adminTls" -}}
+{{- if hasSuffix "SSL" .Values.admin.securityProtocol }}true{{ end }}
+{{- end }}
+
+{{/* Whether the admin.ssl Secret is mounted: with TLS to the brokers and a file to take from it. */}}
+{{- define "kts.adminTlsFiles" -}}
+{{- $ssl := .Values.admin.ssl }}
+{{- if and (include "kts.kafkaMode" .) (include "kts.adminTls" .) $ssl.secretName (or $ssl.truststoreKey $ssl.keystoreKey) }}true{{ end }}
+{{- end }}
+
 {{/* Whether workload JWTs are on: a JWKS endpoint URL or a JWK set ConfigMap. */}}
 {{- define "kts.jwtEnabled" -}}
 {{- if or .Values.jwt.jwksEndpointUrl .Values.jwt.jwksConfigMap.name }}true{{ end }}
@@ -99,6 +132,50 @@ http.management.listeners
 {{/* Combinations the schema cannot express, refused with a sentence naming the values to set. kts would refuse
 them at start-up too, but only after the pods were scheduled. */}}
 {{- define "kts.validate" -}}
+{{- $config := .Values.config }}
+{{- if and $config.zookeeperConnect $config.bootstrapServers }}
+{{- fail "config: set zookeeperConnect (a cluster in ZooKeeper mode) or bootstrapServers (a KRaft cluster, through the Kafka protocol), not both" }}
+{{- end }}
+{{- if not (or $config.zookeeperConnect $config.bootstrapServers) }}
+{{- fail "config: set zookeeperConnect (a cluster in ZooKeeper mode) or bootstrapServers (a KRaft cluster, through the Kafka protocol)" }}
+{{- end }}
+{{- $admin := .Values.admin }}
+{{- if include "kts.kafkaMode" . }}
+{{- $zk := .Values.zookeeper }}
+{{- if or $zk.setAcl $zk.sasl.username $zk.sasl.passwordSecret.name $zk.sasl.jaasSecret.name $zk.tls.enabled }}
+{{- fail "zookeeper: kts reaches the cluster through the Kafka protocol (config.bootstrapServers), so it has no ZooKeeper login: remove the zookeeper values, or log in to the brokers with the admin values" }}
+{{- end }}
+{{- if and (include "kts.adminSasl" .) (not $admin.sasl.jaasConfigSecret.name) }}
+{{- fail (printf "admin.sasl.jaasConfigSecret.name: name the Secret holding kts's admin.sasl.jaas.config (admin.securityProtocol is %s)" $admin.securityProtocol) }}
+{{- end }}
+{{- if and (not (include "kts.adminSasl" .)) $admin.sasl.jaasConfigSecret.name }}
+{{- fail (printf "admin.sasl.jaasConfigSecret: set, but admin.securityProtocol is %s (no SASL login)" $admin.securityProtocol) }}
+{{- end }}
+{{- if and (not (include "kts.adminTls" .)) $admin.ssl.secretName }}
+{{- fail (printf "admin.ssl.secretName: set, but admin.securityProtocol is %s (no TLS to the brokers)" $admin.securityProtocol) }}
+{{- end }}
+{{- if and (or $admin.ssl.keystoreKey $admin.ssl.keyPasswordKey) (not $admin.ssl.secretName) }}
+{{- fail "admin.ssl: keystoreKey and keyPasswordKey are keys of admin.ssl.secretName: set it" }}
+{{- end }}
+{{- if and $admin.ssl.keyPasswordKey (not $admin.ssl.keystoreKey) }}
+{{- fail "admin.ssl.keyPasswordKey: set admin.ssl.keystoreKey too, the client key it unlocks" }}
+{{- end }}
+{{- else if or $admin.sasl.jaasConfigSecret.name $admin.ssl.secretName }}
+{{- fail "admin: kts logs in to the brokers only with config.bootstrapServers; with config.zookeeperConnect it talks to ZooKeeper alone: remove the admin Secrets" }}
+{{- end }}
+{{- $audit := .Values.auditDatabase }}
+{{- if eq $audit.type "sqlite" }}
+{{- if gt (int .Values.replicaCount) 1 }}
+{{- if include "kts.kafkaMode" . }}
+{{- fail "auditDatabase.type: SQLite serves one replica only, and through the Kafka protocol the replicas share account locks, quota turns and leadership through the audit database: use PostgreSQL (auditDatabase.type=postgresql) for replicaCount above 1" }}
+{{- else }}
+{{- fail "auditDatabase.type: SQLite keeps the audit trail in one pod's file: use PostgreSQL (auditDatabase.type=postgresql) for replicaCount above 1" }}
+{{- end }}
+{{- end }}
+{{- if not $audit.sqlite.claimName }}
+{{- fail "auditDatabase.sqlite.claimName: name the PersistentVolumeClaim that keeps the SQLite file (the audit trail must outlive the pod)" }}
+{{- end }}
+{{- end }}
 {{- $tls := .Values.tls }}
 {{- if and $tls.enabled (not $tls.secretName) }}
 {{- fail "tls.enabled: set tls.secretName to the Secret holding the listener's certificate and private key" }}

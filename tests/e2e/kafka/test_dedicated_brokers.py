@@ -79,7 +79,9 @@ def test_a_token_kts_sweeper_deletes_is_refused_at_login(
 def test_a_broker_with_another_secret_refuses_kts_tokens_and_kts_names_the_mismatch(
     tmp_path: Path, chroot: str, processes: list[subprocess.Popen[str]]
 ) -> None:
-    kts = start_kts_beside(processes, tmp_path, chroot, SECRET)  # records the cluster's secret's fingerprint
+    # kts first, before the cluster's first broker (as zookeeper.cluster.required=false allows): it records the
+    # fingerprint of the secret the cluster's tokens are to use.
+    kts = start_kts_beside(processes, tmp_path, chroot, SECRET, KTS_ZOOKEEPER_CLUSTER_REQUIRED="false")
     other = "another-secret-key"
     with _own_broker(tmp_path, chroot, other) as broker:
         owner = broker.new_user("mismatched")

@@ -1,27 +1,19 @@
-"""kts's token mechanism plugged into kafka-python's own clients (``register_sasl_mechanism``): a producer and a
-consumer of kafka-python log in with a kts token and move a record through a real broker."""
+"""kts's token mechanism plugged into kafka-python's own clients: a producer and a consumer of kafka-python log in
+with a kts token and move a record through a real broker. They run in a process of their own
+(tests/e2e/kafka/python_token_client.py), because the plug-in goes into kafka-python's process-wide registry."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import json
+import os
+import subprocess
+import sys
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.net import sasl
-
-from app.cli.client.kafka_login import Credentials, ScramTokenMechanism
+from app.cli.client.kafka_login import Credentials
+from tests.e2e.conftest import ROOT
 from tests.e2e.kafka.conftest import Kts
+from tests.e2e.kafka.python_token_client import VALUE
 from tests.kafka.brokers import RunningBroker
-
-
-@contextmanager
-def token_logins() -> Iterator[None]:
-    """Every SCRAM-SHA-512 login of this process's kafka-python clients a token login, for a while (the registry
-    is global: the fixtures' own admin clients log in as users, outside this)."""
-    stock = sasl.get_sasl_mechanism("SCRAM-SHA-512")
-    sasl.register_sasl_mechanism("SCRAM-SHA-512", ScramTokenMechanism, overwrite=True)
-    yield
-    sasl.register_sasl_mechanism("SCRAM-SHA-512", stock, overwrite=True)
 
 
 def test_kafka_pythons_producer_and_consumer_log_in_with_a_kts_token(kafka_zk_broker: RunningBroker, kts: Kts) -> None:
@@ -34,26 +26,15 @@ def test_kafka_pythons_producer_and_consumer_log_in_with_a_kts_token(kafka_zk_br
     token = kts.create_token(owner)
     credentials = Credentials(str(token["tokenId"]), str(token["hmac"]), token=True)
     kafka_zk_broker.wait_for_login(credentials)
-    login = {
-        "bootstrap_servers": kafka_zk_broker.bootstrap,
-        "security_protocol": "SASL_PLAINTEXT",
-        "sasl_mechanism": "SCRAM-SHA-512",
-        "sasl_plain_username": credentials.username,
-        "sasl_plain_password": credentials.password,
-    }
-    with token_logins():
-        producer = KafkaProducer(**login, acks="all", enable_idempotence=False)
-        try:
-            sent = producer.send(topic, b"from kafka-python with a kts token", partition=0).get(timeout=60)
-        finally:
-            producer.close()
-        consumer = KafkaConsumer(**login, enable_auto_commit=False, consumer_timeout_ms=30000)
-        try:
-            partition = TopicPartition(topic, 0)
-            consumer.assign([partition])
-            consumer.seek(partition, sent.offset)
-            record = next(iter(consumer))
-        finally:
-            consumer.close()
-    print(f"kafka-python produced at offset {sent.offset} and consumed {record.value!r} with token {token['tokenId']}")
-    assert record.value == b"from kafka-python with a kts token"
+    client = subprocess.run(
+        [sys.executable, "-m", "tests.e2e.kafka.python_token_client", kafka_zk_broker.bootstrap, topic],
+        cwd=ROOT,
+        env={**os.environ, "TOKEN_ID": credentials.username, "TOKEN_HMAC": credentials.password},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert client.returncode == 0, client.stderr[-3000:]
+    moved = json.loads(client.stdout.splitlines()[-1])
+    print(f"kafka-python produced at offset {moved['offset']}, consumed {moved['value']!r}, token {token['tokenId']}")
+    assert moved["value"] == VALUE.decode()

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from app.cli.main import FAILURES, _failure, main
+from app.version import DISTRIBUTION
 
 # What `kts --help` must not load: the server, the audit database, Spark and its Arrow and plotting stacks.
 HEAVY = ("pyarrow", "pyspark", "fastapi", "uvicorn", "sqlalchemy", "matplotlib", "kafka")
@@ -82,7 +83,7 @@ def test_version_on_kts_and_every_command(command: list[str], capsys: pytest.Cap
     with pytest.raises(SystemExit) as excinfo:
         main([*command, "--version"])
     assert excinfo.value.code == 0
-    assert capsys.readouterr().out == f"kts {version('kts')}\n"
+    assert capsys.readouterr().out == f"kts {version(DISTRIBUTION)}\n"
 
 
 def test_bootstrap_server_is_the_server_option() -> None:

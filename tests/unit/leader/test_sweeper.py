@@ -112,6 +112,17 @@ def test_sweeps_exactly_the_tokens_past_their_expiry_or_their_maximum() -> None:
     assert harness.store.created == [] and harness.store.updated == []
 
 
+def test_a_cluster_that_refuses_writes_is_not_swept_at_all() -> None:
+    """Migrating to KRaft: its controller expires tokens now, and kts writes nothing (cluster_watch.py)."""
+    allowed = [False]
+    harness = Harness([_stored("Migrating", expiry=NOW - 1)], writes_allowed=lambda: allowed[0])
+    assert harness.sweeper.sweep() == 0
+    assert harness.deleted_ids == []
+    assert harness.log.completed == {} and harness.sweeper.runs_total == 0
+    allowed[0] = True
+    assert harness.sweeper.sweep() == 1
+
+
 def test_a_sweep_with_nothing_expired_deletes_and_audits_nothing() -> None:
     harness = Harness([_stored("Live", expiry=NOW + 1), _stored("ExpiresNow", expiry=NOW)])
 

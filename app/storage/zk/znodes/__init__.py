@@ -4,6 +4,9 @@ one object with its path(s), ``encode`` and ``decode``. Paths are relative to th
 - ``TokenZNode``, ``TokenChangeZNode``       (tokens.py)        /delegation_token/...
 - ``UserConfigZNode``, ``ConfigChangeZNode`` (user_configs.py)  /config/users, /config/changes
 - ``AclZNode``, ``AclChangeZNode``           (acls.py)          /kafka-acl..., /kafka-acl-changes...
+- ``ClusterIdZNode``, ``BrokerIdsZNode``,      (cluster.py)       /cluster/id, /brokers/ids, /controller,
+  ``ControllerZNode``, ``ControllerEpochZNode``,                  /controller_epoch, /migration (read only:
+  ``MigrationZNode``                                              who runs the cluster, its migration to KRaft)
 - ``KtsZNodes``, ``SecretFingerprintZNode``,  (kts.py)           /kts: audit intents, sweeper election, quota guards,
   ``ShareLedgerZNode``                                           share ledgers, secret key fingerprint, lockouts
 - ``ZnodeAcls``                              (znode_acls.py)    the ZooKeeper ACL each znode gets
@@ -16,6 +19,13 @@ from __future__ import annotations
 
 from app.domain.acl import PatternType
 from app.storage.zk.znodes.acls import AclChangeZNode, AclZNode
+from app.storage.zk.znodes.cluster import (
+    BrokerIdsZNode,
+    ClusterIdZNode,
+    ControllerEpochZNode,
+    ControllerZNode,
+    MigrationZNode,
+)
 from app.storage.zk.znodes.kts import KtsZNodes, SecretFingerprintZNode, ShareLedgerZNode
 from app.storage.zk.znodes.malformed import MalformedZNode
 from app.storage.zk.znodes.tokens import TokenChangeZNode, TokenZNode
@@ -47,9 +57,14 @@ __all__ = [
     "PERSISTENT_PATHS",
     "AclChangeZNode",
     "AclZNode",
+    "BrokerIdsZNode",
+    "ClusterIdZNode",
     "ConfigChangeZNode",
+    "ControllerEpochZNode",
+    "ControllerZNode",
     "KtsZNodes",
     "MalformedZNode",
+    "MigrationZNode",
     "SecretFingerprintZNode",
     "ShareLedgerZNode",
     "TokenChangeZNode",

@@ -1,6 +1,6 @@
-"""The audit table derived from ``EVENT_FIELDS`` is exactly what the alembic revisions create, on SQLite
-and on a real PostgreSQL server (alembic's own autogenerate comparison: columns, types, nullability,
-indexes)."""
+"""The audit table derived from ``EVENT_FIELDS``, and the replicas' tables (app/storage/sql/tables.py), are
+exactly what the alembic revisions create, on SQLite and on a real PostgreSQL server (alembic's own
+autogenerate comparison: columns, types, nullability, indexes)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from sqlalchemy import inspect
 from app.domain.audit import EVENT_FIELDS
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
-from app.storage.audit.tables import audit_events, metadata
+from app.storage.audit.tables import audit_events
+from app.storage.sql.tables import metadata
 
 
 def test_the_derived_table_equals_what_the_migrations_create(any_audit_db: str) -> None:

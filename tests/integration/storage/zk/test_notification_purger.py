@@ -61,6 +61,19 @@ def test_a_purge_walks_past_many_chunks_of_old_notifications(raw_zk: KazooClient
     assert raw_zk.get_children(QUEUE) == []
 
 
+def test_no_purge_while_the_cluster_refuses_writes(raw_zk: KazooClient, zk: ZkConnection) -> None:
+    """The cluster migrating to KRaft (app/storage/zk/cluster_watch.py): kts writes nothing, purges included."""
+    _notify(raw_zk, QUEUE, 3)
+    allowed = [False]
+    later = time.time_ns() // 1_000_000 + RETENTION_MS + 60_000
+    purger = NotificationPurger(zk, [QUEUE], now_ms=lambda: later, writes_allowed=lambda: allowed[0])
+
+    assert purger.purge() == 0
+    assert len(raw_zk.get_children(QUEUE)) == 3
+    allowed[0] = True
+    assert purger.purge() == 3
+
+
 def test_the_purge_runs_while_leading_and_stops_when_leadership_is_lost(raw_zk: KazooClient, zk: ZkConnection) -> None:
     purger = NotificationPurger(
         zk, [QUEUE], now_ms=lambda: time.time_ns() // 1_000_000 + RETENTION_MS + 60_000, interval_s=0.05

@@ -1,6 +1,7 @@
 """KafkaTokenCache's own logic over a scripted cluster (the real one is in tests/api/test_backends.py): this
 replica's writes outrank snapshots that do not show them yet, a Bearer miss refreshes at most once a second and
-only for a well-formed id, and the requester kts acted for replaces kts's own principal."""
+only for a well-formed id, the requester kts acted for replaces kts's own principal, and a token another replica
+made a moment ago counts against quotas until a broker describes it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass, field
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.service.ports import StoredToken
 from app.storage.kafka.token_cache import KafkaTokenCache
@@ -39,14 +41,34 @@ class ScriptedCluster:
     principal: KafkaPrincipal = KTS
 
 
+@dataclass(frozen=True)
+class Made:
+    """A token recorded by some replica (``TokenRequesters.recent``)."""
+
+    token_id: str
+    owner: KafkaPrincipal
+
+    def counts_against(self, key: QuotaKey, now_ms: int) -> bool:
+        return key.kind is QuotaKind.OWNER and key.principal == self.owner
+
+
 @dataclass
 class Requesters:
     known: dict[str, KafkaPrincipal] = field(default_factory=dict)
     asked: list[list[str]] = field(default_factory=list)
+    made: list[Made] = field(default_factory=list)
 
     def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
         self.asked.append(sorted(token_ids))
         return {token_id: who for token_id, who in self.known.items() if token_id in token_ids}
+
+    def record(
+        self, token_id: str, *, requester: str, owner: str, event_id: int | None, counts_until_ms: int | None = None
+    ) -> bool:
+        return True
+
+    def recent(self, window_ms: int) -> list[Made]:
+        return list(self.made)
 
 
 class Clock:
@@ -124,3 +146,39 @@ def test_the_caller_kts_acted_for_replaces_kts_as_the_requester() -> None:
     assert other is not None and other.token.token_requester == KTS  # kts's own (its start-up probe)
     view.refresh_all()
     assert requesters.asked == [sorted([ours.token_id, theirs.token_id])]  # known ones are not asked again
+
+
+def test_a_token_another_replica_made_a_moment_ago_counts_until_a_broker_describes_it() -> None:
+    """Its replica recorded it before its quota turn ended; this broker's copy of the metadata lags."""
+    alice_quota = QuotaKey(QuotaKind.OWNER, ALICE)
+    described = token(new_token_id())
+    elsewhere = token(new_token_id())
+    requesters = Requesters(made=[Made(elsewhere.token_id, ALICE), Made(described.token_id, ALICE)])
+    cluster = ScriptedCluster(ScriptedTokens([described]))
+    view = cache(cluster, requesters)
+
+    view.catch_up()
+
+    assert view.live_count(alice_quota, 0) == 2  # the described one once, the other by its record
+    assert view.get(elsewhere.token_id) is None  # counted, never served: only what brokers show logs in
+    cluster.tokens.answers = [described, elsewhere]
+    view.catch_up()
+    assert view.live_count(alice_quota, 0) == 2
+
+
+def test_a_recent_token_deleted_since_counts_no_more() -> None:
+    """Expired by this replica (its own discard), or described once and gone since: deleted, not lagging."""
+    alice_quota = QuotaKey(QuotaKind.OWNER, ALICE)
+    mine, seen = token(new_token_id()), token(new_token_id())
+    requesters = Requesters(made=[Made(mine.token_id, ALICE), Made(seen.token_id, ALICE)])
+    cluster = ScriptedCluster(ScriptedTokens([seen]))
+    view = cache(cluster, requesters)
+    view.apply(StoredToken(mine, 0))
+    view.catch_up()
+    assert view.live_count(alice_quota, 0) == 2
+
+    view.discard(mine.token_id)  # expired here
+    cluster.tokens.answers = []  # and the other expired elsewhere
+    view.catch_up()
+
+    assert view.live_count(alice_quota, 0) == 0

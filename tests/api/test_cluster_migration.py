@@ -1,0 +1,156 @@
+"""kts in ZooKeeper mode beside a cluster that starts migrating to KRaft (the znodes written as Kafka 3.9 writes
+them, tests/kafka_znodes.py): from the KRaft controller's claim on, every token, ACL and credential write answers
+503 CLUSTER_MIGRATING and is audited as failed, reads go on, /readyz and the metrics say why; a write in flight
+at the claim is never answered 201."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from kazoo.client import KazooClient
+
+from app.domain.audit import AuditEvent, RequestContext
+from app.storage.zk.znodes import TokenZNode
+from tests import kafka_znodes
+from tests.api.conftest import ADMIN, ALICE, basic
+from tests.api.helpers import eventually
+
+HMAC_OF_NOTHING = "A" * 86 + "=="
+
+
+@pytest.fixture
+def cluster(raw_zk: KazooClient) -> KazooClient:
+    """A ZooKeeper-mode cluster: one broker registered, its controller elected."""
+    kafka_znodes.register_broker(raw_zk, 0)
+    kafka_znodes.elect_zookeeper_controller(raw_zk, 0)
+    return raw_zk
+
+
+def _phase(client: TestClient) -> str:
+    body: dict[str, Any] = client.get("/readyz").json()
+    return str(body["migration"]["phase"])
+
+
+def test_readyz_tells_the_mode_and_the_clusters_phase(cluster: KazooClient, client: TestClient) -> None:
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    body = ready.json()
+    assert (body["status"], body["backend"]) == ("ready", "zookeeper")
+    assert body["migration"] == {
+        "phase": "zookeeper",
+        "writes": "allowed",
+        "reason": "ZooKeeper mode, no migration to KRaft begun",
+        "clusterId": "kts-test-cluster-id-0w",
+        "controller": {"nodeId": 0, "kraftControllerEpoch": -1},
+        "kraftMetadataOffset": None,
+        "zookeeperBrokers": 1,
+    }
+    assert 'kts_cluster_migration_phase{phase="zookeeper"} 1.0' in client.get("/metrics").text
+
+
+def test_from_the_claim_on_writes_answer_503_and_reads_go_on(cluster: KazooClient, client: TestClient) -> None:
+    before = client.post("/v1/tokens", json={"renewers": ["User:bob"]}, headers=basic(ALICE))
+    assert before.status_code == 201
+    kafka_znodes.provision_kraft_quorum(cluster)
+    eventually(lambda: _phase(client) == "pre-migration")
+    during_wait = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    assert during_wait.status_code == 201  # the controller has not claimed: it will copy this token
+
+    kafka_znodes.claim_for_kraft(cluster)
+    eventually(lambda: _phase(client) == "migrating")
+
+    hmac = before.json()["hmac"]
+    refused = [
+        client.post("/v1/tokens", json={}, headers=basic(ALICE)),
+        client.post("/v1/tokens/renew", json={"hmac": hmac}, headers=basic(ALICE)),
+        client.post("/v1/tokens/expire", json={"hmac": hmac, "expiryTimePeriodMs": -1}, headers=basic(ALICE)),
+        client.post(
+            "/v1/acls",
+            json={
+                "resourceType": "User",
+                "resourceName": "User:alice",
+                "principal": "User:bob",
+                "operation": "CreateTokens",
+                "permissionType": "Allow",
+            },
+            headers=basic(ADMIN),
+        ),
+        client.put(
+            "/v1/users/dave/credentials",
+            json={"mechanism": "SCRAM-SHA-512", "password": "dave-pw"},
+            headers=basic(ADMIN),
+        ),
+        client.request("DELETE", "/v1/users/bob/credentials?mechanism=SCRAM-SHA-512", headers=basic(ADMIN)),
+    ]
+    for response in refused:
+        assert response.status_code == 503, response.text
+        assert response.json()["error"] == "CLUSTER_MIGRATING"
+        assert "bootstrap.servers" in response.json()["message"]
+        assert int(response.headers["retry-after"]) > 0
+
+    token_id = before.json()["tokenId"]
+    assert client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE)).status_code == 200  # reads go on
+    assert client.get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    verified = client.post("/v1/tokens/verify", json={"tokenId": token_id, "hmac": hmac}, headers=basic(ALICE))
+    assert verified.status_code == 200
+    bearer = {"Authorization": f"Bearer {token_id}:{hmac}"}
+    assert client.get(f"/v1/tokens/{token_id}", headers=bearer).status_code == 200
+
+    ready = client.get("/readyz")
+    assert ready.status_code == 200  # ready to serve reads; the body says writes are refused, and why
+    assert ready.json()["status"] == "read-only"
+    assert ready.json()["migration"]["writes"] == "refused"
+    assert ready.json()["migration"]["controller"] == {"nodeId": 3000, "kraftControllerEpoch": 1}
+    metrics = client.get("/metrics").text
+    assert 'kts_cluster_migration_phase{phase="migrating"} 1.0' in metrics
+    assert 'kts_cluster_migration_phase{phase="zookeeper"} 0.0' in metrics
+
+    events = client.get("/v1/audit?outcome=failed&limit=100", headers=basic(ADMIN)).json()["events"]
+    failed = sorted(event["action"] for event in events if event["details"].get("error") == "CLUSTER_MIGRATING")
+    assert failed == sorted(
+        ["token.create", "token.renew", "token.expire", "acl.add", "credential.set", "credential.delete"]
+    )
+
+
+def test_a_create_in_flight_at_the_claim_is_refused_and_audited_as_failed(
+    cluster: KazooClient, client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim lands between the audited decision and the ZooKeeper write: whether the watch has seen it yet or
+    only the transaction's check catches it, the answer is 503 and no token znode exists."""
+    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    append = runtime.audit_log.append
+
+    def claim_then_append(event: AuditEvent, context: RequestContext) -> int:
+        if event.action.value == "token.create" and cluster.exists("/migration") is None:
+            kafka_znodes.provision_kraft_quorum(cluster)
+            kafka_znodes.claim_for_kraft(cluster)
+        return int(append(event, context))
+
+    monkeypatch.setattr(runtime.audit_log, "append", claim_then_append)
+    response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    assert response.status_code == 503
+    assert response.json()["error"] == "CLUSTER_MIGRATING"
+    assert cluster.get_children(TokenZNode.ROOT) == []
+    assert cluster.get_children("/delegation_token/token_changes") == []
+    (event,) = client.get("/v1/audit?action=token.create", headers=basic(ADMIN)).json()["events"]
+    assert (event["outcome"], event["details"]["error"]) == ("failed", "CLUSTER_MIGRATING")
+
+
+def test_a_replica_started_on_a_migrated_cluster_refuses_writes_from_the_first_request(
+    cluster: KazooClient, make_client: Any
+) -> None:
+    from tests.api.conftest import put_user
+
+    put_user(cluster, *ALICE)
+    kafka_znodes.provision_kraft_quorum(cluster)
+    kafka_znodes.claim_for_kraft(cluster)
+    kafka_znodes.record_migration_done(cluster)
+    cluster.delete("/brokers/ids/0")
+    client = make_client()
+    assert _phase(client) == "migrated"
+    response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    assert response.status_code == 503
+    assert response.json()["error"] == "CLUSTER_MIGRATING"
+    assert client.get("/readyz").json()["migration"]["kraftMetadataOffset"] == 57
