@@ -218,7 +218,7 @@ def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:
         cap = 600.0
         # Done when every token is gone and its expiry is settled in the audit log (the sweep is audited).
         while time.monotonic() - started < cap and (
-            raw.get_children(TokenZNode.ROOT) or _audited_expiries(audit_db) < tokens
+            raw.get_children(TokenZNode.ROOT) or _audited_sweeps(audit_db) < tokens
         ):
             time.sleep(0.25)
         elapsed = time.monotonic() - started
@@ -226,7 +226,7 @@ def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:
             "tokens": tokens,
             "seconds": round(elapsed, 2),
             "left": len(raw.get_children(TokenZNode.ROOT)),
-            "audit_events": _audited_expiries(audit_db),
+            "audit_events": _audited_sweeps(audit_db),
             "note": "includes the first interval (1 s) before the first sweep; until every token is gone and its "
             "expiry settled (succeeded) in the sweeper's audit database",
         }
@@ -235,11 +235,11 @@ def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:
         raw.stop()
 
 
-def _audited_expiries(database: Path) -> int:
-    """How many token expiries the sweeper's audit log holds (the sweep is audited, one event per token)."""
+def _audited_sweeps(database: Path) -> int:
+    """How many swept tokens the sweeper's audit log holds settled (the sweep is audited, one event per token)."""
     with sqlite3.connect(database) as connection:
         row = connection.execute(
-            "SELECT count(*) FROM audit_events WHERE action = 'token.expire' AND outcome = 'succeeded'"
+            "SELECT count(*) FROM audit_events WHERE action = 'token.sweep' AND outcome = 'succeeded'"
         ).fetchone()
     return int(row[0])
 
