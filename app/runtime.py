@@ -9,7 +9,7 @@ import secrets
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
@@ -52,11 +52,6 @@ from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
-from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
-from app.storage.kafka.cluster import KafkaCluster
-from app.storage.kafka.token_cache import KafkaTokenCache
-from app.storage.kafka.token_store import KafkaTokenStore
-from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
@@ -79,6 +74,9 @@ from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
+
+if TYPE_CHECKING:
+    from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
 UNREACHED = 2**31  # a throttle limit no client reaches
@@ -266,6 +264,8 @@ check_zookeeper = check_cluster  # the name kts dev and older callers use
 
 def kafka_cluster(settings: Settings) -> KafkaCluster:
     """The brokers of ``bootstrap.servers``, reached with the ``admin.*`` login."""
+    from app.storage.kafka.cluster import KafkaCluster  # see _kafka_runtime
+
     assert settings.bootstrap_servers is not None
     return KafkaCluster(
         settings.bootstrap_servers, settings.kafka_security, request_timeout_ms=settings.admin_request_timeout_ms
@@ -431,6 +431,13 @@ def _kafka_runtime(
     """Through the Kafka protocol. The controller expires tokens itself: no sweeper, no capacity guard (no
     ZooKeeper child lists). What replicas share in ZooKeeper mode (intent markers, quota guards, account locks,
     the leader) they share in the audit database here."""
+    # Imported here, not at the top: the Kafka-protocol client (kio, kafka-python) takes a good part of a second
+    # to import, which a replica of the ZooKeeper backend would pay at every start for nothing.
+    from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
+    from app.storage.kafka.token_cache import KafkaTokenCache
+    from app.storage.kafka.token_store import KafkaTokenStore
+    from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
+
     secret = TokenSecret(settings.secret_key)
     cluster = kafka_cluster(settings)
     shared = _shared_in_database(settings, clock, audit_log, cluster)
