@@ -83,8 +83,8 @@ def _convergence(first: str, second: str, creates: int) -> dict[str, float]:
             started = time.perf_counter()
             while client.post(f"{second}/v1/tokens/verify", json=body, headers=basic()).status_code != 200:
                 # A pause between polls: back to back, the probe kept the replica's request threads busy and the
-                # thread that follows notifications waited for the interpreter lock (p99 of 100-300 ms where
-                # the same runs with the pause printed 20 ms); the figure is one poll coarser.
+                # thread that follows notifications waited for the interpreter lock (in one run 17 of 200 creates
+                # took 50-343 ms; with the pause, p99 21 ms); the figure is one poll coarser.
                 time.sleep(POLL_PAUSE_S)
             delays.append(time.perf_counter() - started)
     delays.sort()
