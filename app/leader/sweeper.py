@@ -19,10 +19,7 @@ import logging
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
 
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -36,18 +33,12 @@ from app.service.ports import ShareCharge, StoredToken, TokenStore, TokenView
 from app.service.token_shares import TokenShares
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 # Tokens deleted per ZooKeeper transaction, as bulk revocation does: with their notifications and intent
 # markers a batch is about 140 KB, and about 480 KB in the worst case measured for revocation (a 200-character
 # chroot, 64-character ids, creator-only ACLs), 593 KB with the share ledgers of 50 requesters of the longest
 # names, under ZooKeeper's 1 MB request limit (jute.maxbuffer).
 BATCH = 500
-# Batches in flight at once. A batch mostly waits: on the audit database's commit of its pending events, on its
-# ZooKeeper transaction, on the commit settling them. With two in flight, one batch's settling and the next one's
-# pending events share a commit (group_commit.py) and one's transaction overlaps the other's commits; each batch
-# still follows the audit protocol on its own.
-PIPELINE = 2
 PAUSE_WARNING_EVERY_S = 60.0
 
 
@@ -87,8 +78,6 @@ class Sweeper:
         self.runs_total = 0
         self.early_runs_total = 0
         self.deleted_total = 0
-        self._count_lock = threading.Lock()
-        self._room_lock = threading.Lock()
 
     def run(self, lost: threading.Event) -> None:
         """The leader's loop until leadership is lost: look every second (or every interval, when shorter)
@@ -124,36 +113,20 @@ class Sweeper:
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
         planned = 0
-        in_flight: deque[tuple[_InFlight, Future[int]]] = deque()  # oldest first
-        with ThreadPoolExecutor(max_workers=PIPELINE, thread_name_prefix="sweep") as pool:
-            try:
-                for batch in deletion_batches(doomed, size=BATCH):
-                    if lost is not None and lost.is_set():
-                        break  # leadership gone: another replica sweeps now
-                    left = len(doomed) - planned
-                    planned += len(batch)
-                    if len(in_flight) == PIPELINE:
-                        deleted += in_flight.popleft()[1].result()
-                    if self._room is not None:
-                        batch = batch[: self._room_besides([flight for flight, _ in in_flight])]
-                        if not batch:
-                            self._warn_paused(left)
-                            break
-                    flight = _InFlight(len(batch))
-                    in_flight.append((flight, pool.submit(self._sweep_batch, batch, flight)))
-            finally:
-                deleted += _finish(in_flight)
+        for batch in deletion_batches(doomed, size=BATCH):
+            if lost is not None and lost.is_set():
+                break  # leadership gone: another replica sweeps now
+            left = len(doomed) - planned
+            planned += len(batch)
+            if self._room is not None:
+                batch = batch[: self._room()]
+                if not batch:
+                    self._warn_paused(left)
+                    break
+            deleted += self._sweep_batch(batch)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted
-
-    def _room_besides(self, in_flight: list[_InFlight]) -> int:
-        """The room the capacity guard reports, less the notifications of batches in flight whose transaction
-        has not committed yet (ZooKeeper does not count them yet). Read under the lock that each batch holds
-        around its transaction, so that every batch is counted once: in ZooKeeper's count, or here."""
-        assert self._room is not None
-        with self._room_lock:
-            return max(0, self._room() - sum(flight.size for flight in in_flight if not flight.committed))
 
     def _warn_paused(self, left: int) -> None:
         now_s = self._timer()
@@ -166,7 +139,7 @@ class Sweeper:
             left,
         )
 
-    def _sweep_batch(self, batch: list[TokenInformation], flight: _InFlight | None = None) -> int:
+    def _sweep_batch(self, batch: list[TokenInformation]) -> int:
         """Delete a batch in one transaction (one audit commit before, one after). If any token changed
         since it was read, the whole transaction is refused; then each is deleted on its own, so the
         token that changed survives and the others still go. Each deletion is charged to its requester's
@@ -180,29 +153,17 @@ class Sweeper:
         try:
             self._auditor.mutations(
                 [_event(stored) for stored in still],
-                lambda intents: self._committing(
-                    flight,
-                    lambda: self._store.delete_many(
-                        [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)],
-                        charges,
-                    ),
+                lambda intents: self._store.delete_many(
+                    [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)],
+                    charges,
                 ),
             )
         except (ConcurrentModification, TokenNotFound):
-            return self._committing(flight, lambda: sum(self._sweep_one(stored) for stored in still))
+            return sum(self._sweep_one(stored) for stored in still)
         self._settle(charges)
         for stored in still:
             self._deleted(stored.token.token_id)
         return len(still)
-
-    def _committing(self, flight: _InFlight | None, transaction: Callable[[], T]) -> T:
-        """Run a batch's ZooKeeper transaction under the room lock (``_room_besides``), then mark it committed."""
-        if flight is None:
-            return transaction()
-        with self._room_lock:
-            result = transaction()
-            flight.committed = True  # a failed one stays counted here until its batch has ended: never too few
-            return result
 
     def _charges(self, tokens: list[TokenInformation]) -> list[ShareCharge]:
         return [] if self._shares is None else self._shares.deletion_charges(tokens)
@@ -233,8 +194,7 @@ class Sweeper:
         return delete
 
     def _deleted(self, token_id: str) -> None:
-        with self._count_lock:  # batches in flight count from their own threads
-            self.deleted_total += 1  # counted at once: a later failure must not hide what was done
+        self.deleted_total += 1  # counted at once: a later failure must not hide what was done
         self._view.discard(token_id)
 
 
@@ -252,28 +212,3 @@ def _event(stored: StoredToken) -> AuditEvent:
 
 def _succeeded(event: AuditEvent) -> Callable[[None], AuditEvent]:
     return lambda _: event.ended(Outcome.SUCCEEDED)
-
-
-class _InFlight:
-    """A batch in flight: how many notifications it writes, and whether its transaction has ended."""
-
-    __slots__ = ("committed", "size")
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.committed = False
-
-
-def _finish(in_flight: deque[tuple[_InFlight, Future[int]]]) -> int:
-    """Wait for every batch still in flight; how many tokens they deleted. The first failure is raised once all
-    have ended (each settled its own audit events, or left them to the reconciler)."""
-    deleted = 0
-    failure: BaseException | None = None
-    while in_flight:
-        try:
-            deleted += in_flight.popleft()[1].result()
-        except BaseException as exc:  # re-raised below, once the others have ended
-            failure = failure or exc
-    if failure is not None:
-        raise failure
-    return deleted
