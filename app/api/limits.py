@@ -8,6 +8,10 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BODY_BYTES = 64 * 1024
+# The request line and header fields of one request (or the trailer fields of a chunked body), however the
+# bytes arrive (app/cli/server/uvicorn_h11.py answers 431 past it). h11 bounds only an incomplete header
+# block; one that arrives whole in a single read it would accept at any size.
+MAX_HEADER_BYTES = 16 * 1024
 
 
 class _TooLarge(HTTPException):

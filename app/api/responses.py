@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.limits import MAX_BODY_BYTES
+from app.api.limits import MAX_BODY_BYTES, MAX_HEADER_BYTES
 from app.api.schemas.common import ErrorBody
 
 _DESCRIPTIONS = {
@@ -17,6 +17,8 @@ _DESCRIPTIONS = {
     413: f"Request body larger than {MAX_BODY_BYTES} bytes",
     415: "The request body is not sent as Content-Type: application/json",
     422: "The request does not validate",
+    431: f"The request line and header fields exceed {MAX_HEADER_BYTES} bytes (a long query, such as many owner "
+    "filters, or large headers)",
     429: "Too many failed logins or token verifies from this address or for this principal; retry after "
     "Retry-After seconds. On a token create, also a per-user token quota reached (TOKEN_QUOTA_EXCEEDED); on a "
     "token create, renew or expire that keeps the token, also the caller's share of the token lists used up "
@@ -29,10 +31,11 @@ _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying ag
 
 
 def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """Wherever credentials are checked (401) the brute-force defence may answer 429 too; wherever a body is
-    read (413) it must be JSON (415)."""
+    """Wherever credentials are checked (401) the brute-force defence may answer 429 too, and the request's
+    query and headers (credentials included) may be too long (431); wherever a body is read (413) it must be
+    JSON (415)."""
     if 401 in statuses:
-        statuses = tuple(sorted({*statuses, 429}))
+        statuses = tuple(sorted({*statuses, 429, 431}))
     if 413 in statuses:
         statuses = tuple(sorted({*statuses, 415}))
     responses: dict[int | str, dict[str, Any]] = {}

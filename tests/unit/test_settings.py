@@ -483,11 +483,11 @@ def test_super_users_a_jwt_could_be_are_warned_about_one_line_each(
 
 def test_the_lockout_exempts_loopback_unless_told_otherwise(properties: Path) -> None:
     exempt = load_file(properties, REQUIRED).lockout_exempt_addresses
-    assert "127.0.0.1" in exempt and "::1" in exempt and "10.0.0.1" not in exempt
+    assert "127.0.0.1" in exempt and "::1" in exempt and "192.0.2.1" not in exempt
     none = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": ""}).lockout_exempt_addresses
     assert "127.0.0.1" not in none
-    networks = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "10.20.0.0/16, fd00::/8"})
-    assert "10.20.3.4" in networks.lockout_exempt_addresses and "fd00::5" in networks.lockout_exempt_addresses
+    networks = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "203.0.113.0/24, 2001:db8::/32"})
+    assert "203.0.113.4" in networks.lockout_exempt_addresses and "2001:db8::5" in networks.lockout_exempt_addresses
 
 
 def test_an_exempt_address_that_is_no_address_refuses_the_start(properties: Path) -> None:

@@ -33,16 +33,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
+from app.api.limits import MAX_HEADER_BYTES
 from app.api.security_headers import API_POLICY, SecurityHeaders, security_headers
 from app.cli.server.tls import WithTlsExtension, tls_facts
 from app.domain.throttle import address_group
 
 log = logging.getLogger("app.cli.serve")
-
-# The request line and header fields of one request (or the trailer fields of a chunked body), however the
-# bytes arrive. h11 bounds only an incomplete header block; one that arrives whole in a single read it
-# would accept at any size.
-MAX_HEADER_BYTES = 16 * 1024
 
 
 class TlsAwareH11Protocol(H11Protocol):

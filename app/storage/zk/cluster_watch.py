@@ -6,7 +6,7 @@ the brokers registered under ``/brokers/ids``, and judges. ZooKeeper watches on 
 ``recheck_s`` as a safety net) only wake a worker thread that reads again, as watch callbacks must not block;
 a change is seen within a round trip or two. The phase is logged once, when it changes.
 
-It is also the write fence of every Kafka-metadata transaction (``WriteFence`` in transaction.py): ``admit``
+It is also the write fence of every Kafka-metadata transaction (``WriteFence`` in write_fence.py): ``admit``
 refuses at once when the cluster refuses writes, and otherwise hands out the ``/controller_epoch`` version read
 while the cluster was in ZooKeeper mode, which the transaction checks atomically with its writes. A KRaft
 controller claims the cluster by changing that znode in the same transaction as ``/controller``, before it reads

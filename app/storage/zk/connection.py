@@ -39,7 +39,7 @@ from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 from app.storage.zk.znodes import PERSISTENT_PATHS, ClusterIdZNode, MalformedZNode
 
 if TYPE_CHECKING:
-    from app.storage.zk.transaction import WriteFence
+    from app.storage.zk.write_fence import WriteFence
 
 log = logging.getLogger(__name__)
 

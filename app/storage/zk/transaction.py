@@ -13,7 +13,7 @@ controller. A check lost to an ordinary ZooKeeper controller election is read ag
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 from app.domain.errors import ConcurrentModification
 from app.storage.zk.connection import ZkConnection
@@ -21,17 +21,6 @@ from app.storage.zk.errors import Subject, refused_write
 
 ABSENT = -1  # the version a store reads for a znode that does not exist
 FENCE_ATTEMPTS = 4  # controller elections in a row before the caller is told to retry
-
-
-class WriteFence(Protocol):
-    def admit(self) -> tuple[str, int] | None:
-        """Raise ClusterMigrating when Kafka's metadata must not be written here; else the ``(path, version)``
-        every write must find unchanged (None: nothing to check yet)."""
-        ...
-
-    def breached(self) -> None:
-        """The checked znode changed: read the cluster again, and raise ClusterMigrating if it now refuses."""
-        ...
 
 
 class ChangeTransaction:

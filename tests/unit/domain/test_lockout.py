@@ -177,11 +177,11 @@ def test_the_policy_refuses_zero(field: str) -> None:
 
 
 def test_exempt_addresses_are_addresses_and_networks() -> None:
-    exempt = ExemptAddresses.parse("127.0.0.1, ::1, 10.1.0.0/16")
+    exempt = ExemptAddresses.parse("127.0.0.1, ::1, 198.51.100.0/24")
     assert "127.0.0.1" in exempt
     assert "::1" in exempt
     assert "::ffff:127.0.0.1" in exempt  # IPv4-mapped
-    assert "10.1.200.3" in exempt
+    assert "198.51.100.3" in exempt
     assert "127.0.0.2" not in exempt
     assert "testclient" not in exempt
     assert not ExemptAddresses.parse("")

@@ -28,7 +28,7 @@ def test_credentials_never_show_the_password() -> None:
 
 @pytest.mark.parametrize(
     ("server", "parts"),
-    [("broker-1:9092", ("broker-1", 9092)), (" 10.0.0.1:9093", ("10.0.0.1", 9093)), ("[::1]:9092", ("::1", 9092))],
+    [("broker-1:9092", ("broker-1", 9092)), (" 192.0.2.1:9093", ("192.0.2.1", 9093)), ("[::1]:9092", ("::1", 9092))],
 )
 def test_bootstrap_servers_are_host_and_port(server: str, parts: tuple[str, int]) -> None:
     assert split_server(server) == parts
