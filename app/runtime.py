@@ -4,12 +4,14 @@ only the services and views it exposes (``app/api/deps.py``). Nothing here runs 
 
 from __future__ import annotations
 
+import gc
 import logging
 import secrets
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
@@ -52,11 +54,6 @@ from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
-from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
-from app.storage.kafka.cluster import KafkaCluster
-from app.storage.kafka.token_cache import KafkaTokenCache
-from app.storage.kafka.token_store import KafkaTokenStore
-from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
@@ -69,6 +66,7 @@ from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.credential_cache import CredentialCache
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
@@ -78,6 +76,9 @@ from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
+
+if TYPE_CHECKING:
+    from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
 UNREACHED = 2**31  # a throttle limit no client reaches
@@ -116,14 +117,32 @@ class Runtime:
             log.info(
                 "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
             )
-        for step in self.startup:
-            step()
+        with _loaded_for_good():
+            for step in self.startup:
+                step()
 
     def stop(self) -> None:
         for guard in self.attempt_guards:  # bursts still open are audited, not lost with the process
             guard.flush()
         for step in self.shutdown:
             step()
+
+
+@contextmanager
+def _loaded_for_good() -> Iterator[None]:
+    """What start-up loads (every token, every ACL) lives as long as the replica, in objects the cyclic garbage
+    collector would otherwise walk again and again: several full collections while 100k tokens load (a third of
+    the load's time), then one every so often while serving, each pausing every request for hundreds of ms at
+    100k tokens. So the collector pauses while start-up runs, and what it loaded is then frozen (``gc.freeze``:
+    never scanned again; freed as usual when no longer referenced, say a token swept). Garbage left by earlier
+    work is collected first, so that freezing keeps none of it (tests start many replicas in one process)."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+        gc.freeze()
+    finally:
+        gc.enable()
 
 
 def _first_reading(capacity: CapacityGuard) -> None:
@@ -265,6 +284,8 @@ check_zookeeper = check_cluster  # the name kts dev and older callers use
 
 def kafka_cluster(settings: Settings) -> KafkaCluster:
     """The brokers of ``bootstrap.servers``, reached with the ``admin.*`` login."""
+    from app.storage.kafka.cluster import KafkaCluster  # see _kafka_runtime
+
     assert settings.bootstrap_servers is not None
     return KafkaCluster(
         settings.bootstrap_servers, settings.kafka_security, request_timeout_ms=settings.admin_request_timeout_ms
@@ -430,6 +451,13 @@ def _kafka_runtime(
     """Through the Kafka protocol. The controller expires tokens itself: no sweeper, no capacity guard (no
     ZooKeeper child lists). What replicas share in ZooKeeper mode (intent markers, quota guards, account locks,
     the leader) they share in the audit database here."""
+    # Imported here, not at the top: the Kafka-protocol client (kio, kafka-python) takes a good part of a second
+    # to import, which a replica of the ZooKeeper backend would pay at every start for nothing.
+    from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
+    from app.storage.kafka.token_cache import KafkaTokenCache
+    from app.storage.kafka.token_store import KafkaTokenStore
+    from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
+
     secret = TokenSecret(settings.secret_key)
     cluster = kafka_cluster(settings)
     shared = _shared_in_database(settings, clock, audit_log, cluster)
@@ -540,6 +568,7 @@ def _zookeeper_runtime(
     acl_cache = AclCache(zk, acl_store)
     authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
+    credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
     token_cache = TokenCache(zk, token_store, secret)
@@ -629,7 +658,7 @@ def _zookeeper_runtime(
         metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer),
         reconciler=reconciler,
         authenticator=Authenticator(
-            BasicAuthenticator(StoredKeyCredentials(user_store), clock),
+            BasicAuthenticator(StoredKeyCredentials(credentials), clock),
             tokens,
             client_auth=settings.ssl_client_auth,
             mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
@@ -653,12 +682,21 @@ def _zookeeper_runtime(
             lambda: ensure_cluster_secret(zk, secret),
             lockout_store.start,
             acl_cache.start,
+            credentials.start,
             token_cache.start,
             lambda: _first_reading(capacity),
             reconciler.start,
             sweeper_leadership.start,
         ],
-        shutdown=[sweeper_leadership.stop, reconciler.stop, token_cache.stop, acl_cache.stop, cluster.stop, zk.stop],
+        shutdown=[
+            sweeper_leadership.stop,
+            reconciler.stop,
+            token_cache.stop,
+            credentials.stop,
+            acl_cache.stop,
+            cluster.stop,
+            zk.stop,
+        ],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),

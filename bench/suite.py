@@ -1,7 +1,6 @@
 """The benchmark suite (docs/operations.md#benchmarks): every figure with its ceiling measured in the same run,
-printed as one JSON document with the goals of issue 6 beside the figures, the time from a token's create
-to its first login on a real Kafka broker (bench/broker_login.py), and the audit report over synthetic events
-against one scan and group-by of them (bench/audit_report.py, 10 million events; 200,000 with --quick).
+printed as one JSON document with the goals of issue 6 beside the figures, and the time from a token's create
+to its first login on a real Kafka broker (bench/broker_login.py).
 
     python -m bench.suite            # 100k tokens
     python -m bench.suite --quick    # the same figures on small data, in a few minutes
@@ -13,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -41,18 +41,31 @@ from bench.harness import (
     raw_create_ceiling,
 )
 
+# The goals of issue 28 (with those of issue 6 that it did not tighten), each compared with its figure in
+# ``_goals``: a figure the run did not measure (a part left out with --parts) is reported as not measured.
 GOALS = {
+    "create_vs_noop": ">= 0.6 (token creates/s over a no-op request's /s, same server and client)",
     "create_vs_raw_zookeeper": ">= 0.5",
     "verify_vs_noop": ">= 0.7",
-    "describe_owner_p99_ms": "< 20",
+    "describe_owner_p99_ms": "< 5 (100k tokens)",
     "describe_full_listing_p99_vs_owner_p99": "<= 2",
-    "convergence_p99_ms": "< 250",
-    "sweep_seconds": "< 60 (100k tokens)",
-    "startup_seconds": "< 15 (100k tokens)",
-    "rss_mb": "< 250 (100k tokens)",
+    "convergence_p99_ms": "< 10",
+    "startup_seconds": "< 3 (100k tokens)",
+    "rss_mb": "< 150 (100k tokens)",
+    "sweep_seconds": "< 15 (100k expired tokens, audited, none left)",
     "create_to_broker_login_p99_ms": "< 1000 (a real Kafka 3.9 broker, ZooKeeper mode)",
     "audit_report_vs_scan": "<= 2.0 (10M events: the report / one scan and group-by of the same Parquet)",
 }
+
+POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
+
+PARTS = ("create", "verify", "loaded", "sweep", "broker", "kraft", "report")
+PARTS_HELP = (
+    "comma-separated parts to run (default: all): create (create, no-op and raw ZooKeeper rates), verify "
+    "(verify and Basic-versus-Bearer rates), loaded (start-up, memory, describe and convergence with the tokens "
+    "loaded), sweep, broker (create to first login on a Kafka broker), kraft (the Kafka-protocol backend), report "
+    "(the audit report over synthetic events against one scan and group-by of them)"
+)
 
 
 def _client(zk_connect: str) -> KazooClient:
@@ -74,14 +87,18 @@ def _convergence(first: str, second: str, creates: int) -> dict[str, float]:
             body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
             started = time.perf_counter()
             while client.post(f"{second}/v1/tokens/verify", json=body, headers=basic()).status_code != 200:
-                pass
+                # A pause between polls: back to back, the probe kept the replica's request threads busy and the
+                # thread that follows notifications waited for the interpreter lock (in one run 17 of 200 creates
+                # took 50-343 ms; with the pause, p99 21 ms); the figure is one poll coarser.
+                time.sleep(POLL_PAUSE_S)
             delays.append(time.perf_counter() - started)
     delays.sort()
     return {
         "p50_ms": round(statistics.median(delays) * 1000, 2),
         "p99_ms": round(delays[max(0, int(len(delays) * 0.99) - 1)] * 1000, 2),
         "creates": creates,
-        "note": "includes one verify round trip on the second replica",
+        "note": "includes one verify round trip on the second replica (which runs without the failure "
+        f"throttle: see _loaded_figures), polled every {POLL_PAUSE_S * 1000:.0f} ms",
     }
 
 
@@ -113,140 +130,204 @@ def run(
     concurrency: int,
     workdir: Path,
     broker_logins: int = 200,
-    audit_events: int = 10_000_000,
+    parts: tuple[str, ...] = PARTS,
 ) -> dict[str, Any]:
     report: dict[str, Any] = {"tokens": tokens, "seconds_per_rate": seconds, "concurrency": concurrency}
     with EmbeddedZooKeeper(workdir / "zk", jvm_options=("-Djute.maxbuffer=16777216",)) as zookeeper:
-        main_connect = f"{zookeeper.connect_string}/bench-main"
-        raw = _client(main_connect)
-        add_users(raw)
-        kts = Kts(main_connect, workdir)
-        try:
-            # Its creates all come from one user, far past the default quota of live tokens per owner and its
-            # fair share of the token lists.
-            first, _ = kts.start(
-                "replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0", KTS_TOKEN_WRITE_SHARE_RATIO="0"
-            )
-            token = httpx.post(f"{first.url}/v1/tokens", json={}, headers=basic()).json()
-            mine = bearer(token["tokenId"])
+        if {"create", "verify", "loaded"} & set(parts):
+            _first_replica_figures(report, zookeeper.connect_string, tokens, seconds, concurrency, workdir, parts)
+        if "sweep" in parts:
+            report["sweep"] = _sweep(zookeeper.connect_string, tokens, workdir)
+        if "broker" in parts:
+            report["broker_login"] = broker_login.run(broker_logins, workdir, zookeeper)
+    report["jute_maxbuffer"] = (
+        "ZooKeeper runs with -Djute.maxbuffer=16777216 here: past about 1 MB of token names (some 40k tokens) "
+        "Java clients such as brokers need it raised; kts (kazoo) does not"
+    )
+    return report
 
+
+def _first_replica_figures(
+    report: dict[str, Any],
+    zk_connect: str,
+    tokens: int,
+    seconds: float,
+    concurrency: int,
+    workdir: Path,
+    parts: tuple[str, ...],
+) -> None:
+    main_connect = f"{zk_connect}/bench-main"
+    raw = _client(main_connect)
+    add_users(raw)
+    kts = Kts(main_connect, workdir)
+    try:
+        # Its creates all come from one user, far past the default quota of live tokens per owner and its
+        # fair share of the token lists.
+        first, _ = kts.start("replica-a", audit="db", KTS_TOKEN_QUOTA_PER_OWNER="0", KTS_TOKEN_WRITE_SHARE_RATIO="0")
+        token = httpx.post(f"{first.url}/v1/tokens", json={}, headers=basic()).json()
+        mine = bearer(token["tokenId"])
+
+        def rate(request: Any) -> dict[str, float]:
+            return asyncio.run(drive(first.url, request, seconds=seconds, concurrency=concurrency))
+
+        noop: dict[str, float] | None = None
+        if "create" in parts:
             # The ceiling writes in a chroot of its own, so the token count of the later figures stays exact.
-            ceiling_connect = f"{zookeeper.connect_string}/bench-ceiling"
+            ceiling_connect = f"{zk_connect}/bench-ceiling"
             _client(ceiling_connect).stop()
             ceiling = raw_create_ceiling(ceiling_connect, seconds=seconds)
-            create = asyncio.run(
-                drive(
-                    first.url,
-                    lambda c: c.post("/v1/tokens", json={}, headers=basic()),
-                    seconds=seconds,
-                    concurrency=concurrency,
-                )
-            )
+            create = rate(lambda c: c.post("/v1/tokens", json={}, headers=basic()))
+            noop = rate(lambda c: c.get("/healthz"))
             report["create"] = {
                 "http": create,
+                "noop_ceiling": noop,
+                "ratio_vs_noop": round(create["per_s"] / noop["per_s"], 3),
                 "raw_zookeeper_ceiling": ceiling,
                 "ratio": round(create["per_s"] / ceiling["per_s"], 3),
+                "note": "Basic-authenticated, audited (SQLite) creates; noop_ceiling: GET /healthz on the same "
+                "server and client, right after the creates",
             }
 
+        if "verify" in parts:
             verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-            verify = asyncio.run(
-                drive(
-                    first.url,
-                    lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine),
-                    seconds=seconds,
-                    concurrency=concurrency,
-                )
-            )
-            noop = asyncio.run(drive(first.url, lambda c: c.get("/healthz"), seconds=seconds, concurrency=concurrency))
-            report["verify"] = {
-                "verify": verify,
-                "noop_ceiling": noop,
-                "ratio": round(verify["per_s"] / noop["per_s"], 3),
-            }
-
+            verify = rate(lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine))
+            noop = rate(lambda c: c.get("/healthz"))
+            ratio = round(verify["per_s"] / noop["per_s"], 3)
+            report["verify"] = {"verify": verify, "noop_ceiling": noop, "ratio": ratio}
             path = f"/v1/tokens/{token['tokenId']}"
-            with_basic = asyncio.run(
-                drive(first.url, lambda c: c.get(path, headers=basic()), seconds=seconds, concurrency=concurrency)
-            )
-            with_bearer = asyncio.run(
-                drive(first.url, lambda c: c.get(path, headers=mine), seconds=seconds, concurrency=concurrency)
-            )
+            with_basic = rate(lambda c: c.get(path, headers=basic()))
+            with_bearer = rate(lambda c: c.get(path, headers=mine))
             report["basic_vs_bearer"] = {
                 "basic": with_basic,
                 "bearer": with_bearer,
                 "ratio": round(with_basic["per_s"] / with_bearer["per_s"], 3),
             }
 
-            started = time.monotonic()
-            load_tokens(raw, tokens)
-            report["load"] = {"tokens_written": tokens, "seconds": round(time.monotonic() - started, 2)}
-            started = time.monotonic()
-            names = raw.get_children(TokenZNode.ROOT)
-            report["list_children"] = {"children": len(names), "seconds": round(time.monotonic() - started, 3)}
+        if "loaded" in parts:
+            _loaded_figures(report, raw, kts, first.url, tokens)
+    finally:
+        kts.stop()
+        raw.stop()
 
-            second, startup = kts.start("replica-b")
-            report["startup"] = {"seconds": round(startup, 2), "tokens_in_zookeeper": len(names)}
-            report["memory"] = {"rss_mb": round(second.rss_mb(), 1), "tokens": len(names)}
 
-            admin = basic(ADMIN, ADMIN_PASSWORD)
-            owner_filtered = asyncio.run(latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
-            full_listing = asyncio.run(latencies(second.url, "/v1/tokens", admin, 200))
-            report["describe"] = {
-                "owner_filtered": owner_filtered,
-                "full_listing_page": full_listing,
-                "full_listing_p99_vs_owner_p99": round(full_listing["p99_ms"] / owner_filtered["p99_ms"], 2),
-                "full_listing_first_page": asyncio.run(latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
-                "note": "as a super user. owner_filtered: the 100 tokens of one owner; full_listing_page: the first "
-                "page of every token at the default limit (100 tokens, the same answer size); "
-                "full_listing_first_page: limit=1000, as earlier runs measured it",
-            }
-            report["convergence"] = _convergence(first.url, second.url, 200)
-        finally:
-            kts.stop()
-            raw.stop()
+def _loaded_figures(report: dict[str, Any], raw: KazooClient, kts: Kts, first_url: str, tokens: int) -> None:
+    """Start-up, memory, describe and convergence of a second replica once ``tokens`` tokens are in ZooKeeper."""
+    started = time.monotonic()
+    load_tokens(raw, tokens)
+    report["load"] = {"tokens_written": tokens, "seconds": round(time.monotonic() - started, 2)}
+    started = time.monotonic()
+    names = raw.get_children(TokenZNode.ROOT)
+    report["list_children"] = {"children": len(names), "seconds": round(time.monotonic() - started, 3)}
 
-        sweep_connect = f"{zookeeper.connect_string}/bench-sweep"
-        raw = _client(sweep_connect)
-        add_users(raw)
-        load_tokens(raw, tokens, expired=True)
-        sweeper_kts = Kts(sweep_connect, workdir)
-        try:
-            sweeper_kts.start("sweeper", audit="db", KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000")
-            started = time.monotonic()
-            cap = 600.0
-            while raw.get_children(TokenZNode.ROOT) and time.monotonic() - started < cap:
-                time.sleep(0.25)
-            left = len(raw.get_children(TokenZNode.ROOT))
-            report["sweep"] = {
-                "tokens": tokens,
-                "seconds": round(time.monotonic() - started, 2),
-                "left": left,
-                "note": "includes the first interval (1 s) before the first sweep; audited",
-            }
-        finally:
-            sweeper_kts.stop()
-            raw.stop()
-
-        report["broker_login"] = broker_login.run(broker_logins, workdir, zookeeper)
-    report["audit_report"] = _audit_report(audit_events)
-    report["jute_maxbuffer"] = (
-        "ZooKeeper runs with -Djute.maxbuffer=16777216 here: past about 1 MB of token names (some 40k tokens) "
-        "Java clients such as brokers need it raised; kts (kazoo) does not"
-    )
-    report["goals"] = GOALS
-    report["met"] = {
-        "create_vs_raw_zookeeper": report["create"]["ratio"] >= 0.5,
-        "verify_vs_noop": report["verify"]["ratio"] >= 0.7,
-        "describe_owner_p99_ms": report["describe"]["owner_filtered"]["p99_ms"] < 20,
-        "describe_full_listing_p99_vs_owner_p99": report["describe"]["full_listing_p99_vs_owner_p99"] <= 2,
-        "convergence_p99_ms": report["convergence"]["p99_ms"] < 250,
-        "sweep_seconds": report["sweep"]["left"] == 0 and report["sweep"]["seconds"] < 60,
-        "startup_seconds": report["startup"]["seconds"] < 15,
-        "rss_mb": report["memory"]["rss_mb"] < 250,
-        "create_to_broker_login_p99_ms": report["broker_login"]["met"]["create_to_broker_login_p99_ms"],
-        "audit_report_vs_scan": report["audit_report"]["ratio"] <= 2.0,
+    # The convergence probe polls /v1/tokens/verify on this replica until the new token verifies: each poll that
+    # comes before the token is a failed verify, and past auth.failures.max of them (10 per token, 100 per address
+    # a minute) the brute-force defence answers 429 for seconds, which the probe would measure instead of
+    # convergence (p99 of 6 s in earlier runs). So this replica runs without the failure throttle.
+    second, startup = kts.start("replica-b", KTS_AUTH_FAILURES_MAX="0")
+    report["startup"] = {
+        "seconds": round(startup, 2),
+        "cpu_seconds": round(second.cpu_s(), 2),
+        "tokens_in_zookeeper": len(names),
+        "note": "seconds: from the process's start to /readyz answering 200; cpu_seconds: the CPU time the replica "
+        "used meanwhile (on a busy machine the rest is time it waited for a core)",
     }
-    return report
+    report["memory"] = {"rss_mb": round(second.rss_mb(), 1), "tokens": len(names)}
+
+    admin = basic(ADMIN, ADMIN_PASSWORD)
+    owner_filtered = asyncio.run(latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
+    full_listing = asyncio.run(latencies(second.url, "/v1/tokens", admin, 200))
+    report["describe"] = {
+        "owner_filtered": owner_filtered,
+        "full_listing_page": full_listing,
+        "full_listing_p99_vs_owner_p99": round(full_listing["p99_ms"] / owner_filtered["p99_ms"], 2),
+        "full_listing_first_page": asyncio.run(latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
+        "note": "as a super user. owner_filtered: the 100 tokens of one owner; full_listing_page: the first "
+        "page of every token at the default limit (100 tokens, the same answer size); "
+        "full_listing_first_page: limit=1000, as earlier runs measured it",
+    }
+    report["convergence"] = _convergence(first_url, second.url, 200)
+
+
+def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:
+    sweep_connect = f"{zk_connect}/bench-sweep"
+    raw = _client(sweep_connect)
+    add_users(raw)
+    load_tokens(raw, tokens, expired=True)
+    sweeper_kts = Kts(sweep_connect, workdir)
+    try:
+        sweeper, _ = sweeper_kts.start("sweeper", audit="db", KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000")
+        audit_db = workdir / "sweeper-audit.db"
+        started = time.monotonic()
+        cpu_before = sweeper.cpu_s()
+        cap = 600.0
+        # Done when every token is gone and its expiry is settled in the audit log (the sweep is audited).
+        while time.monotonic() - started < cap and (
+            raw.get_children(TokenZNode.ROOT) or _audited_sweeps(audit_db) < tokens
+        ):
+            time.sleep(0.25)
+        elapsed = time.monotonic() - started
+        return {
+            "tokens": tokens,
+            "seconds": round(elapsed, 2),
+            "cpu_seconds": round(sweeper.cpu_s() - cpu_before, 2),
+            "left": len(raw.get_children(TokenZNode.ROOT)),
+            "audit_events": _audited_sweeps(audit_db),
+            "note": "includes the first interval (1 s) before the first sweep; until every token is gone and its "
+            "expiry settled (succeeded) in the sweeper's audit database; cpu_seconds: the CPU time the replica "
+            "used meanwhile",
+        }
+    finally:
+        sweeper_kts.stop()
+        raw.stop()
+
+
+def _audited_sweeps(database: Path) -> int:
+    """How many swept tokens the sweeper's audit log holds settled (the sweep is audited, one event per token)."""
+    with sqlite3.connect(database) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM audit_events WHERE action = 'token.sweep' AND outcome = 'succeeded'"
+        ).fetchone()
+    return int(row[0])
+
+
+def _goals(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each goal with the figure this run printed for it and whether it is met (None: not measured)."""
+
+    def figure(*keys: str) -> Any:
+        value: Any = report
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                return None
+            value = value[key]
+        return value
+
+    sweep = report.get("sweep")
+    checks: dict[str, tuple[Any, Any]] = {
+        "create_vs_noop": (figure("create", "ratio_vs_noop"), lambda x: x >= 0.6),
+        "create_vs_raw_zookeeper": (figure("create", "ratio"), lambda x: x >= 0.5),
+        "verify_vs_noop": (figure("verify", "ratio"), lambda x: x >= 0.7),
+        "describe_owner_p99_ms": (figure("describe", "owner_filtered", "p99_ms"), lambda x: x < 5),
+        "describe_full_listing_p99_vs_owner_p99": (
+            figure("describe", "full_listing_p99_vs_owner_p99"),
+            lambda x: x <= 2,
+        ),
+        "convergence_p99_ms": (figure("convergence", "p99_ms"), lambda x: x < 10),
+        "startup_seconds": (figure("startup", "seconds"), lambda x: x < 3),
+        "rss_mb": (figure("memory", "rss_mb"), lambda x: x < 150),
+        "sweep_seconds": (
+            figure("sweep", "seconds"),
+            lambda x: sweep is not None and sweep["left"] == 0 and sweep["audit_events"] >= sweep["tokens"] and x < 15,
+        ),
+        "create_to_broker_login_p99_ms": (
+            figure("broker_login", "create_to_broker_login", "p99_ms"),
+            lambda _: bool(figure("broker_login", "met", "create_to_broker_login_p99_ms")),
+        ),
+        "audit_report_vs_scan": (figure("audit_report", "ratio"), lambda x: x <= 2.0),
+    }
+    goals = {}
+    for name, (value, met) in checks.items():
+        goals[name] = {"goal": GOALS[name], "figure": value, "met": None if value is None else bool(met(value))}
+    return goals
 
 
 def main() -> None:
@@ -255,23 +336,28 @@ def main() -> None:
     parser.add_argument("--tokens", type=int)
     parser.add_argument("--seconds", type=float)
     parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--parts", default=",".join(PARTS), help=PARTS_HELP)
     parser.add_argument("--audit-events", type=int, help="events of the audit report (default 10M, 200k with --quick)")
     args = parser.parse_args()
+    parts = tuple(part.strip() for part in args.parts.split(",") if part.strip())
+    unknown = sorted(set(parts) - set(PARTS))
+    if unknown:
+        parser.error(f"--parts: unknown {', '.join(unknown)} (known: {', '.join(PARTS)})")
     tokens = args.tokens or (2_000 if args.quick else 100_000)
     seconds = args.seconds or (3.0 if args.quick else 10.0)
     from bench import kraft  # the Kafka-protocol backend's figures (it imports this module's helpers)
 
     with tempfile.TemporaryDirectory(prefix="kts-bench-") as directory:
         report = run(
-            tokens,
-            seconds,
-            args.concurrency,
-            Path(directory),
-            broker_logins=100 if args.quick else 200,
-            audit_events=args.audit_events or (200_000 if args.quick else 10_000_000),
+            tokens, seconds, args.concurrency, Path(directory), broker_logins=100 if args.quick else 200, parts=parts
         )
-        # Creates through a KRaft controller are far slower than znode writes: fewer tokens for its describe.
-        report["kraft"] = kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory))
+        if "kraft" in parts:
+            # Creates through a KRaft controller are far slower than znode writes: fewer tokens for its describe.
+            report["kraft"] = kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory))
+        if "report" in parts:  # last, when ZooKeeper and the brokers are gone: Spark has the machine to itself
+            report["audit_report"] = _audit_report(args.audit_events or (200_000 if args.quick else 10_000_000))
+        report["goals"] = _goals(report)
+        report["met"] = {name: goal["met"] for name, goal in report["goals"].items()}
         print_json(report)
 
 

@@ -27,7 +27,6 @@ from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
-import httpx
 from jwt import PyJWK
 from jwt.exceptions import PyJWTError
 
@@ -124,6 +123,8 @@ def fetcher(url: str, ssl_context: ssl.SSLContext | None = None) -> Callable[[],
         return read_file
 
     def get() -> bytes:
+        import httpx  # here, not at the top: only a replica with a JWKS URL needs it (about 5 MB and 0.2 s)
+
         try:
             with httpx.Client(verify=ssl_context or True, timeout=FETCH_TIMEOUT_S, follow_redirects=False) as client:
                 with client.stream("GET", url, headers={"Accept": "application/json"}) as response:

@@ -8,13 +8,20 @@ order (a listing pages by token id, so a page costs its own length, not a sort o
 the fair shares and the sweep's schedule: tokens per requester, and every token's end (the earlier of its expiry
 and maximum) in order, so "how many have expired" is a bisection.
 
+Compact, because a replica holds every token of the cluster (100k tokens fit a replica's memory budget only so):
+the cache keeps each token's ``TokenInformation`` (principals shared between tokens, app/storage/zk/znodes) and,
+apart, the few versions that are not 0 (most tokens are never changed), and builds the ``StoredToken`` a reader
+asks for; the HMAC index is keyed by the HMAC's first 60 bits (one small integer rather than 32 bytes), the
+match checked on the whole HMAC; and the token ids of each principal are a dict's keys, half a set's memory.
+
 Not thread-safe: the caches hold their lock around writes and multi-key reads (single-key reads are dict lookups).
 """
 
 from __future__ import annotations
 
+import hmac
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from itertools import islice
 
 from sortedcontainers import SortedList
@@ -31,20 +38,21 @@ class _PrincipalIndex:
 
     def __init__(self, field: Callable[[TokenInformation], Iterable[KafkaPrincipal]]) -> None:
         self._field = field
-        self._ids: defaultdict[KafkaPrincipal, set[str]] = defaultdict(set)
+        # A dict's keys rather than a set: insertion-ordered dicts take about half a set's memory per id.
+        self._ids: defaultdict[KafkaPrincipal, dict[str, None]] = defaultdict(dict)
 
-    def get(self, principal: KafkaPrincipal) -> set[str]:
-        return self._ids.get(principal, set())
+    def get(self, principal: KafkaPrincipal) -> Collection[str]:
+        return self._ids.get(principal, {}).keys()
 
     def add(self, token: TokenInformation) -> None:
         for principal in self._field(token):
-            self._ids[principal].add(token.token_id)
+            self._ids[principal][token.token_id] = None
 
     def remove(self, token: TokenInformation) -> None:
         for principal in self._field(token):
             ids = self._ids.get(principal)
             if ids is not None:
-                ids.discard(token.token_id)
+                ids.pop(token.token_id, None)
                 if not ids:
                     del self._ids[principal]
 
@@ -55,8 +63,10 @@ class _PrincipalIndex:
 class TokenIndex:
     def __init__(self, secret: TokenSecret) -> None:
         self._secret = secret
-        self._tokens: dict[str, StoredToken] = {}
-        self._by_hmac: dict[bytes, str] = {}
+        self._tokens: dict[str, TokenInformation] = {}
+        self._versions: dict[str, int] = {}  # only the versions that are not 0
+        self._by_hmac: dict[int, str] = {}  # by the HMAC's first 60 bits (``_hmac_key``)
+        self._hmac_collisions: dict[bytes, str] = {}  # by the whole HMAC, should two share their first 60 bits
         self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
         self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
         # Only tokens requested for another owner: the owner index holds the rest (and memory is per token).
@@ -75,13 +85,20 @@ class TokenIndex:
         return token_id in self._tokens
 
     def get(self, token_id: str) -> StoredToken | None:
-        return self._tokens.get(token_id)
+        token = self._tokens.get(token_id)
+        return None if token is None else StoredToken(token, self._versions.get(token_id, 0))
 
     def find_by_hmac(self, mac: bytes) -> str | None:
-        return self._by_hmac.get(mac)
+        found = self._hmac_collisions.get(mac)
+        if found is not None:
+            return found
+        found = self._by_hmac.get(_hmac_key(mac))
+        if found is None or not hmac.compare_digest(self._secret.hmac(found), mac):
+            return None
+        return found
 
     def tokens(self) -> list[StoredToken]:
-        return list(self._tokens.values())
+        return [self._stored(token) for token in self._tokens.values()]
 
     def ids(self) -> list[str]:
         return list(self._tokens)
@@ -89,17 +106,17 @@ class TokenIndex:
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
         """Tokens that any of ``principals`` owns, renews or requested."""
         ids = set().union(*(index.get(principal) for principal in principals for index in self._indexes))
-        return [self._tokens[token_id] for token_id in ids]
+        return [self._stored(self._tokens[token_id]) for token_id in ids]
 
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""
         ids = self._ordered.irange(minimum=token_id, inclusive=(False, True))
-        return [self._tokens[found] for found in islice(ids, count)]
+        return [self._stored(self._tokens[found]) for found in islice(ids, count)]
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """Tokens counted against ``key``'s quota at ``now_ms``: expired ones never count, swept or not."""
         index = self._by_owner if key.kind is QuotaKind.OWNER else self._by_requester
-        return sum(counts_against(key, self._tokens[token_id].token, now_ms) for token_id in index.get(key.principal))
+        return sum(counts_against(key, self._tokens[token_id], now_ms) for token_id in index.get(key.principal))
 
     def requested_count(self, principal: KafkaPrincipal) -> int:
         """Tokens ``principal`` requested (for itself or others), expired ones included."""
@@ -112,8 +129,13 @@ class TokenIndex:
     def put(self, stored: StoredToken, *, ordered: bool = True) -> None:
         """Add a token (``ordered=False``: the caller sorts the id index once, see ``load``)."""
         token = stored.token
-        self._tokens[token.token_id] = stored
-        self._by_hmac[self._secret.hmac(token.token_id)] = token.token_id
+        token_id = token.token_id
+        self._tokens[token_id] = token
+        if stored.version:
+            self._versions[token_id] = stored.version
+        mac = self._secret.hmac(token_id)
+        if self._by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+            self._hmac_collisions[mac] = token_id
         if ordered:
             self._ordered.add(token.token_id)
             self._ends.add(_end(token))
@@ -129,20 +151,27 @@ class TokenIndex:
         old = self._tokens.pop(token_id, None)
         if old is None:
             return
-        self._by_hmac.pop(self._secret.hmac(token_id), None)
+        self._versions.pop(token_id, None)
+        mac = self._secret.hmac(token_id)
+        if self._hmac_collisions.get(mac) == token_id:
+            del self._hmac_collisions[mac]
+        elif self._by_hmac.get(_hmac_key(mac)) == token_id:
+            del self._by_hmac[_hmac_key(mac)]
         self._ordered.discard(token_id)
-        self._ends.discard(_end(old.token))  # one of the equal ends: which one does not matter to a count
-        requester = old.token.token_requester
+        self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
+        requester = old.token_requester
         self._requested[requester] -= 1
         if self._requested[requester] <= 0:
             del self._requested[requester]
         for index in self._indexes:
-            index.remove(old.token)
+            index.remove(old)
 
     def load(self, loaded: Iterable[StoredToken]) -> None:
         """Replace everything with ``loaded``: one sort, several times faster than an insertion each."""
         self._tokens.clear()
+        self._versions.clear()
         self._by_hmac.clear()
+        self._hmac_collisions.clear()
         self._ordered.clear()
         self._ends.clear()
         self._requested.clear()
@@ -151,7 +180,16 @@ class TokenIndex:
         for stored in loaded:
             self.put(stored, ordered=False)
         self._ordered.update(self._tokens)
-        self._ends.update(_end(stored.token) for stored in self._tokens.values())
+        self._ends.update(_end(token) for token in self._tokens.values())
+
+    def _stored(self, token: TokenInformation) -> StoredToken:
+        return StoredToken(token, self._versions.get(token.token_id, 0))
+
+
+def _hmac_key(mac: bytes) -> int:
+    """The HMAC's first 60 bits: an integer of two 30-bit digits, the smallest that makes sharing one unlikely
+    (two of 100k tokens do with a chance of about 1 in 10^8; ``_hmac_collisions`` keeps such a second one)."""
+    return int.from_bytes(mac[:8], "big") >> 4
 
 
 def _end(token: TokenInformation) -> int:

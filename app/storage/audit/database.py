@@ -19,11 +19,13 @@ def make_engine(url: str) -> Engine:
     """An engine for ``audit.db.url``: SQLite (WAL, waits on locks) or PostgreSQL (psycopg 3)."""
     if url.startswith("postgresql://"):
         url = "postgresql+psycopg://" + url.removeprefix("postgresql://")
-    options: dict[str, Any] = {"pool_pre_ping": True}
+    options: dict[str, Any] = {}
     if url.startswith("sqlite"):
+        # A file has no connection to lose: no ping before each use (it cost a statement per group commit).
         options["connect_args"] = {"check_same_thread": False, "timeout": CONNECT_TIMEOUT_S}
     elif url.startswith("postgresql"):
         options |= {
+            "pool_pre_ping": True,
             "pool_size": 10,
             "max_overflow": 10,
             "pool_timeout": CONNECT_TIMEOUT_S,

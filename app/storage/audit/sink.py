@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
@@ -11,7 +12,7 @@ from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, St
 from app.domain.clock import Clock
 from app.storage.audit import migrations
 from app.storage.audit.database import translated_db_errors
-from app.storage.audit.group_commit import GroupCommitter
+from app.storage.audit.group_commit import Ambiguous, GroupCommitter
 from app.storage.audit.safe_text import safe_details, safe_text
 from app.storage.audit.tables import STRING_LIMITS
 from app.storage.audit.tables import audit_events as events
@@ -57,33 +58,21 @@ class SqlAuditLog:
 
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
-        row = self.event_row(event, context)
-
-        def write(connection: Connection) -> int:
-            result = connection.execute(insert(events).values(**row))
-            return int(result.inserted_primary_key[0])  # type: ignore[index]
-
-        return self._writes.run(write)
+        return self._writes.write(_APPEND, self.event_row(event, context))
 
     def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
         """Insert several events in one transaction (one commit); ids in the order given."""
         rows = [self.event_row(event, context) for event in batch]
-        statement = insert(events).returning(events.c.id, sort_by_parameter_order=True)
-        return self._writes.run(lambda connection: [int(row[0]) for row in connection.execute(statement, rows)])
+        return self._writes.run(lambda connection: list(_APPEND.execute(connection, rows)))
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         """Settle a pending event; False when it was no longer pending (reconciliation got there first)."""
-        return self.complete_many([(event_id, event)]) == 1
+        return self._writes.write(_SETTLE, _settling(event_id, event))
 
     def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
         """Settle several pending events in one transaction; returns how many were still pending."""
-        statement = completion_statement()
-        parameters = [{"event_id": event_id, **completion_parameters(event)} for event_id, event in settled]
-        return self._writes.run(
-            lambda connection: int(
-                connection.execute(statement, parameters[0] if len(parameters) == 1 else parameters).rowcount
-            )
-        )
+        parameters = [_settling(event_id, event) for event_id, event in settled]
+        return self._writes.run(lambda connection: _SETTLE.settled_count(connection, parameters))
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:
         """Pending events written before ``older_than_ms`` (or any age for ``service_id``'s own)."""
@@ -163,6 +152,44 @@ def completion_parameters(event: AuditEvent) -> dict[str, Any]:
         "new_details": _details_json(event.details),
         "new_token_id": _column_text("token_id", event.token_id),
     }
+
+
+class _Append:
+    """Appending events, as one INSERT ... RETURNING for every event of a group commit (ids in the order given)."""
+
+    statement = insert(events).returning(events.c.id, sort_by_parameter_order=True)
+
+    def execute(self, connection: Connection, rows: list[dict[str, Any]]) -> Sequence[int]:
+        return [int(row[0]) for row in connection.execute(self.statement, rows)]
+
+
+class _Settle:
+    """Settling pending events, as one UPDATE executemany for every event of a group commit. Each settling
+    answers whether its event was still pending: the usual batch settles all of its events, or none; one that
+    settled only some cannot tell which (``Ambiguous``), and its events are settled again one by one."""
+
+    statement = completion_statement()
+
+    def settled_count(self, connection: Connection, parameters: list[dict[str, Any]]) -> int:
+        if not parameters:
+            return 0
+        if len(parameters) > 1 and not connection.dialect.supports_sane_multi_rowcount:
+            return sum(int(connection.execute(self.statement, one).rowcount) for one in parameters)
+        return int(connection.execute(self.statement, parameters[0] if len(parameters) == 1 else parameters).rowcount)
+
+    def execute(self, connection: Connection, parameters: list[dict[str, Any]]) -> Sequence[bool]:
+        settled = self.settled_count(connection, parameters)
+        if settled not in (0, len(parameters)):
+            raise Ambiguous(f"{settled} of {len(parameters)} events were still pending")
+        return [settled > 0] * len(parameters)
+
+
+_APPEND = _Append()
+_SETTLE = _Settle()
+
+
+def _settling(event_id: int, event: AuditEvent) -> dict[str, Any]:
+    return {"event_id": event_id, **completion_parameters(event)}
 
 
 def _column_text(column: str, value: str | None) -> str | None:

@@ -2,15 +2,21 @@
 
 A cache registers one handler per notification queue (a persistent-sequential znode folder such as
 ``/delegation_token/token_changes``). Watches only wake a worker thread, because kazoo runs watch
-callbacks on a single thread that must not block on ZooKeeper requests. The worker hands each new
-notification's data to its queue's handler, in order, and after a session expiry (when notifications may
-have been missed and purged) marks what exists as seen and asks the cache to reload everything. It does not
-delete old notifications: the elected leader does (notification_purger.py).
+callbacks on a single thread that must not block on ZooKeeper requests. The worker lists the queue again
+(leaving a new watch, children_list.py), hands each new notification's data to its queue's handler, in order,
+and after a session expiry (when notifications may have been missed and purged) marks what exists as seen and
+asks the cache to reload everything. It does not delete old notifications: the elected leader does
+(notification_purger.py).
+
+New means named after the greatest name handled so far. ZooKeeper numbers sequential znodes from their parent's
+change counter, in commit order, zero-padded, so names sort in creation order; and a listing that holds a
+notification holds every notification committed before it. So a notification missing from one listing sorts
+after every name that listing held, and comparing each name with one string finds the new ones, where keeping
+the set of names seen cost a set of the whole list (thousands of names) on every change.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
@@ -18,10 +24,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import KazooState
-from kazoo.recipe.watchers import ChildrenWatch
+from kazoo.protocol.states import KazooState, WatchedEvent
 
 from app.domain.errors import KtsError, StoreUnavailable
+from app.storage.zk.children_list import list_children_async
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.multi_read import ReadResult
 
@@ -53,14 +59,8 @@ class ChangeFollower:
         self._queues = list(queues)
         self._reload = reload
         self._name = name
-        self._seen: dict[str, set[str]] = {queue.path: set() for queue in self._queues}
-        # The children each watch delivered last: the watch recipe lists them anyway, listing them again
-        # would double the cost of every notification (the list holds up to 15 minutes of them).
-        self._listed: dict[str, list[str]] = {}
-        # The greatest notification name seen in each queue. Names carry ZooKeeper's zero-padded sequence
-        # number, so they sort in creation order, and a delivered list whose greatest name is below this one
-        # was listed before a listing already handled: it is stale.
-        self._latest: dict[str, str] = {}
+        # The greatest notification name handled (or marked seen at a load) in each queue.
+        self._latest: dict[str, str] = {queue.path: "" for queue in self._queues}
         self._wake = threading.Event()
         self._stopped = threading.Event()
         self._reload_needed = False
@@ -73,8 +73,6 @@ class ChangeFollower:
         """Load everything, then follow. Raises StoreUnavailable if the first load cannot be done."""
         self._load()
         self._zk.client.add_listener(self._on_state)
-        for queue in self._queues:
-            ChildrenWatch(self._zk.client, queue.path, functools.partial(self._on_children, queue.path))
         self._worker = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._worker.start()
 
@@ -90,10 +88,10 @@ class ChangeFollower:
         elif state == KazooState.CONNECTED:
             self._wake.set()
 
-    def _on_children(self, path: str, children: list[str]) -> bool:
-        self._listed[path] = children
-        self._wake.set()
-        return not self._stopped.is_set()  # False ends the watch
+    def _on_watch(self, _event: WatchedEvent) -> None:
+        """A queue changed (kazoo's event thread): the worker lists it again, leaving a new watch."""
+        if not self._stopped.is_set():
+            self._wake.set()
 
     def _run(self) -> None:
         while not self._stopped.is_set():
@@ -103,7 +101,7 @@ class ChangeFollower:
                 return
             try:
                 with self._pass_lock:
-                    self._pass(listed=True)
+                    self._pass()
             except KtsError as exc:  # ZooKeeper away: keep serving what we have, try again shortly
                 log.warning("%s could not refresh: %s", self._name, exc.message)
                 time.sleep(0.5)
@@ -118,37 +116,29 @@ class ChangeFollower:
             if self._passes >= asked + 2:  # the pass running at the call, then a whole one after it
                 return
             self._zk.sync()  # the change may have been acknowledged by another server a moment ago
-            self._pass(listed=False)
+            self._pass()
 
-    def _pass(self, *, listed: bool) -> None:
+    def _pass(self) -> None:
         if self._reload_needed:
             self._load()
         else:
-            self._follow(listed=listed)
+            self._follow()
         self._passes += 1
 
     def _load(self) -> None:
         # Mark the notifications present now as seen first: any that arrive during the load are handled
-        # afterwards, and handling a change twice is harmless.
+        # afterwards, and handling a change twice is harmless. Listing leaves the watches that wake the worker.
         self._zk.ensure_connected()
         for queue in self._queues:
-            self._seen[queue.path] = set(self._list(queue.path))
-            self._note_latest(queue.path, self._seen[queue.path])
+            self._latest[queue.path] = max(self._list(queue.path), default="")
         self._reload()
         self._reload_needed = False
 
-    def _follow(self, *, listed: bool) -> None:
-        """``listed``: use the children the watch delivered when it did (else list them now)."""
+    def _follow(self) -> None:
         for queue in self._queues:
-            delivered = self._listed.pop(queue.path, None)  # dropped when listing anew: it may be older
-            if not listed or (delivered is not None and self._stale(queue.path, delivered)):
-                # A watch's list can arrive after this worker listed the queue anew (when it caught up, or
-                # found nothing delivered for this queue): taking it would forget names seen since, and
-                # handle them again later.
-                delivered = None
-            names = set(delivered if delivered is not None else self._list(queue.path))
-            self._note_latest(queue.path, names)
-            fresh = sorted(names - self._seen[queue.path])
+            fresh = new_names(self._list(queue.path), self._latest[queue.path])
+            if not fresh:
+                continue
             batch = [
                 (name, data)
                 for name, data in zip(fresh, self._read(queue.path, fresh), strict=True)
@@ -169,21 +159,21 @@ class ChangeFollower:
                     raise
                 except Exception:  # a malformed notification must not stop the cache
                     log.exception("%s could not handle notification %s/%s", self._name, queue.path, name)
-            self._seen[queue.path] = names
-
-    def _stale(self, path: str, delivered: list[str]) -> bool:
-        latest = self._latest.get(path)
-        return latest is not None and (not delivered or max(delivered) < latest)
-
-    def _note_latest(self, path: str, names: set[str]) -> None:
-        top = max(names, default="")
-        if top > self._latest.get(path, ""):
-            self._latest[path] = top
+            self._latest[queue.path] = fresh[-1]
 
     def _list(self, path: str) -> list[str]:
-        return list(self._zk.wait(self._zk.client.get_children_async(path)))
+        """The queue's notification names, leaving a watch that wakes the worker at its next change."""
+        try:
+            return list(self._zk.wait(list_children_async(self._zk.client, path, self._on_watch)))
+        except NoNodeError:  # removed by hand: nothing to follow (the idle wake-up lists it again)
+            return []
 
     def _read(self, path: str, names: list[str]) -> list[bytes | None]:
         """The data of several notifications (None for those already purged), in few round trips."""
         answers = self._zk.read_many([f"{path}/{name}" for name in names])
         return [None if isinstance(answer, NoNodeError) else _data(answer) for answer in answers]
+
+
+def new_names(names: list[str], latest: str) -> list[str]:
+    """The names of ``names`` after ``latest`` (see the module docstring), in creation order."""
+    return sorted(name for name in names if name > latest)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from app.storage.zk import reachability
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
+from app.storage.zk.poll_handler import PollingHandler
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 from app.storage.zk.znodes import PERSISTENT_PATHS, ClusterIdZNode, MalformedZNode
 
@@ -43,6 +45,10 @@ log = logging.getLogger(__name__)
 
 # Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
 MULTI_READ_BATCH = 500
+# multiReads in flight at once when answers are consumed batch by batch (``read_batches``): enough to keep the
+# connection busy, few enough that the answers not consumed yet (data and a Stat of eleven integers per znode,
+# some 800 bytes) stay a few MB, not the whole list's.
+READ_WINDOW = 8
 
 
 class SessionState(StrEnum):
@@ -101,6 +107,7 @@ class ZkConnection:
             # Reconnect every 2 s at most: kazoo's default back-off grows to an hour, which kept a replica
             # away for many seconds after a ZooKeeper outage had ended.
             connection_retry=KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2.0),
+            handler=PollingHandler(),  # waits with poll(2): kazoo's default built an epoll object per wait
             **self.security.kazoo_options(),
         )
         return client, treat_sasl_rejection_as_auth_failure(client)
@@ -286,16 +293,38 @@ class ZkConnection:
                 self._multi_read = False
         return self._read_pipelined(paths)
 
+    def read_batches(self, paths: list[str]) -> Iterator[list[ReadResult]]:
+        """``read_many``, answered a batch at a time (in order, ``MULTI_READ_BATCH`` paths each), with no more
+        than ``READ_WINDOW`` batches read ahead: a caller that keeps only what it makes of each batch (start-up
+        decoding every token) never holds the raw answers of the whole list at once."""
+        batches = [paths[start : start + MULTI_READ_BATCH] for start in range(0, len(paths), MULTI_READ_BATCH)]
+        if not batches:
+            return
+        yield self.read_many(batches[0])  # also learns whether the server answers multiRead
+        in_flight: deque[tuple[list[str], Any]] = deque()
+        for batch in batches[1:]:
+            if not self._multi_read:
+                yield self.read_many(batch)
+                continue
+            in_flight.append((batch, read_many_async(self.client, batch)))
+            if len(in_flight) >= READ_WINDOW:
+                yield self._batch_answers(*in_flight.popleft())
+        while in_flight:
+            yield self._batch_answers(*in_flight.popleft())
+
     def _read_multi(self, paths: list[str]) -> list[ReadResult]:
         batches = [paths[start : start + MULTI_READ_BATCH] for start in range(0, len(paths), MULTI_READ_BATCH)]
         pending = [(batch, read_many_async(self.client, batch)) for batch in batches]
         answers: list[ReadResult] = []
         for batch, result in pending:
-            batch_answers = self.wait(result)
-            if len(batch_answers) != len(batch):
-                raise MultiReadNotSupported(f"{len(batch_answers)} answers to {len(batch)} reads")
-            answers.extend(batch_answers)
+            answers.extend(self._batch_answers(batch, result))
         return answers
+
+    def _batch_answers(self, batch: list[str], result: Any) -> list[ReadResult]:
+        batch_answers: list[ReadResult] = self.wait(result)
+        if len(batch_answers) != len(batch):
+            raise MultiReadNotSupported(f"{len(batch_answers)} answers to {len(batch)} reads")
+        return batch_answers
 
     def _read_pipelined(self, paths: list[str]) -> list[ReadResult]:
         pending = [self.client.get_async(path) for path in paths]

@@ -22,6 +22,7 @@ from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
+from app.storage.zk.multi_read import ReadResult
 from app.storage.zk.share_ledgers import add_charge, ledger_state
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, TokenChangeZNode, TokenZNode
@@ -53,15 +54,14 @@ class ZkTokenStore:
 
     def _read(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
         answers = self._zk.read_many([TokenZNode.path(token_id) for token_id in token_ids])
-        found: dict[str, StoredToken | None] = {}
-        for token_id, answer in zip(token_ids, answers, strict=True):
-            if isinstance(answer, NoNodeError):
-                found[token_id] = None
-            elif isinstance(answer, Exception):
-                raise refused_read(answer, f"token {token_id}")
-            else:
-                found[token_id] = self._decode(token_id, *answer)
-        return found
+        return {token_id: self._answered(token_id, answer) for token_id, answer in zip(token_ids, answers, strict=True)}
+
+    def _answered(self, token_id: str, answer: ReadResult) -> StoredToken | None:
+        if isinstance(answer, NoNodeError):
+            return None
+        if isinstance(answer, Exception):
+            raise refused_read(answer, f"token {token_id}")
+        return self._decode(token_id, *answer)
 
     def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
@@ -99,7 +99,17 @@ class ZkTokenStore:
             token_ids = list(self._zk.wait(self._zk.client.get_children_async(TokenZNode.ROOT)))
         except NoNodeError:
             return []
-        return [stored for stored in self._read(token_ids).values() if stored is not None]
+        # Decoded a batch at a time, as the answers come: the raw answers of 100k znodes (their data and Stats)
+        # would otherwise all be held at once, and the memory they take is not given back to the system.
+        listed = []
+        start = 0
+        for answers in self._zk.read_batches([TokenZNode.path(token_id) for token_id in token_ids]):
+            for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
+                stored = self._answered(token_id, answer)
+                if stored is not None:
+                    listed.append(stored)
+            start += len(answers)
+        return listed
 
     def create(
         self,

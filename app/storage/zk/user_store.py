@@ -17,6 +17,12 @@ from app.storage.zk.znodes import ConfigChangeZNode, MalformedZNode, UserConfigZ
 class ZkUserStore:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
+        self._written: list[Callable[[str], None]] = []
+
+    def on_written(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener`` with the user's name after each write of a user's config through this store (or an
+        attempt whose outcome is unknown): a cache of credentials forgets what it read."""
+        self._written.append(listener)
 
     def _read(self, user_name: str) -> tuple[dict[str, str], int] | None:
         if user_name in (".", ".."):  # sanitized, still a relative path segment: no znode can hold this user
@@ -73,4 +79,8 @@ class ZkUserStore:
             transaction.mark_intent(intent)
             transaction.commit(subject)
 
-        compare_and_set(attempt, subject)
+        try:
+            compare_and_set(attempt, subject)
+        finally:
+            for listener in self._written:
+                listener(user_name)

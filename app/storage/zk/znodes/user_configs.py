@@ -14,7 +14,7 @@ import json
 from typing import Final
 
 from app.domain.credentials import Mechanism, ScramCredential
-from app.storage.zk.sanitizer import sanitize
+from app.storage.zk.sanitizer import desanitize, sanitize
 from app.storage.zk.znodes.malformed import MalformedZNode
 
 
@@ -100,3 +100,26 @@ class ConfigChangeZNode:
         """The notification of a change to ``user_name``'s config."""
         doc = {"version": 2, "entity_path": ConfigChangeZNode.entity_path(user_name)}
         return json.dumps(doc, separators=(",", ":")).encode("utf-8")
+
+    @staticmethod
+    def changed_user(data: bytes) -> str | None:
+        """The user whose config a notification names (``users/<name>``, or ``users/<name>/clients/<id>`` for
+        a quota), or None for another entity (a topic, a client, a broker: version 1 names only topics and
+        clients). MalformedZNode when it cannot be read, as a broker refuses it."""
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise MalformedZNode("config change notification is not UTF-8 JSON") from exc
+        version = doc.get("version") if isinstance(doc, dict) else None
+        if version == 1:
+            return None
+        path = doc.get("entity_path") if version == 2 else None
+        if not isinstance(path, str) or not path:
+            raise MalformedZNode("config change notification has neither version 1 nor a version 2 entity_path")
+        entity_type, _, rest = path.partition("/")
+        if entity_type != "users":
+            return None
+        try:
+            return desanitize(rest.partition("/")[0])
+        except UnicodeDecodeError as exc:
+            raise MalformedZNode("config change notification names an undecodable user") from exc

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
+from sqlalchemy import event
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext
 from app.domain.clock import SystemClock
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from tests.api.helpers import eventually
 
 CONTEXT = RequestContext("req-1", "127.0.0.1")
 
@@ -179,3 +181,61 @@ def test_concurrent_writers_sharing_a_commit_all_land_whatever_their_values(log:
     for n in range(8):
         (row,) = log.query(EventQuery(token_id=f"C{n}"))
         assert row.id == ids[n]
+
+
+def _batched(log: SqlAuditLog, writes: list[Callable[[], object]]) -> list[object]:
+    """Run ``writes`` on threads that all queue behind one commit held open, so that they form one batch."""
+    held, release = threading.Event(), threading.Event()
+
+    def hold(_connection: object) -> None:
+        held.set()
+        release.wait(10)
+
+    holder = threading.Thread(target=log._writes.run, args=(hold,))
+    holder.start()
+    held.wait(10)
+    results: dict[int, object] = {}
+    threads = [threading.Thread(target=lambda n=n: results.update({n: writes[n]()})) for n in range(len(writes))]
+    for thread in threads:
+        thread.start()
+    eventually(lambda: len(log._writes._queue) == len(writes))
+    release.set()
+    for thread in [holder, *threads]:
+        thread.join(30)
+    return [results[n] for n in range(len(writes))]
+
+
+def test_appends_and_settlings_sharing_a_commit_share_one_statement_each(log: SqlAuditLog) -> None:
+    statements: list[str] = []
+    commits: list[object] = []
+    event.listen(log.engine, "before_cursor_execute", lambda *args: statements.append(args[2].split()[0]))
+    event.listen(log.engine, "commit", commits.append)
+
+    ids = _batched(log, [lambda n=n: log.append(_event(token_id=f"B{n}"), CONTEXT) for n in range(8)])
+    # One INSERT with every row on PostgreSQL; SQLAlchemy runs it row by row on SQLite, whose RETURNING rows
+    # come in no promised order, but still compiled once, in the one commit.
+    assert statements.count("INSERT") == (8 if log.engine.dialect.name == "sqlite" else 1)
+    assert len(commits) == 2  # the held commit, then the batch
+    assert [log.query(EventQuery(token_id=f"B{n}"))[0].id for n in range(8)] == ids  # each its own id
+
+    settled = _batched(log, [lambda i=i: log.complete(i, _event().ended(Outcome.SUCCEEDED)) for i in ids])
+    assert settled == [True] * 8
+    assert statements.count("UPDATE") == 1
+    assert len(commits) == 4
+
+
+def test_a_shared_settling_answers_each_event_whether_it_was_still_pending(log: SqlAuditLog) -> None:
+    ids = [log.append(_event(token_id=f"S{n}"), CONTEXT) for n in range(6)]
+    assert log.complete(ids[2], _event().ended(Outcome.FAILED, reconciled=True))  # the reconciler got there first
+
+    settled = _batched(log, [lambda i=i: log.complete(i, _event().ended(Outcome.SUCCEEDED)) for i in ids])
+
+    assert settled == [True, True, False, True, True, True]
+    assert [log.query(EventQuery(token_id=f"S{n}"))[0].outcome for n in range(6)] == [
+        "succeeded",
+        "succeeded",
+        "failed",
+        "succeeded",
+        "succeeded",
+        "succeeded",
+    ]

@@ -102,3 +102,62 @@ def test_falls_back_to_one_read_per_znode_when_the_server_does_not_answer_multi_
     assert [stored.token for stored in second] == [token]
     assert len(calls) == 1  # asked once, then remembered
     assert "does not answer multiRead" in caplog.text
+
+
+def test_read_batches_answers_in_order_with_a_bounded_read_ahead(
+    zk: ZkConnection, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start-up decodes the tokens a batch at a time: no more than READ_WINDOW batches are asked ahead of the one
+    consumed, so the raw answers of a whole list are never held at once."""
+    monkeypatch.setattr(connection_module, "MULTI_READ_BATCH", 3)
+    monkeypatch.setattr(connection_module, "READ_WINDOW", 2)
+    paths = [f"/batches/z{n:02d}" for n in range(11)]
+    for n, path in enumerate(paths):
+        raw_zk.create(path, f"data {n}".encode(), makepath=True)
+    paths.insert(4, "/batches/missing")
+    outstanding = []
+    most = 0
+
+    class _Counted:
+        def __init__(self, result: Any) -> None:
+            self._result = result
+
+        def get(self, timeout: float) -> Any:
+            outstanding.remove(self)
+            return self._result.get(timeout=timeout)
+
+    def counted(client: KazooClient, batch: list[str]) -> _Counted:
+        nonlocal most
+        answer = _Counted(read_many_async(client, batch))
+        outstanding.append(answer)
+        most = max(most, len(outstanding))
+        return answer
+
+    monkeypatch.setattr(connection_module, "read_many_async", counted)
+
+    batches = list(zk.read_batches(paths))
+
+    assert [len(batch) for batch in batches] == [3, 3, 3, 3]
+    answers = [answer for batch in batches for answer in batch]
+    assert isinstance(answers[4], NoNodeError)
+    assert [answer[0] for answer in answers if not isinstance(answer, Exception)] == [
+        f"data {n}".encode() for n in range(11)
+    ]
+    assert most <= 2
+    assert list(zk.read_batches([])) == []
+
+
+def test_read_batches_falls_back_to_one_read_per_znode(
+    zk: ZkConnection, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refusing(client: KazooClient, paths: list[str]) -> Any:
+        raise MultiReadNotSupported("unexpected operation type 0 in a multiRead answer")
+
+    monkeypatch.setattr(connection_module, "read_many_async", refusing)
+    monkeypatch.setattr(connection_module, "MULTI_READ_BATCH", 2)
+    for n in range(5):
+        raw_zk.create(f"/fallback/z{n}", str(n).encode(), makepath=True)
+
+    batches = list(zk.read_batches([f"/fallback/z{n}" for n in range(5)]))
+
+    assert [[answer[0] for answer in batch] for batch in batches] == [[b"0", b"1"], [b"2", b"3"], [b"4"]]

@@ -1,4 +1,4 @@
-"""The private parts of kazoo that two adapters rely on are still there, with the shapes they use.
+"""The private parts of kazoo that three adapters rely on are still there, with the shapes they use.
 
 kazoo is pinned below its next minor version in pyproject.toml; when raising that pin, these tests say which
 adapter needs work. Each failure names the kazoo version, the private name and the adapter."""
@@ -19,6 +19,7 @@ from kazoo.protocol.states import ZnodeStat
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 
 MULTI_READ = "app/storage/zk/multi_read.py"
+CHILDREN_LIST = "app/storage/zk/children_list.py"
 SASL_REJECTION = "app/storage/zk/sasl_rejection.py"
 
 
@@ -118,3 +119,26 @@ def test_the_serialization_helpers_keep_their_shapes() -> None:
     _require(serialization.stat_struct.format == "!qqqqiiiqiiq", "stat_struct", MULTI_READ)
     _require(len(ZnodeStat._fields) == 11, "ZnodeStat's fields", MULTI_READ)
     _require(EXCEPTIONS[NoNodeError.code] is NoNodeError, "kazoo.exceptions.EXCEPTIONS", MULTI_READ)
+
+
+# --- children_list.py ---------------------------------------------------------------------------------------
+
+
+def test_a_get_children_request_of_any_subclass_leaves_its_watcher_for_its_path() -> None:
+    _require(serialization.GetChildren.type == 8, "GetChildren.type", CHILDREN_LIST)
+    _require(serialization.GetChildren._fields == ("path", "watcher"), "GetChildren's fields", CHILDREN_LIST)
+    _require(_parameters(serialization.read_string) == ["buffer", "offset"], "read_string", CHILDREN_LIST)
+    source = inspect.getsource(ConnectionHandler._read_response)
+    _require(
+        "isinstance(request, (GetChildren, GetChildren2))" in source
+        and "client._child_watchers[request.path].add(watcher)" in source,
+        "how ConnectionHandler._read_response registers a children watch",
+        CHILDREN_LIST,
+    )
+
+
+def test_the_handler_interface_waits_through_select(client: KazooClient) -> None:
+    handler = "app/storage/zk/poll_handler.py"
+    _require(_parameters(type(client.handler).select) == ["self", "args", "kwargs"], "handler.select", handler)
+    for name in ("_read", "_write", "_connect_attempt"):
+        _require("self.handler.select(" in inspect.getsource(getattr(ConnectionHandler, name)), name, handler)

@@ -162,3 +162,34 @@ def test_user_config_change_of_non_ascii_name_is_percent_encoded() -> None:
 def test_user_config_paths_are_kafkas() -> None:
     assert UserConfigZNode.path("CN=a b") == "/config/users/CN%3Da%20b"
     assert ConfigChangeZNode.PREFIX == "/config/changes/config_change_"
+
+
+@pytest.mark.parametrize(
+    ("data", "user"),
+    [
+        (b'{"version":2,"entity_path":"users/alice"}', "alice"),  # kafka-configs.sh --alter --entity-type users
+        (b'{"version":2,"entity_path":"users/CN%3Da%20b%2CO%3Dx%2Ay"}', "CN=a b,O=x*y"),
+        (b'{"version":2,"entity_path":"users/%C3%A9"}', "\u00e9"),
+        (b'{"version":2,"entity_path":"users/alice/clients/app-1"}', "alice"),  # a user and client quota
+        (b'{"version":2,"entity_path":"users/<default>"}', "<default>"),
+        (b'{"version":2,"entity_path":"topics/orders"}', None),
+        (b'{"version":2,"entity_path":"brokers/0"}', None),
+        (b'{"version":1,"entity_type":"topics","entity_name":"orders"}', None),
+        (b'{"version":1,"entity_type":"clients","entity_name":"app-1"}', None),
+    ],
+)
+def test_config_change_names_the_changed_user(data: bytes, user: str | None) -> None:
+    assert ConfigChangeZNode.changed_user(data) == user
+
+
+def test_config_change_written_by_kts_names_its_user() -> None:
+    for name in ("alice", "CN=a b,O=x*y", "\u00e9", "a/b"):
+        assert ConfigChangeZNode.changed_user(ConfigChangeZNode.encode(name)) == name
+
+
+@pytest.mark.parametrize(
+    "data", [b"", b"\xff", b"[]", b'{"version":2}', b'{"version":3,"entity_path":"users/a"}', b'{"entity_path":1}']
+)
+def test_an_unreadable_config_change_is_malformed(data: bytes) -> None:
+    with pytest.raises(MalformedZNode):
+        ConfigChangeZNode.changed_user(data)

@@ -1,0 +1,82 @@
+"""The compact token index (app/storage/token_index.py): versions kept apart, the HMAC index keyed by the HMAC's
+first 60 bits with the whole HMAC checked, and a second token sharing those bits still found."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
+from app.domain.token_secret import TokenSecret
+from app.service.ports import StoredToken
+from app.storage import token_index
+from app.storage.token_index import TokenIndex
+
+SECRET = TokenSecret("index-secret")
+ALICE, BOB = KafkaPrincipal.user("alice"), KafkaPrincipal.user("bob")
+
+
+def _token(token_id: str, owner: KafkaPrincipal = ALICE, renewers: tuple[KafkaPrincipal, ...] = ()) -> TokenInformation:
+    return TokenInformation(token_id, owner, owner, renewers, 1_000, 5_000, 9_000)
+
+
+def test_a_token_reads_back_with_its_version_whichever_path_reads_it() -> None:
+    index = TokenIndex(SECRET)
+    index.load(
+        [StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0), StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 7)]
+    )
+
+    assert index.get("IndexTokenBBBBBBBBBBBB") == StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 7)
+    assert index.get("IndexTokenAAAAAAAAAAAA") == StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0)
+    assert sorted(stored.version for stored in index.tokens()) == [0, 7]
+    assert [stored.version for stored in index.after(None, 10)] == [0, 7]
+    assert index.related_to([BOB]) == [StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 7)]
+
+    index.replace(StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 8))
+    index.replace(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 1))
+    assert [stored.version for stored in index.after(None, 10)] == [1, 8]
+    index.drop("IndexTokenBBBBBBBBBBBB")
+    assert index.get("IndexTokenBBBBBBBBBBBB") is None and index.related_to([BOB]) == []
+
+
+def test_find_by_hmac_needs_the_whole_hmac() -> None:
+    index = TokenIndex(SECRET)
+    index.put(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0))
+    mac = SECRET.hmac("IndexTokenAAAAAAAAAAAA")
+
+    assert index.find_by_hmac(mac) == "IndexTokenAAAAAAAAAAAA"
+    forged = mac[:8] + bytes(len(mac) - 8)  # the same first 60 bits, the rest wrong
+    assert index.find_by_hmac(forged) is None
+    assert index.find_by_hmac(b"") is None
+    index.drop("IndexTokenAAAAAAAAAAAA")
+    assert index.find_by_hmac(mac) is None
+
+
+def test_tokens_whose_hmacs_share_their_first_60_bits_are_each_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(token_index, "_hmac_key", lambda mac: 42)  # every HMAC shares its key
+    index = TokenIndex(SECRET)
+    ids = ["IndexTokenAAAAAAAAAAAA", "IndexTokenBBBBBBBBBBBB", "IndexTokenCCCCCCCCCCCC"]
+    index.load([StoredToken(_token(token_id), 0) for token_id in ids])
+
+    assert [index.find_by_hmac(SECRET.hmac(token_id)) for token_id in ids] == ids
+
+    index.drop(ids[0])  # the one keyed by the shared bits: the others are still found
+    assert [index.find_by_hmac(SECRET.hmac(token_id)) for token_id in ids] == [None, *ids[1:]]
+    index.put(StoredToken(_token("IndexTokenDDDDDDDDDDDD"), 0))
+    index.drop(ids[1])
+    assert index.find_by_hmac(SECRET.hmac("IndexTokenDDDDDDDDDDDD")) == "IndexTokenDDDDDDDDDDDD"
+    assert index.find_by_hmac(SECRET.hmac(ids[2])) == ids[2]
+    assert index.find_by_hmac(SECRET.hmac(ids[1])) is None
+
+
+def test_principal_indexes_follow_owners_and_renewers() -> None:
+    index = TokenIndex(SECRET)
+    index.put(StoredToken(_token("IndexTokenAAAAAAAAAAAA", ALICE, (BOB,)), 0))
+    index.put(StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 0))
+
+    assert sorted(stored.token.token_id for stored in index.related_to([BOB])) == [
+        "IndexTokenAAAAAAAAAAAA",
+        "IndexTokenBBBBBBBBBBBB",
+    ]
+    index.drop("IndexTokenAAAAAAAAAAAA")
+    assert [stored.token.token_id for stored in index.related_to([ALICE, BOB])] == ["IndexTokenBBBBBBBBBBBB"]
