@@ -24,8 +24,9 @@ from playwright.sync_api import Browser, Locator, Page, Request, expect, sync_pl
 
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
-from app.storage.zk.znodes import UserConfigZNode
+from app.storage.zk.znodes import ConfigChangeZNode, UserConfigZNode
 from tests.api.conftest import ALICE, basic, put_user
+from tests.api.helpers import eventually
 from tests.conftest import SECRET
 from tests.e2e.conftest import ROOT, start_kts
 
@@ -207,6 +208,8 @@ def test_execute_with_a_password_changed_since_authorize_shows_the_401(kts_url: 
         token, _ = _create_token(page)
         assert token["owner"] == f"User:{ALICE[0]}"
         _set_password(raw_zk, ALICE[0], "changed-behind-the-page")
+        # kts follows the change notification as brokers do, a moment later: until then the old password holds.
+        eventually(lambda: httpx.get(f"{kts_url}/v1/tokens", auth=ALICE).status_code == 401)
         shown = _shown_error(_execute_create(page), "401")
         assert shown == {"error": "AUTHENTICATION_FAILED", "message": "Invalid user name or password."}
         assert dialogs == []
@@ -226,7 +229,9 @@ def test_a_token_authorizes_once_kts_accepted_it(kts_url: str) -> None:
 
 
 def _set_password(raw_zk: KazooClient, name: str, password: str) -> None:
-    """Replace a user's credential in ZooKeeper, as kafka-configs.sh would, behind kts's back."""
+    """Replace a user's credential in ZooKeeper behind kts's back, as kafka-configs.sh does: the config znode,
+    then the change notification that brokers and kts's credential cache follow."""
     mechanism = Mechanism.SCRAM_SHA_512
     config = {mechanism.value: UserConfigZNode.credential_to_string(derive(mechanism, password, 4096))}
     raw_zk.set(UserConfigZNode.path(name), UserConfigZNode.encode(config))
+    raw_zk.create(ConfigChangeZNode.PREFIX, ConfigChangeZNode.encode(name), sequence=True, makepath=True)
