@@ -29,6 +29,7 @@ from app.domain.clock import Clock
 from app.domain.errors import KtsError
 from app.domain.lockout import Lock
 from app.storage.audit.database import translated_db_errors
+from app.storage.release_listeners import ReleaseListeners
 from app.storage.sql.db_time import db_now_ms, read_now_ms
 from app.storage.sql.tables import SERVICE_ID_LENGTH, account_locks
 
@@ -71,7 +72,7 @@ class SqlLockoutStore:
         # show them, so they are kept until one that began later has read the table.
         self._written: dict[int, tuple[float, _Row]] = {}
         self._offset_ms = 0  # the database's clock minus this replica's
-        self._listeners: list[Callable[[str], None]] = []
+        self._listeners = ReleaseListeners()
         self._guard = threading.Lock()
         self._stopped = threading.Event()
         self._thread: threading.Thread | None = None
@@ -95,7 +96,7 @@ class SqlLockoutStore:
     def on_released(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(key)`` for each release seen, whichever replica made it (on the poller's thread, or
         on the releasing caller's for this replica's own)."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def locked_ms(self, key: str) -> int:
         """How much longer the account's shared locks last (0: none in force)."""
@@ -168,7 +169,7 @@ class SqlLockoutStore:
                     self._written.pop(row_id_, None)
             self._seen_releases.add(int(row_id))
         self._wrote(int(row_id), _Row(RELEASE, key, int(until)))
-        self._notify([key])
+        self._listeners.notify([key])
         return any(int(end) > now for _, end in deleted)
 
     def remove_ended(self) -> int:
@@ -207,7 +208,7 @@ class SqlLockoutStore:
             for row_id, (_, row) in self._written.items():
                 view.setdefault(row_id, row)
             self._rows = view
-        self._notify(fresh)
+        self._listeners.notify(fresh)
 
     def _wrote(self, row_id: int, row: _Row) -> None:
         with self._guard:
@@ -222,14 +223,6 @@ class SqlLockoutStore:
         offset = database - (before + after) // 2
         self._offset_ms = offset
         return offset
-
-    def _notify(self, keys: list[str]) -> None:
-        for key in keys:
-            for listener in self._listeners:
-                try:
-                    listener(key)
-                except Exception:
-                    log.exception("a lockout release listener failed")
 
     def _run(self) -> None:
         while not self._stopped.wait(self._poll_interval_s):

@@ -33,6 +33,7 @@ from kazoo.recipe.watchers import ChildrenWatch
 
 from app.domain.clock import Clock
 from app.domain.lockout import Lock
+from app.storage.release_listeners import ReleaseListeners
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import session_errors_translated
 from app.storage.zk.znodes import KtsZNodes
@@ -69,7 +70,7 @@ class ZkLockoutStore:
         self._offset_read_ms: int | None = None  # this replica's clock when the offset was last read
         self._clock_reading = False
         self._replicas = 1
-        self._listeners: list[Callable[[str], None]] = []
+        self._listeners = ReleaseListeners()
         self._guard = threading.Lock()
 
     def start(self) -> None:
@@ -87,7 +88,7 @@ class ZkLockoutStore:
 
     def on_released(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(key)`` for each release seen, whichever replica made it (on kazoo's thread)."""
-        self._listeners.append(listener)
+        self._listeners.add(listener)
 
     def locked_ms(self, key: str) -> int:
         """How much longer the account's shared locks last (0: none in force)."""
@@ -134,7 +135,7 @@ class ZkLockoutStore:
             with self._guard:
                 self._entries.pop(name, None)
         self._create(KtsZNodes.lockout_prefix(LockoutKind.RELEASE, key, duration_ms), b"")
-        self._notify([key])
+        self._listeners.notify([key])
         return any(entry.ends_ms > now for entry in locks.values())
 
     def remove_ended(self) -> int:
@@ -257,7 +258,7 @@ class ZkLockoutStore:
                 )
             except Exception as exc:  # the session went away: the watch runs again on reconnection
                 log.debug("the creation time of a lock could not be asked for: %r", exc)
-        self._notify(released)
+        self._listeners.notify(released)
 
     def _on_created(self, name: str, result: Any) -> None:
         if not result.successful() or result.value is None:
@@ -267,14 +268,6 @@ class ZkLockoutStore:
             if entry is not None:
                 entry.since_ms = result.value.ctime
                 entry.ctime_known = True
-
-    def _notify(self, keys: list[str]) -> None:
-        for key in keys:
-            for listener in self._listeners:
-                try:
-                    listener(key)
-                except Exception:
-                    log.exception("a lockout release listener failed")
 
     def _on_contenders(self, children: list[str]) -> None:
         self._replicas = max(1, len(children))
