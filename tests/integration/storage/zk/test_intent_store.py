@@ -63,7 +63,7 @@ def test_a_marker_already_gone_does_not_keep_the_others(zk: ZkConnection, raw_zk
     eventually(lambda: raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == [])
 
 
-def test_a_cleared_marker_of_a_disconnected_store_is_left_to_the_reconciler(zk_connect: str, raw_zk: KazooClient) -> None:
+def test_a_marker_cleared_while_disconnected_is_left_to_the_reconciler(zk_connect: str, raw_zk: KazooClient) -> None:
     connection = ZkConnection(zk_connect, session_timeout_ms=6000)
     connection.start()
     intents = ZkIntentStore(connection)
