@@ -16,7 +16,7 @@ from app.api.schemas.tokens import CreatedToken, Token, TokenList, VerifyRespons
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 
-OWNER = KafkaPrincipal.user("ünïcødé-所有者 \"quoted\" \\ back")
+OWNER = KafkaPrincipal.user('ünïcødé-所有者 "quoted" \\ back')
 TOKEN = TokenInformation(
     "AbC-_1", OWNER, KafkaPrincipal.user("kts"), (OWNER, KafkaPrincipal.user("r")), 1, 2**53 + 1, 9_223_372_036_854_775
 )
