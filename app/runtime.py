@@ -115,7 +115,7 @@ class Runtime:
         if isinstance(self.audit_log, SqlAuditLog):
             self.audit_log.migrate(auto=self.settings.audit_db_auto_migrate)
             log.info(
-                "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
+                "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.HEAD_REVISION
             )
         with _loaded_for_good():
             for step in self.startup:
