@@ -145,6 +145,18 @@ def _loaded_for_good() -> Iterator[None]:
         gc.enable()
 
 
+@contextmanager
+def _reloaded_for_good() -> Iterator[None]:
+    """``_loaded_for_good`` around the token cache's loads: its first, inside start-up's own (which freezes at its
+    end), and those after a lost session while serving, which would otherwise leave 100k tokens to be walked by
+    every full collection from then on."""
+    if not gc.isenabled():  # start-up's, or the one kts serve holds from its first import (app/cli/server/commands.py)
+        yield
+        return
+    with _loaded_for_good():
+        yield
+
+
 def _first_reading(capacity: CapacityGuard) -> None:
     """One reading at start: the capacity guard warns if a child list is already past 80%."""
     _child_list_figures(capacity)
@@ -571,7 +583,7 @@ def _zookeeper_runtime(
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
-    token_cache = TokenCache(zk, token_store, secret)
+    token_cache = TokenCache(zk, token_store, secret, while_reloading=_reloaded_for_good)
     capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),
