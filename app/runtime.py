@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
-from app.auth.jwks import JwksKeys, fetcher
-from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
@@ -78,6 +76,7 @@ from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
 
 if TYPE_CHECKING:
+    from app.auth.workload_jwt import JwtAuthenticator
     from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
@@ -135,8 +134,12 @@ def _loaded_for_good() -> Iterator[None]:
     the load's time), then one every so often while serving, each pausing every request for hundreds of ms at
     100k tokens. So the collector pauses while start-up runs, and what it loaded is then frozen (``gc.freeze``:
     never scanned again; freed as usual when no longer referenced, say a token swept). Garbage left by earlier
-    work is collected first, so that freezing keeps none of it (tests start many replicas in one process)."""
-    gc.collect()
+    work is collected first, so that freezing keeps none of it (tests start many replicas in one process), unless
+    the collector was paused already: kts serve pauses it from its first import (app/cli/server/commands.py), and
+    all it would find then is some 700 objects the imports dropped, for a walk of every object the imports made
+    (0.1 s of start-up)."""
+    if gc.isenabled():
+        gc.collect()
     gc.disable()
     try:
         yield
@@ -259,6 +262,10 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
     url = settings.sasl_oauthbearer_jwks_endpoint_url
     if url is None:
         return None
+    # Imported only here: PyJWT and cryptography's key types cost a replica without JWTs start-up time for nothing.
+    from app.auth.jwks import JwksKeys, fetcher
+    from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
+
     cafile = settings.sasl_oauthbearer_jwks_endpoint_cafile
     context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else None
     if not settings.jwt_audiences:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import weakref
 from collections.abc import Iterator
 
 import pytest
@@ -46,3 +47,22 @@ def test_a_start_up_that_fails_before_loading_resumes_the_collector() -> None:
         assert not gc.isenabled()
         raise RuntimeError("no such key")
     assert gc.isenabled()
+
+
+
+class _Node:
+    pass
+
+
+def _cyclic_garbage() -> weakref.ref[_Node]:
+    node = _Node()
+    node.itself = node  # type: ignore[attr-defined]
+    return weakref.ref(node)  # once returned, only the collector can free the node
+
+
+def test_start_up_in_a_process_that_worked_before_collects_its_garbage_before_freezing() -> None:
+    gc.enable()
+    garbage = _cyclic_garbage()
+    with runtime._loaded_for_good():
+        pass
+    assert garbage() is None
