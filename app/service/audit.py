@@ -216,8 +216,8 @@ class MutationBatches:
     events are committed together with the settling of the batch before it, which succeeded. For each batch the
     protocol holds: its events are committed pending before its ZooKeeper transaction, and settled only after it
     applied, one batch later (or at ``close``). A crash in between leaves the last batch pending with its intent
-    markers, which the reconciler settles as after any crash. A sweep of 100k tokens wrote 200 fsync'd commits
-    where it wrote 400, and marks each batch succeeded with one statement rather than one row at a time.
+    markers, which the reconciler settles as after any crash. A sweep of 100k tokens makes 201 fsync'd commits
+    where it made 400, and marks each batch succeeded with one statement rather than one row at a time.
     Not thread-safe: one sweep at a time uses it."""
 
     def __init__(self, auditor: Auditor) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext
 from app.domain.clock import SystemClock
-from app.storage.audit import migrations
+from app.storage.audit import migrations, sink
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from tests.api.helpers import eventually
@@ -262,3 +262,15 @@ def test_a_batch_appended_with_the_settling_of_the_batch_before_shares_its_commi
     assert log.append_many([], CONTEXT, succeeded=after) == []  # the last batch's settling alone
     assert [log.is_pending(event_id) for event_id in after] == [False, False]
     assert len(commits) == 2
+
+
+def test_more_events_marked_succeeded_than_one_statement_binds_are_all_settled(
+    log: SqlAuditLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sink, "SUCCEED_CHUNK", 2)
+    ids = log.append_many([_event(token_id=f"C{n}") for n in range(5)], CONTEXT)
+
+    log.append_many([], CONTEXT, succeeded=ids)
+
+    assert [log.is_pending(event_id) for event_id in ids] == [False] * 5
+    assert {row.outcome for row in log.query(EventQuery(limit=10))} == {"succeeded"}
