@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
-from app.auth.jwks import JwksKeys, fetcher
-from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
@@ -78,6 +76,7 @@ from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
 
 if TYPE_CHECKING:
+    from app.auth.workload_jwt import JwtAuthenticator
     from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
@@ -115,7 +114,7 @@ class Runtime:
         if isinstance(self.audit_log, SqlAuditLog):
             self.audit_log.migrate(auto=self.settings.audit_db_auto_migrate)
             log.info(
-                "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.head_revision()
+                "audit database %s at schema %s", describe_url(self.settings.audit_db_url), migrations.HEAD_REVISION
             )
         with _loaded_for_good():
             for step in self.startup:
@@ -135,14 +134,30 @@ def _loaded_for_good() -> Iterator[None]:
     the load's time), then one every so often while serving, each pausing every request for hundreds of ms at
     100k tokens. So the collector pauses while start-up runs, and what it loaded is then frozen (``gc.freeze``:
     never scanned again; freed as usual when no longer referenced, say a token swept). Garbage left by earlier
-    work is collected first, so that freezing keeps none of it (tests start many replicas in one process)."""
-    gc.collect()
+    work is collected first, so that freezing keeps none of it (tests start many replicas in one process), unless
+    the collector was paused already: kts serve pauses it from its first import (app/cli/server/commands.py), and
+    all it would find then is some 700 objects the imports dropped, for a walk of every object the imports made
+    (0.1 s of start-up)."""
+    if gc.isenabled():
+        gc.collect()
     gc.disable()
     try:
         yield
         gc.freeze()
     finally:
         gc.enable()
+
+
+@contextmanager
+def _reloaded_for_good() -> Iterator[None]:
+    """``_loaded_for_good`` around the token cache's loads: its first, inside start-up's own (which freezes at its
+    end), and those after a lost session while serving, which would otherwise leave 100k tokens to be walked by
+    every full collection from then on."""
+    if not gc.isenabled():  # start-up's, or the one kts serve holds from its first import (app/cli/server/commands.py)
+        yield
+        return
+    with _loaded_for_good():
+        yield
 
 
 def _first_reading(capacity: CapacityGuard) -> None:
@@ -247,6 +262,10 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
     url = settings.sasl_oauthbearer_jwks_endpoint_url
     if url is None:
         return None
+    # Imported only here: PyJWT and cryptography's key types cost a replica without JWTs start-up time for nothing.
+    from app.auth.jwks import JwksKeys, fetcher
+    from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
+
     cafile = settings.sasl_oauthbearer_jwks_endpoint_cafile
     context = ssl.create_default_context(cafile=str(cafile)) if cafile is not None else None
     if not settings.jwt_audiences:
@@ -571,7 +590,7 @@ def _zookeeper_runtime(
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
-    token_cache = TokenCache(zk, token_store, secret)
+    token_cache = TokenCache(zk, token_store, secret, while_reloading=_reloaded_for_good)
     capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),

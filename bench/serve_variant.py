@@ -8,22 +8,29 @@ from __future__ import annotations
 
 import argparse
 
-import uvicorn
-
-from app.api.app import create_app
-from app.cli.server.serve import prepare_audit_database, uvicorn_options
-from app.settings import load_settings
-from app.storage.audit.sink import NullAuditLog
+from app.cli.server.commands import collector_paused_for_startup
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--audit", choices=["db", "none"], required=True)
     args = parser.parse_args()
+    with collector_paused_for_startup():  # as kts serve starts, its imports included
+        _serve(args.audit)
+
+
+def _serve(audit: str) -> None:
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.cli.server.serve import prepare_audit_database, uvicorn_options
+    from app.settings import load_settings
+    from app.storage.audit.sink import NullAuditLog
+
     settings = load_settings()
-    if args.audit == "db":
+    if audit == "db":
         prepare_audit_database(settings)
-    app = create_app(settings, audit_log=NullAuditLog() if args.audit == "none" else None)
+    app = create_app(settings, audit_log=NullAuditLog() if audit == "none" else None)
     options = uvicorn_options(settings) | {"log_level": "warning", "access_log": False}
     uvicorn.run(app, **options)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sqlite3
 import statistics
 import subprocess
@@ -223,10 +224,14 @@ def _loaded_figures(report: dict[str, Any], raw: KazooClient, kts: Kts, first_ur
     # comes before the token is a failed verify, and past auth.failures.max of them (10 per token, 100 per address
     # a minute) the brute-force defence answers 429 for seconds, which the probe would measure instead of
     # convergence (p99 of 6 s in earlier runs). So this replica runs without the failure throttle.
+    load_before = os.getloadavg()[0]
     second, startup = kts.start("replica-b", KTS_AUTH_FAILURES_MAX="0")
     report["startup"] = {
         "seconds": round(startup, 2),
         "cpu_seconds": round(second.cpu_s(), 2),
+        # The 1-minute load average before and after: on a 2-core machine shared with other work, seconds is
+        # only comparable between runs at similar loads (cpu_seconds much less depends on it).
+        "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
         "tokens_in_zookeeper": len(names),
         "note": "seconds: from the process's start to /readyz answering 200; cpu_seconds: the CPU time the replica "
         "used meanwhile (on a busy machine the rest is time it waited for a core)",

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
 from app.auth.basic import BasicAuthenticator, Verdict
-from app.auth.workload_jwt import NOT_ENABLED, JwtAuthenticator
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
@@ -29,6 +29,13 @@ from app.domain.throttle import token_subject
 from app.service.attempts import AttemptGuard, PasswordLogin
 from app.service.audit import Auditor
 from app.service.tokens import TokenService
+
+if TYPE_CHECKING:
+    # Only for its type: the JWT check and its libraries (PyJWT, cryptography's key types) are imported by the
+    # composition root when sasl.oauthbearer.jwks.endpoint.url is set, and not at all otherwise (start-up time).
+    from app.auth.workload_jwt import JwtAuthenticator
+
+NOT_ENABLED = "JWT authentication is not enabled on this service (no sasl.oauthbearer.jwks.endpoint.url)."
 
 
 class Authenticator:

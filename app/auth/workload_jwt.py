@@ -51,7 +51,6 @@ DEFAULT_MAX_LIFETIME_S = 86_400
 # Separators and quotes of the places principals are written (super.users, ACL and CLI lists, JAAS), and "*",
 # the wildcard principal of ACLs. Whitespace and control or other invisible characters are refused too.
 _UNSAFE = frozenset(';,"\\*')
-NOT_ENABLED = "JWT authentication is not enabled on this service (no sasl.oauthbearer.jwks.endpoint.url)."
 _ALLOWED = ", ".join(ALLOWED_ALGORITHMS)
 
 

@@ -56,6 +56,13 @@ class _PrincipalIndex:
                 if not ids:
                     del self._ids[principal]
 
+    def add_all(self, tokens: Iterable[TokenInformation]) -> None:
+        """``add`` for each of ``tokens``, in one loop."""
+        ids, field = self._ids, self._field
+        for token in tokens:
+            for principal in field(token):
+                ids[principal][token.token_id] = None
+
     def clear(self) -> None:
         self._ids.clear()
 
@@ -126,8 +133,8 @@ class TokenIndex:
         """Tokens past their expiry or maximum (``TokenInformation.is_expired``): those whose end is before now."""
         return int(self._ends.bisect_left(now_ms))
 
-    def put(self, stored: StoredToken, *, ordered: bool = True) -> None:
-        """Add a token (``ordered=False``: the caller sorts the id index once, see ``load``)."""
+    def put(self, stored: StoredToken) -> None:
+        """Add a token."""
         token = stored.token
         token_id = token.token_id
         self._tokens[token_id] = token
@@ -136,9 +143,8 @@ class TokenIndex:
         mac = self._secret.hmac(token_id)
         if self._by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
             self._hmac_collisions[mac] = token_id
-        if ordered:
-            self._ordered.add(token.token_id)
-            self._ends.add(_end(token))
+        self._ordered.add(token.token_id)
+        self._ends.add(_end(token))
         self._requested[token.token_requester] += 1
         for index in self._indexes:
             index.add(token)
@@ -167,7 +173,8 @@ class TokenIndex:
             index.remove(old)
 
     def load(self, loaded: Iterable[StoredToken]) -> None:
-        """Replace everything with ``loaded``: one sort, several times faster than an insertion each."""
+        """Replace everything with ``loaded``: what ``put`` does for each token, done an index at a time (every
+        HMAC with the key prepared once, one sort of the ids and of the ends), about twice as fast (start-up)."""
         self._tokens.clear()
         self._versions.clear()
         self._by_hmac.clear()
@@ -177,10 +184,21 @@ class TokenIndex:
         self._requested.clear()
         for index in self._indexes:
             index.clear()
+        tokens, versions = self._tokens, self._versions
         for stored in loaded:
-            self.put(stored, ordered=False)
-        self._ordered.update(self._tokens)
-        self._ends.update(_end(token) for token in self._tokens.values())
+            token_id = stored.token.token_id
+            tokens[token_id] = stored.token
+            if stored.version:
+                versions[token_id] = stored.version
+        by_hmac, collisions = self._by_hmac, self._hmac_collisions
+        for token_id, mac in zip(tokens, self._secret.hmacs(tokens), strict=True):
+            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+                collisions[mac] = token_id
+        for index in self._indexes:
+            index.add_all(tokens.values())
+        self._requested.update(token.token_requester for token in tokens.values())
+        self._ordered.update(tokens)
+        self._ends.update(_end(token) for token in tokens.values())
 
     def _stored(self, token: TokenInformation) -> StoredToken:
         return StoredToken(token, self._versions.get(token.token_id, 0))

@@ -15,22 +15,31 @@ kazoo below the next minor version):
 - ``KazooClient._call(request, async_object)``: queues any request object with ``type``, ``serialize()``
   and ``deserialize(buffer, offset)``; the connection answers ``async_object`` with what ``deserialize``
   returns, or with ``EXCEPTIONS[err]()`` when the whole request fails;
-- ``kazoo.protocol.serialization``: ``GetData`` (its ``type`` and ``serialize``), ``MultiHeader`` (fields
-  ``type``, ``done``, ``err``; ``serialize``, ``deserialize``), ``read_buffer``, ``int_struct``,
-  ``stat_struct``; and ``kazoo.exceptions.EXCEPTIONS`` (error code -> exception class).
+- ``kazoo.protocol.serialization``: ``GetData.type`` and ``stat_struct``; and ``kazoo.exceptions.EXCEPTIONS``
+  (error code -> exception class). The records themselves (``MultiHeader``, a ``GetData`` request, a buffer)
+  are packed here with structs, in ZooKeeper's jute layout (tests/unit/storage/zk/test_multi_read.py pins the
+  bytes, and checks them against kazoo's own records).
 """
 
 from __future__ import annotations
 
+import struct
 from typing import Any, NamedTuple
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import EXCEPTIONS
-from kazoo.protocol.serialization import GetData, MultiHeader, int_struct, read_buffer, stat_struct
+from kazoo.protocol.serialization import GetData, stat_struct
 from kazoo.protocol.states import ZnodeStat
 
 MULTI_READ_OPCODE = 22
 _ERROR_RESULT = -1
+# The records of the wire format, packed and unpacked with structs rather than kazoo's record objects (one
+# object per record, to serialize and to read, was some 0.4 s of a start-up reading 100k tokens):
+_HEADER = struct.Struct("!iBi")  # MultiHeader: operation type, done, error
+_LENGTH = struct.Struct("!i")  # before a string or a buffer (-1: none), and an error result's code
+_GET_DATA_HEADER = _HEADER.pack(GetData.type, 0, -1)
+_DONE_HEADER = _HEADER.pack(-1, 1, -1)
+_NO_WATCH = b"\x00"  # GetData's watch flag, after its path
 
 # One answer of a multi read: the znode's data and stat, or the error ZooKeeper gave for that path.
 ReadResult = tuple[bytes, ZnodeStat] | Exception
@@ -49,29 +58,38 @@ class _MultiRead(NamedTuple):
     def serialize(self) -> bytearray:
         body = bytearray()
         for path in self.paths:
-            body += MultiHeader(GetData.type, False, -1).serialize()
-            body += GetData(path, None).serialize()
-        body += MultiHeader(-1, True, -1).serialize()
+            encoded = path.encode("utf-8")
+            body += _GET_DATA_HEADER
+            body += _LENGTH.pack(len(encoded))
+            body += encoded
+            body += _NO_WATCH
+        body += _DONE_HEADER
         return body
 
     @classmethod
     def deserialize(cls, buffer: bytes, offset: int) -> list[ReadResult]:
         results: list[ReadResult] = []
         try:
-            header, offset = MultiHeader.deserialize(buffer, offset)
-            while not header.done:
-                if header.type == GetData.type:
-                    data, offset = read_buffer(buffer, offset)
-                    stat = ZnodeStat._make(stat_struct.unpack_from(buffer, offset))
+            op_type, done, _ = _HEADER.unpack_from(buffer, offset)
+            offset += _HEADER.size
+            while done != 1:
+                if op_type == GetData.type:
+                    length = _LENGTH.unpack_from(buffer, offset)[0]
+                    offset += _LENGTH.size
+                    data = b""  # a znode without data (length -1)
+                    if length >= 0:
+                        data = buffer[offset : offset + length]
+                        offset += length
+                    results.append((data, ZnodeStat._make(stat_struct.unpack_from(buffer, offset))))
                     offset += stat_struct.size
-                    results.append((data or b"", stat))
-                elif header.type == _ERROR_RESULT:
-                    code = int_struct.unpack_from(buffer, offset)[0]
-                    offset += int_struct.size
+                elif op_type == _ERROR_RESULT:
+                    code = _LENGTH.unpack_from(buffer, offset)[0]
+                    offset += _LENGTH.size
                     results.append(EXCEPTIONS[code]())
                 else:
-                    raise MultiReadNotSupported(f"unexpected operation type {header.type} in a multiRead answer")
-                header, offset = MultiHeader.deserialize(buffer, offset)
+                    raise MultiReadNotSupported(f"unexpected operation type {op_type} in a multiRead answer")
+                op_type, done, _ = _HEADER.unpack_from(buffer, offset)
+                offset += _HEADER.size
         except MultiReadNotSupported:
             raise
         except Exception as exc:  # a short or foreign buffer: struct.error, IndexError

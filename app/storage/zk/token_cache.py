@@ -15,6 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager, nullcontext
 
 from cachetools import TTLCache
 
@@ -37,9 +38,18 @@ TOMBSTONE_SECONDS = 120.0
 
 class TokenCache:
     def __init__(
-        self, zk: ZkConnection, store: ZkTokenStore, secret: TokenSecret, *, timer: Callable[[], float] = time.monotonic
+        self,
+        zk: ZkConnection,
+        store: ZkTokenStore,
+        secret: TokenSecret,
+        *,
+        timer: Callable[[], float] = time.monotonic,
+        while_reloading: Callable[[], AbstractContextManager[None]] = nullcontext,
     ) -> None:
+        """``while_reloading``: entered around every load of every token, the first and those after a lost session
+        (the composition root pauses the garbage collector meanwhile and freezes what was loaded)."""
         self._zk = zk
+        self._while_reloading = while_reloading
         self._store = store
         self._index = TokenIndex(secret)
         # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
@@ -162,7 +172,7 @@ class TokenCache:
 
     def _reload(self) -> None:
         # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.
-        with self._lock:
+        with self._while_reloading(), self._lock:
             loaded = self._store.list()
             self._tombstones.clear()
             self._index.load(loaded)

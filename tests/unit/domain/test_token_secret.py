@@ -41,6 +41,14 @@ def test_hmac_uses_utf8_bytes_of_key_and_token_id() -> None:
     assert TokenSecret("clé").hmac("idé") == expected
 
 
+def test_hmacs_of_many_tokens_are_each_ones_hmac() -> None:
+    secret = TokenSecret("clé" * 50)  # longer than SHA-512's block: hashed first, as HMAC does
+    ids = [VECTOR_TOKEN_ID, "idé", "", "E8gTWaIxRUOaSRH7wY3N1w"]
+    assert list(secret.hmacs(ids)) == [secret.hmac(token_id) for token_id in ids]
+    vector = TokenSecret(VECTOR_SECRET)
+    assert list(vector.hmacs([VECTOR_TOKEN_ID])) == [vector.hmac(VECTOR_TOKEN_ID)]
+
+
 def test_hmac_is_64_bytes() -> None:
     assert len(TokenSecret(VECTOR_SECRET).hmac(VECTOR_TOKEN_ID)) == HMAC_LENGTH == 64
 

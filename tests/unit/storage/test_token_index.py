@@ -39,6 +39,46 @@ def test_a_token_reads_back_with_its_version_whichever_path_reads_it() -> None:
     assert index.get("IndexTokenBBBBBBBBBBBB") is None and index.related_to([BOB]) == []
 
 
+def _answers(index: TokenIndex, tokens: list[StoredToken]) -> object:
+    principals = {principal for stored in tokens for principal in (stored.token.owner, *stored.token.renewers)}
+    principals |= {stored.token.token_requester for stored in tokens}
+    return (
+        len(index),
+        sorted(index.ids()),
+        index.after(None, len(tokens)),
+        {stored.token.token_id: index.get(stored.token.token_id) for stored in tokens},
+        {stored.token.token_id: index.find_by_hmac(SECRET.hmac(stored.token.token_id)) for stored in tokens},
+        {principal: sorted(map(str, index.related_to([principal]))) for principal in principals},
+        {principal: index.requested_count(principal) for principal in principals},
+        [index.expired_count(now) for now in (0, 4_999, 5_000, 5_001, 9_001)],
+    )
+
+
+def test_loading_in_bulk_builds_what_adding_each_token_builds() -> None:
+    carol = KafkaPrincipal.user("carol")
+    tokens = [
+        StoredToken(TokenInformation(f"IndexToken{n:012d}", owner, requester, renewers, 1_000, expiry, 9_000), n % 3)
+        for n, (owner, requester, renewers, expiry) in enumerate(
+            [
+                (ALICE, ALICE, (), 5_000),
+                (ALICE, BOB, (BOB, carol), 4_000),
+                (BOB, BOB, (ALICE,), 9_500),
+                (carol, ALICE, (), 5_000),
+                (BOB, carol, (carol, carol), 1_000),
+            ]
+            * 4
+        )
+    ]
+    loaded, added = TokenIndex(SECRET), TokenIndex(SECRET)
+    loaded.put(StoredToken(_token("IndexTokenStaleAAAAAAA"), 5))  # forgotten by the load
+    loaded.load(tokens)
+    for stored in tokens:
+        added.put(stored)
+
+    assert _answers(loaded, tokens) == _answers(added, tokens)
+    assert loaded.get("IndexTokenStaleAAAAAAA") is None
+
+
 def test_find_by_hmac_needs_the_whole_hmac() -> None:
     index = TokenIndex(SECRET)
     index.put(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0))

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
@@ -78,3 +78,51 @@ def test_replicas_migrating_an_empty_postgresql_database_at_once_all_succeed(pos
     engine = make_engine(url)
     assert migrations.current_revision(engine) == migrations.head_revision()
     engine.dispose()
+
+
+def test_the_head_revision_written_out_is_alembics_one_head() -> None:
+    """Start-up compares the database with HEAD_REVISION without loading alembic: a revision added under
+    migrations/versions without moving HEAD_REVISION would otherwise be skipped by every replica."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    config = Config()
+    config.set_main_option("script_location", str(migrations.MIGRATIONS))
+    assert ScriptDirectory.from_config(config).get_heads() == [migrations.HEAD_REVISION]
+    assert migrations.head_revision() == migrations.HEAD_REVISION
+
+
+def test_only_one_row_naming_the_head_is_at_head(any_audit_db: str) -> None:
+    engine = make_engine(any_audit_db)
+    assert not migrations.at_head(engine)  # no version table
+    migrations.upgrade(engine, "0001")
+    assert not migrations.at_head(engine)
+    with pytest.raises(migrations.SchemaBehind, match="at 0001, kts needs 0002"):
+        migrations.ensure_schema(engine, auto_migrate=False)
+    migrations.ensure_schema(engine, auto_migrate=True)
+    assert migrations.at_head(engine)
+    with engine.begin() as connection:  # what alembic would call several heads: not this check's to judge
+        connection.execute(text("INSERT INTO alembic_version (version_num) VALUES ('0001')"))
+    assert not migrations.at_head(engine)
+    with engine.begin() as connection:
+        connection.execute(text("DELETE FROM alembic_version"))
+    assert not migrations.at_head(engine)
+    engine.dispose()
+
+
+def test_a_schema_at_head_is_accepted_without_loading_alembic(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'audit.db'}"
+    engine = make_engine(url)
+    migrations.upgrade(engine)
+    engine.dispose()
+    script = (
+        "import sys\n"
+        "from app.storage.audit import migrations\n"
+        "from app.storage.audit.database import make_engine\n"
+        "migrations.ensure_schema(make_engine(sys.argv[1]), auto_migrate=sys.argv[2] == 'true')\n"
+        "print(sorted({name.partition('.')[0] for name in sys.modules} & {'alembic', 'mako', 'pygments'}))\n"
+    )
+    for auto in ("true", "false"):
+        done = subprocess.run([sys.executable, "-c", script, url, auto], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "[]"

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -342,6 +343,29 @@ def test_after_a_session_expiry_the_cache_reloads_everything_and_follows_again(
     assert cache.find_by_hmac(SECRET_KEY.hmac("DeletedUnseenAAAAAAAAA")) is None
     other_replica.create(_token("AfterExpiryTokenAAAAAA"))
     eventually(lambda: cache.get("AfterExpiryTokenAAAAAA") is not None)
+
+
+def test_every_load_of_every_token_runs_inside_the_reload_context_the_first_and_after_a_session_expiry(
+    zk_connect: str, zk: ZkConnection, other_replica: ZkTokenStore
+) -> None:
+    """The composition root pauses the garbage collector around these loads and freezes what they loaded."""
+    entered: list[int] = []
+
+    @contextmanager
+    def while_reloading() -> Iterator[None]:
+        entered.append(len(cache))
+        yield
+
+    other_replica.create(_token("ReloadContextAAAAAAAAA"))
+    cache = TokenCache(zk, ZkTokenStore(zk), SECRET_KEY, while_reloading=while_reloading)
+    cache.start()
+    try:
+        assert entered == [0] and len(cache) == 1
+        _expire_session(zk_connect, zk)
+        eventually(lambda: len(entered) == 2)
+        assert entered == [0, 1]
+    finally:
+        cache.stop()
 
 
 def test_a_zookeeper_restart_keeps_reads_served_meanwhile_and_changes_followed_afterwards(tmp_path: Path) -> None:

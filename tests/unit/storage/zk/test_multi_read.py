@@ -6,6 +6,7 @@ import struct
 
 import pytest
 from kazoo.exceptions import NoNodeError
+from kazoo.protocol.serialization import GetData, MultiHeader
 
 from app.storage.zk.multi_read import MULTI_READ_OPCODE, MultiReadNotSupported, _MultiRead
 
@@ -25,6 +26,23 @@ def test_request_is_get_data_operations_behind_multi_headers_then_a_done_header(
         + _header(-1, True, -1)
     )  # fmt: skip
     assert bytes(request.serialize()) == expected
+
+
+def test_request_is_what_kazoos_own_records_serialize() -> None:
+    paths = ("/kafka/delegation_token/tokens/E8gTWaIxRUOaSRH7wY3N1w", "/é")  # never empty: kazoo writes "" as null
+    expected = bytearray()
+    for path in paths:
+        expected += MultiHeader(GetData.type, False, -1).serialize() + GetData(path, None).serialize()
+    expected += MultiHeader(-1, True, -1).serialize()
+    assert _MultiRead(paths).serialize() == expected
+
+
+def test_answer_reads_as_kazoos_own_records_read_it() -> None:
+    answer = _header(4, False, 0) + struct.pack("!i", 4) + b"\x00\xffab" + _STAT + _header(-1, True, -1)
+    header, offset = MultiHeader.deserialize(answer, 0)
+    data, stat = GetData.deserialize(answer, offset)
+    assert header.type == 4
+    assert _MultiRead.deserialize(answer, 0) == [(data, stat)]
 
 
 def test_answer_with_data_and_an_error_result() -> None:

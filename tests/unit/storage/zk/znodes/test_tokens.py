@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
@@ -277,3 +279,88 @@ def test_token_change_decodes_to_the_token_id_and_garbage_to_no_token_id() -> No
 def test_token_paths_are_kafkas() -> None:
     assert TokenZNode.path("E8gTWaIxRUOaSRH7wY3N1w") == "/delegation_token/tokens/E8gTWaIxRUOaSRH7wY3N1w"
     assert TokenChangeZNode.PREFIX == "/delegation_token/token_changes/token_change_"
+
+
+# -------------------- the typed reader and the plain one agree
+
+
+def _read(reader: Any, data: bytes) -> TokenInformation | str:
+    """What a reader makes of ``data``: the token, or the words of its refusal."""
+    try:
+        token: TokenInformation = reader(data)
+    except MalformedZNode as exc:
+        return f"refused: {exc}"
+    return token
+
+
+EDGE_CASES = [
+    V3_VECTOR,
+    _bytes(_doc(version=1)),
+    _bytes(_doc(version=1, tokenRequester=42)),  # version 1 ignores whatever stands there
+    _bytes(_doc(version=1, tokenRequester=None)),
+    _bytes(_doc(version=2, tokenRequester=None)),
+    _bytes(_doc(version=2, tokenRequester=...)),
+    _bytes(_doc(tokenRequester="User%3Acarol")),
+    _bytes(_doc(owner="User%3A\\ud800")),  # an escaped lone surrogate: json takes it, msgspec does not
+    _bytes(_doc(unknown={"nested": [1, 2]})),
+    _bytes(_doc(issueTimestamp=10**30)),  # past 64 bits: an integer all the same
+    _bytes(_doc(issueTimestamp=-1)),
+    _bytes(_doc(renewers=[])),
+    _bytes(_doc(renewers=["User%3Abob", "User%3Abob"])),
+    _bytes(_doc(renewers=["bob"])),
+    _bytes(_doc(owner="User%3A%FF")),
+    _bytes(_doc(version=...)),
+    _bytes(_doc(version=3.0)),
+    _bytes(_doc(version=True)),
+    _bytes(_doc(maxTimestamp=1.5)),
+    _bytes(_doc(tokenId=None)),
+    V3_VECTOR.replace(b'"version":3', b'"version":3,"version":1'),  # duplicate keys: the last one counts
+    V3_VECTOR.replace(b'"owner":"User%3Aalice"', b'"owner":"User%3Aalice","owner":"User%3Abob"'),
+    V3_VECTOR.replace(b"1700000000000", b"NaN"),
+    V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"E8gTWaIxRUOaSRH7wY3N1\xff"),
+    V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"\xed\xa0\x80"),  # UTF-8 of a surrogate: not UTF-8
+    V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", b"a\x01b"),  # a raw control character in a string
+    V3_VECTOR.replace(b"E8gTWaIxRUOaSRH7wY3N1w", "tökén".encode()),
+    b"\xef\xbb\xbf" + V3_VECTOR,  # a byte order mark
+    b" \n" + V3_VECTOR + b"\t ",
+    V3_VECTOR + b"x",
+    b"",
+    b"[]",
+    b"null",
+    b"{}",
+]
+
+
+@pytest.mark.parametrize("data", EDGE_CASES)
+def test_the_typed_reader_reads_every_znode_as_the_plain_reader_does(data: bytes) -> None:
+    assert _read(TokenZNode.decode, data) == _read(TokenZNode.decode_plain, data)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=6,
+)
+PRINCIPALS = st.sampled_from(["User%3Aalice", "User%3Abob", "Group%3Aops", "alice", "User%3A", "User%3A%FF"])
+FIELDS = {
+    "version": st.integers(-1, 4) | JSON_VALUES,
+    "owner": PRINCIPALS | JSON_VALUES,
+    "tokenRequester": PRINCIPALS | JSON_VALUES,
+    "renewers": st.lists(PRINCIPALS, max_size=3) | JSON_VALUES,
+    "tokenId": st.text(max_size=24) | JSON_VALUES,
+    "issueTimestamp": st.integers() | JSON_VALUES,
+    "expiryTimestamp": st.integers() | JSON_VALUES,
+    "maxTimestamp": st.integers() | JSON_VALUES,
+}
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.fixed_dictionaries({}, optional=FIELDS),
+    st.dictionaries(st.text(max_size=6), JSON_VALUES, max_size=2),
+)
+def test_the_typed_reader_agrees_with_the_plain_reader_on_any_json_object(
+    fields: dict[str, Any], extra: dict[str, Any]
+) -> None:
+    data = _bytes(extra | fields)
+    assert _read(TokenZNode.decode, data) == _read(TokenZNode.decode_plain, data)
