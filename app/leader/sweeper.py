@@ -28,7 +28,7 @@ from app.domain.errors import ClusterMigrating, ConcurrentModification, StoreUna
 from app.domain.sweep_schedule import SweepReason, SweepSchedule
 from app.domain.token import TokenInformation
 from app.domain.token_share import deletion_batches
-from app.service.audit import Auditor
+from app.service.audit import Auditor, MutationBatches
 from app.service.ports import ShareCharge, StoredToken, TokenStore, TokenView
 from app.service.token_shares import TokenShares
 
@@ -113,17 +113,18 @@ class Sweeper:
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
         planned = 0
-        for batch in deletion_batches(doomed, size=BATCH):
-            if lost is not None and lost.is_set():
-                break  # leadership gone: another replica sweeps now
-            left = len(doomed) - planned
-            planned += len(batch)
-            if self._room is not None:
-                batch = batch[: self._room()]
-                if not batch:
-                    self._warn_paused(left)
-                    break
-            deleted += self._sweep_batch(batch)
+        with self._auditor.mutation_batches() as audited:  # settles the last batch however the sweep ends
+            for batch in deletion_batches(doomed, size=BATCH):
+                if lost is not None and lost.is_set():
+                    break  # leadership gone: another replica sweeps now
+                left = len(doomed) - planned
+                planned += len(batch)
+                if self._room is not None:
+                    batch = batch[: self._room()]
+                    if not batch:
+                        self._warn_paused(left)
+                        break
+                deleted += self._sweep_batch(batch, audited)
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted
@@ -139,11 +140,11 @@ class Sweeper:
             left,
         )
 
-    def _sweep_batch(self, batch: list[TokenInformation]) -> int:
-        """Delete a batch in one transaction (one audit commit before, one after). If any token changed
-        since it was read, the whole transaction is refused; then each is deleted on its own, so the
-        token that changed survives and the others still go. Each deletion is charged to its requester's
-        share in the same transaction."""
+    def _sweep_batch(self, batch: list[TokenInformation], audited: MutationBatches) -> int:
+        """Delete a batch in one transaction, audited with one commit that also settles the batch before it
+        (``MutationBatches``). If any token changed since it was read, the whole transaction is refused; then
+        each is deleted on its own, so the token that changed survives and the others still go. Each deletion
+        is charged to its requester's share in the same transaction."""
         current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
         now = self._clock.now_ms()
         still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
@@ -151,7 +152,7 @@ class Sweeper:
             return 0
         charges = self._charges([stored.token for stored in still])
         try:
-            self._auditor.mutations(
+            audited.run(
                 [_event(stored) for stored in still],
                 lambda intents: self._store.delete_many(
                     [(s.token.token_id, s.version, intent) for s, intent in zip(still, intents, strict=True)],

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Protocol, TypeVar
 
@@ -55,7 +55,12 @@ class AuditLog(Protocol):
 
     def append(self, event: AuditEvent, context: RequestContext) -> int: ...
 
-    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]: ...
+    def append_many(
+        self, batch: list[AuditEvent], context: RequestContext, *, succeeded: Sequence[int] = ()
+    ) -> list[int]:
+        """Insert ``batch`` in one commit (ids in the order given); in the same commit, mark the pending events
+        ``succeeded`` as succeeded, unchanged otherwise (``MutationBatches``)."""
+        ...
 
     def complete(self, event_id: int, event: AuditEvent) -> bool: ...
 
@@ -170,6 +175,11 @@ class Auditor:
         complete = succeeded or (lambda event: event.ended(Outcome.SUCCEEDED))
         self._settle_many(event_ids, [complete(event) for event in batch])
 
+    def mutation_batches(self) -> MutationBatches:
+        """For a run of batches, each in one ZooKeeper transaction (the sweep's): ``mutations`` with one audit
+        commit per batch rather than two. Close it (a ``with`` block) to settle the last batch."""
+        return MutationBatches(self)
+
     def _observe(self, event: AuditEvent) -> None:
         if self._observer is not None:
             self._observer.observe(event)
@@ -180,9 +190,7 @@ class Auditor:
         try:
             self._log.complete_many(list(zip(event_ids, events, strict=True)))
         except KtsError as exc:
-            log.warning(
-                "%d audit events left pending (%s); reconciliation will settle them", len(event_ids), exc.message
-            )
+            _left_pending(event_ids, exc)
             return
         try:
             self._intents.clear_many(event_ids)
@@ -201,6 +209,83 @@ class Auditor:
             self._intents.clear(event_id)
         except KtsError:
             pass  # an orphan marker of a settled event is removed by the reconciler
+
+
+class MutationBatches:
+    """Batches of changes audited one after another under the protocol above, one commit each: a batch's pending
+    events are committed together with the settling of the batch before it, which succeeded. For each batch the
+    protocol holds: its events are committed pending before its ZooKeeper transaction, and settled only after it
+    applied, one batch later (or at ``close``). A crash in between leaves the last batch pending with its intent
+    markers, which the reconciler settles as after any crash. A sweep of 100k tokens makes 201 fsync'd commits
+    where it made 400, and marks each batch succeeded with one statement rather than one row at a time.
+    Not thread-safe: one sweep at a time uses it."""
+
+    def __init__(self, auditor: Auditor) -> None:
+        self._auditor = auditor
+        self._log = auditor._log
+        self._intents = auditor._intents
+        self._observe = auditor._observe
+        self._applied: list[int] = []  # the last batch: applied in ZooKeeper, still pending in the database
+
+    def __enter__(self) -> MutationBatches:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def run(self, batch: list[AuditEvent], perform: Callable[[list[str]], None]) -> None:
+        """``Auditor.mutations`` for one batch (each event marked succeeded unchanged once applied)."""
+        settling, self._applied = self._applied, []
+        try:
+            event_ids = self._log.append_many(
+                [_pending(event) for event in batch], request_context.get(), succeeded=settling
+            )
+        except KtsError as exc:
+            _left_pending(settling, exc)
+            for event in batch:
+                self._observe(_ended_by(event, exc))  # nothing was done
+            raise
+        self._clear(settling)
+        try:
+            perform([self._intents.path(event_id) for event_id in event_ids])
+        except StoreUnavailable as exc:
+            for event in batch:  # outcome unknown: the reconciler settles the events by their markers
+                self._observe(event.ended(Outcome.PENDING, error=exc.name))
+            raise
+        except KtsError as exc:  # refused: settled at once, as ``mutations`` does
+            self._auditor._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
+            raise
+        for event in batch:
+            self._observe(event.ended(Outcome.SUCCEEDED))
+        self._applied = event_ids
+
+    def close(self) -> None:
+        """Settle the last batch (it succeeded)."""
+        settling, self._applied = self._applied, []
+        if not settling:
+            return
+        try:
+            self._log.append_many([], request_context.get(), succeeded=settling)
+        except KtsError as exc:
+            _left_pending(settling, exc)
+            return
+        self._clear(settling)
+
+    def _clear(self, event_ids: list[int]) -> None:
+        if event_ids:
+            try:
+                self._intents.clear_many(event_ids)
+            except KtsError:
+                pass  # orphan markers of settled events are removed by the reconciler
+
+
+def _pending(event: AuditEvent) -> AuditEvent:
+    return event if event.outcome is Outcome.PENDING else event.ended(Outcome.PENDING)
+
+
+def _left_pending(event_ids: list[int], error: KtsError) -> None:
+    if event_ids:
+        log.warning("%d audit events left pending (%s); reconciliation will settle them", len(event_ids), error.message)
 
 
 def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
@@ -279,4 +364,12 @@ class AuditReconciler:
                 log.warning("audit reconciliation postponed: %s", exc.message)
 
 
-__all__ = ["AuditLog", "AuditObserver", "AuditReconciler", "Auditor", "IntentStore", "request_context"]
+__all__ = [
+    "AuditLog",
+    "AuditObserver",
+    "AuditReconciler",
+    "Auditor",
+    "IntentStore",
+    "MutationBatches",
+    "request_context",
+]

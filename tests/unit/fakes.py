@@ -419,6 +419,7 @@ class FakeAuditLog:
         self.down = False
         self.append_failures = 0
         self.complete_fails = False
+        self.commits = 0  # of append_many and complete_many (one commit each)
 
     def _check(self) -> None:
         if self.down:
@@ -437,11 +438,19 @@ class FakeAuditLog:
         self.contexts[event_id] = context
         return event_id
 
-    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+    def append_many(
+        self, batch: list[AuditEvent], context: RequestContext, *, succeeded: Sequence[int] = ()
+    ) -> list[int]:
         self._check()
         if self.append_failures:
             self.append_failures -= 1
             raise StoreUnavailable(AUDIT_DOWN)
+        if succeeded and self.complete_fails:  # the commit settles events: it fails, the appends with it
+            raise StoreUnavailable(AUDIT_DOWN)
+        self.commits += 1
+        for event_id in succeeded:  # in the same commit, as the SQL log does
+            if event_id not in self.completed:
+                self.completed[event_id] = self.appended[event_id].ended(Outcome.SUCCEEDED)
         return [self.append(event, context) for event in batch]
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:
@@ -453,6 +462,7 @@ class FakeAuditLog:
         return True
 
     def complete_many(self, settled: list[tuple[int, AuditEvent]]) -> int:
+        self.commits += 1
         return sum(self.complete(event_id, event) for event_id, event in settled)
 
     def pending(self, *, older_than_ms: int, service_id: str | None = None) -> list[StoredEvent]:

@@ -29,7 +29,8 @@ def _escape(match: re.Match[str]) -> str:
 
 def safe_text(value: str, limit: int) -> str:
     """``value`` escaped, then cut to at most ``limit`` characters with the truncation marker."""
-    escaped = _UNSAFE.sub(_escape, value)
+    # Printable ASCII (almost every value) has nothing to escape: two checks in C, where the search costs more.
+    escaped = value if value.isascii() and value.isprintable() else _UNSAFE.sub(_escape, value)
     if len(escaped) <= limit:
         return escaped
     return escaped[: limit - 1] + TRUNCATION_MARKER

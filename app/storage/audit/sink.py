@@ -60,10 +60,20 @@ class SqlAuditLog:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""
         return self._writes.write(_APPEND, self.event_row(event, context))
 
-    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
-        """Insert several events in one transaction (one commit); ids in the order given."""
+    def append_many(
+        self, batch: list[AuditEvent], context: RequestContext, *, succeeded: Sequence[int] = ()
+    ) -> list[int]:
+        """Insert several events in one transaction (one commit); ids in the order given. The events
+        ``succeeded`` (pending ones; the others are left alone) are marked succeeded in the same transaction."""
         rows = [self.event_row(event, context) for event in batch]
-        return self._writes.run(lambda connection: list(_APPEND.execute(connection, rows)))
+        ids = list(succeeded)
+
+        def write(connection: Connection) -> list[int]:
+            for start in range(0, len(ids), SUCCEED_CHUNK):
+                connection.execute(_SUCCEED, {"ids": ids[start : start + SUCCEED_CHUNK]})
+            return list(_APPEND.execute(connection, rows)) if rows else []
+
+        return self._writes.run(write)
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:
         """Settle a pending event; False when it was no longer pending (reconciliation got there first)."""
@@ -186,6 +196,15 @@ class _Settle:
 
 _APPEND = _Append()
 _SETTLE = _Settle()
+# Pending events that succeeded unchanged, settled by one statement for a whole batch: settling each with its
+# own row of parameters (its details encoded again) took two thirds of the samples appending took, in a profile
+# of a sweep of 100k tokens. At most SUCCEED_CHUNK ids a statement: SQLite before 3.32 binds at most 999 values.
+SUCCEED_CHUNK = 500
+_SUCCEED = (
+    update(events)
+    .where(events.c.id.in_(bindparam("ids", expanding=True)), events.c.outcome == Outcome.PENDING.value)
+    .values(outcome=Outcome.SUCCEEDED.value)
+)
 
 
 def _settling(event_id: int, event: AuditEvent) -> dict[str, Any]:
@@ -219,7 +238,9 @@ class NullAuditLog:
         self._next += 1
         return self._next
 
-    def append_many(self, batch: list[AuditEvent], context: RequestContext) -> list[int]:
+    def append_many(
+        self, batch: list[AuditEvent], context: RequestContext, *, succeeded: Sequence[int] = ()
+    ) -> list[int]:
         return [self.append(event, context) for event in batch]
 
     def complete(self, event_id: int, event: AuditEvent) -> bool:

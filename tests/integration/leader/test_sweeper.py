@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
@@ -18,8 +19,9 @@ from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
+from app.leader import sweeper as sweeper_module
 from app.leader.sweeper import Sweeper
-from app.service.audit import Auditor
+from app.service.audit import Auditor, AuditReconciler, MutationBatches
 from app.service.ports import StoredToken, TokenChange
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
@@ -234,3 +236,67 @@ def test_under_leadership_only_one_replica_sweeps_and_each_token_is_swept_once(
             stopper.join()
         for one in replicas:
             one.close()
+
+
+class _Killed(BaseException):
+    """The process dies: nothing after this runs, not even the sweep's own cleanup."""
+
+
+class _DiesAfterTransactions(ZkTokenStore):
+    """A token store whose process dies right after its ``survives``-th deletion transaction committed."""
+
+    def __init__(self, zk: ZkConnection, survives: int) -> None:
+        super().__init__(zk)
+        self._left = survives
+
+    def delete_many(self, *args: Any, **kwargs: Any) -> None:
+        super().delete_many(*args, **kwargs)
+        self._left -= 1
+        if self._left == 0:
+            raise _Killed
+
+
+def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_which_the_reconciler_settles(
+    replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each batch's commit settles the batch before it (one commit per batch): a kill after the second batch's
+    transaction leaves the first settled, the second pending with its intent markers, the third untouched."""
+    monkeypatch.setattr(sweeper_module, "BATCH", 2)
+    monkeypatch.setattr(MutationBatches, "close", lambda self: None)  # a killed process settles nothing more
+    ids = [f"Killed{n}AAAAAAAAAAAAAAA" for n in range(5)]
+    for token_id in ids:
+        other_writer.create(_token(token_id, expiry_in_ms=-1_000))
+    eventually(lambda: len(replica.cache) == 5)
+    dying = _DiesAfterTransactions(replica.zk, survives=2)
+    sweeper = Sweeper(
+        dying,
+        replica.cache,
+        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
+        clock=SystemClock(),
+        interval_ms=HOUR,
+    )
+
+    with pytest.raises(_Killed):
+        sweeper.sweep()
+
+    assert raw_zk.get_children(TokenZNode.ROOT) == [ids[4]]
+    assert _sweep_events(replica.audit_log) == [
+        (ids[0], "succeeded"),
+        (ids[1], "succeeded"),
+        (ids[2], "pending"),
+        (ids[3], "pending"),
+    ]
+    pending = [event.id for event in replica.audit_log.query(EventQuery(outcome="pending"))]
+    assert sorted(int(name) for name in raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(pending)
+
+    reconciler = AuditReconciler(replica.audit_log, ZkIntentStore(replica.zk), clock=SystemClock(), service_id="svc-a")
+    assert reconciler.reconcile(at_start=True) == 2  # the restarted replica settles its own events
+
+    events = replica.audit_log.query(EventQuery(action="token.sweep"))
+    assert sorted((event.token_id, event.outcome) for event in events) == [
+        (token_id, "succeeded") for token_id in ids[:4]
+    ]
+    assert sorted(event.token_id for event in events if event.details.get("reconciled")) == ids[2:4]
+    assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == []
+    monkeypatch.undo()
+    assert replica.sweeper.sweep() == 1  # the next sweep takes the rest

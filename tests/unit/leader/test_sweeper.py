@@ -40,6 +40,20 @@ def test_a_batch_is_deleted_in_one_transaction_with_one_audit_commit_each_side()
     assert sorted(harness.deleted_ids) == [f"Batch{n}" for n in range(5)]
     assert len(harness.log.completed) == 5
     assert all(event.outcome is Outcome.SUCCEEDED for event in harness.log.completed.values())
+    assert harness.log.commits == 2
+
+
+@pytest.mark.usefixtures("one_token_batches")
+def test_each_batch_settles_the_one_before_in_its_own_audit_commit() -> None:
+    """One commit per batch (and one for the last batch's settling), not two: every deletion still settled."""
+    harness = Harness([_stored(f"Batch{n}", expiry=NOW - 1) for n in range(4)])
+
+    assert harness.sweeper.sweep() == 4
+
+    assert harness.log.commits == 5
+    assert sorted(event.token_id for event in harness.log.completed.values()) == [f"Batch{n}" for n in range(4)]
+    assert all(event.outcome is Outcome.SUCCEEDED for event in harness.log.completed.values())
+    assert harness.intents.present == set()
 
 
 class Harness:

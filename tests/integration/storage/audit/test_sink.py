@@ -10,7 +10,7 @@ from sqlalchemy import event
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext
 from app.domain.clock import SystemClock
-from app.storage.audit import migrations
+from app.storage.audit import migrations, sink
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from tests.api.helpers import eventually
@@ -239,3 +239,38 @@ def test_a_shared_settling_answers_each_event_whether_it_was_still_pending(log: 
         "succeeded",
         "succeeded",
     ]
+
+
+def test_a_batch_appended_with_the_settling_of_the_batch_before_shares_its_commit(log: SqlAuditLog) -> None:
+    """The sweep's audit (app/service/audit.py ``MutationBatches``): one commit appends a batch pending and marks
+    the batch before it succeeded, leaving alone an event no longer pending and every other field."""
+    before = log.append_many([_event(token_id=f"P{n}", details={"expiryTimestamp": n}) for n in range(3)], CONTEXT)
+    assert log.complete(before[1], _event().ended(Outcome.FAILED, reconciled=True))  # the reconciler got there first
+    commits: list[object] = []
+    event.listen(log.engine, "commit", commits.append)
+
+    after = log.append_many([_event(token_id=f"N{n}") for n in range(2)], CONTEXT, succeeded=before)
+
+    assert len(commits) == 1
+    stored = {row.token_id: row for row in log.query(EventQuery(limit=10))}
+    assert [stored[f"P{n}"].outcome for n in range(3)] == ["succeeded", "failed", "succeeded"]
+    assert stored["P1"].details == {"reconciled": True}  # as the reconciler settled it
+    assert [stored[f"P{n}"].details for n in (0, 2)] == [{"expiryTimestamp": 0}, {"expiryTimestamp": 2}]
+    assert [stored[f"N{n}"].outcome for n in range(2)] == ["pending", "pending"]
+    assert [stored[f"N{n}"].id for n in range(2)] == after
+
+    assert log.append_many([], CONTEXT, succeeded=after) == []  # the last batch's settling alone
+    assert [log.is_pending(event_id) for event_id in after] == [False, False]
+    assert len(commits) == 2
+
+
+def test_more_events_marked_succeeded_than_one_statement_binds_are_all_settled(
+    log: SqlAuditLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sink, "SUCCEED_CHUNK", 2)
+    ids = log.append_many([_event(token_id=f"C{n}") for n in range(5)], CONTEXT)
+
+    log.append_many([], CONTEXT, succeeded=ids)
+
+    assert [log.is_pending(event_id) for event_id in ids] == [False] * 5
+    assert {row.outcome for row in log.query(EventQuery(limit=10))} == {"succeeded"}

@@ -21,11 +21,22 @@ from app.storage.audit.safe_text import DETAIL_TEXT_LIMIT, safe_details, safe_te
         (b"caf\xe9".decode("utf-8", "surrogateescape"), "caf\\udce9"),
         ("\u2028\u2029", "\\u2028\\u2029"),
         ("\\x00 stays", "\\x00 stays"),
+        ("User:alice\x7f", "User:alice\\x7f"),  # all ASCII, one character not printable
+        ("User:a b~!", "User:a b~!"),  # printable ASCII, kept as it is
         ("User:Ünïcode 例 \U0001f600 \u00a0", "User:Ünïcode 例 \U0001f600 \u00a0"),
     ],
 )
 def test_escaping(raw: str, stored: str) -> None:
     assert safe_text(raw, 100) == stored
+
+
+def test_every_ascii_character_is_escaped_exactly_when_the_general_scheme_escapes_it() -> None:
+    """Printable ASCII skips the search for characters to escape: the two ways must agree on every character."""
+    for code in range(0x80):
+        character = chr(code)
+        expected = f"\\x{code:02x}" if code < 0x20 or code == 0x7F else character
+        assert safe_text(character, 10) == expected
+        assert safe_text(f"a{character}b", 10) == f"a{expected}b"
 
 
 def test_every_code_point_becomes_encodable_text_without_controls() -> None:
