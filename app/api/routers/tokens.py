@@ -7,9 +7,10 @@ import binascii
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Path, Query, status
+from fastapi import APIRouter, Body, Path, Query, Response, status
 
 from app.api.deps import CurrentCaller, Revocations, Tokens
+from app.api.model_response import model_json
 from app.api.responses import error_responses
 from app.api.schemas.common import MAX_OWNER_FILTERS, PrincipalText
 from app.api.schemas.tokens import (
@@ -69,7 +70,7 @@ def _decode_cursor(cursor: str | None) -> str | None:
 )
 def create_token(
     caller: CurrentCaller, tokens: Tokens, body: Annotated[CreateTokenRequest | None, CREATE_EXAMPLES] = None
-) -> CreatedToken:
+) -> Response:
     body = body or CreateTokenRequest()  # an empty JSON body means all defaults
     request = CreateRequest(
         owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,
@@ -77,7 +78,7 @@ def create_token(
         max_lifetime_ms=body.maxLifetimeMs,
     )
     issued = tokens.create(caller, request)
-    return CreatedToken.issued(issued.token, issued.hmac)
+    return model_json(CreatedToken.issued(issued.token, issued.hmac), status.HTTP_201_CREATED)
 
 
 @router.get("", response_model=TokenList, responses=error_responses(401, 422, 503))
@@ -87,12 +88,12 @@ def describe_tokens(
     owner: Annotated[list[PrincipalText] | None, Query(max_length=MAX_OWNER_FILTERS)] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
     cursor: Annotated[str | None, Query(max_length=MAX_CURSOR_LENGTH)] = None,
-) -> TokenList:
+) -> Response:
     owners = None if owner is None else [KafkaPrincipal.parse(item) for item in owner]
     page = tokens.describe(caller, owners, limit=limit, after=_decode_cursor(cursor))
     now_ms = tokens.now_ms()
-    return TokenList(
-        tokens=[Token.of(token, now_ms) for token in page.tokens], nextCursor=_encode_cursor(page.next_after)
+    return model_json(
+        TokenList(tokens=[Token.of(token, now_ms) for token in page.tokens], nextCursor=_encode_cursor(page.next_after))
     )
 
 
@@ -120,20 +121,22 @@ def revoke_tokens(caller: CurrentCaller, revocation: Revocations, body: RevokeRe
 
 
 @router.post("/verify", response_model=VerifyResponse, responses=error_responses(401, 413, 422, 503))
-def verify_token(body: VerifyRequest, caller: CurrentCaller, tokens: Tokens) -> VerifyResponse:
+def verify_token(body: VerifyRequest, caller: CurrentCaller, tokens: Tokens) -> Response:
     token = tokens.verify_for(caller, body.tokenId, decode_hmac(body.hmac))
     if token is None:
         raise NotAuthenticated("Unknown, expired or invalid delegation token.")
-    return VerifyResponse(
-        principal=str(token.authenticated_principal),
-        tokenRequester=str(token.token_requester),
-        expiryTimestamp=token.expiry_timestamp,
+    return model_json(
+        VerifyResponse(
+            principal=str(token.authenticated_principal),
+            tokenRequester=str(token.token_requester),
+            expiryTimestamp=token.expiry_timestamp,
+        )
     )
 
 
 @router.get("/{token_id}", response_model=Token, responses=error_responses(401, 404, 422, 503))
-def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> Token:
-    return Token.of(tokens.get(caller, token_id), tokens.now_ms())
+def get_token(token_id: TokenIdPath, caller: CurrentCaller, tokens: Tokens) -> Response:
+    return model_json(Token.of(tokens.get(caller, token_id), tokens.now_ms()))
 
 
 @router.post(

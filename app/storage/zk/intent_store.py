@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import threading
+from typing import Any
+
 from kazoo.exceptions import NoNodeError
 
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.znodes import KtsZNodes
 
+# Markers deleted per transaction at most, far under ZooKeeper's request limit (a marker path is < 40 bytes).
+MAX_CLEAR_BATCH = 1000
+
 
 class ZkIntentStore:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
+        # Markers of settled events waiting for the deletion in flight to be answered (``clear``).
+        self._lock = threading.Lock()
+        self._waiting: list[int] = []
+        self._in_flight = False
 
     def path(self, event_id: int) -> str:
         return KtsZNodes.audit_intent(event_id)
@@ -22,10 +32,54 @@ class ZkIntentStore:
         }
 
     def clear(self, event_id: int) -> None:
-        """Delete a settled event's marker without waiting for the answer: the request has nothing to wait
-        for, and a marker the delete misses (the session dropped) is removed by the reconciler."""
-        if self._zk.connected:
-            self._zk.client.delete_async(KtsZNodes.audit_intent(event_id))
+        """Delete a settled event's marker without waiting for the answer: the request has nothing to wait for,
+        and a marker the delete misses (the session dropped) is removed by the reconciler.
+
+        Deletions are self-clocked: with none in flight, this one is sent at once; while one is in flight, markers
+        wait and go together in one transaction when it is answered. Under concurrent creates that is one
+        ZooKeeper write for many markers rather than one each (a ZooKeeper write costs the server a log append
+        and kts a request), and when idle it adds no delay and needs no thread or timer."""
+        with self._lock:
+            self._waiting.append(event_id)
+            if self._in_flight:
+                return
+            self._in_flight = True
+        self._send_waiting()
+
+    def _send_waiting(self) -> None:
+        with self._lock:
+            batch = self._waiting[:MAX_CLEAR_BATCH]
+            del self._waiting[:MAX_CLEAR_BATCH]
+            if not batch:
+                self._in_flight = False
+                return
+        try:
+            if not self._zk.connected:
+                raise ConnectionError("not connected")  # left to the reconciler, as a lost answer would be
+            sent = self._delete_async(batch)
+        except Exception:  # kazoo refuses requests while closing: the reconciler deletes what is left
+            self._send_waiting()
+            return
+        sent.rawlink(lambda result: self._answered(batch, result))
+
+    def _delete_async(self, batch: list[int]) -> Any:
+        if len(batch) == 1:
+            return self._zk.client.delete_async(KtsZNodes.audit_intent(batch[0]))
+        transaction = self._zk.client.transaction()
+        for event_id in batch:
+            transaction.delete(KtsZNodes.audit_intent(event_id))
+        return transaction.commit_async()
+
+    def _answered(self, batch: list[int], result: Any) -> None:
+        """On kazoo's callback thread: a transaction refused as a whole (a marker the reconciler deleted first)
+        is sent again one marker at a time, unanswered; then the markers that waited meanwhile go."""
+        if len(batch) > 1 and result.successful() and any(isinstance(one, Exception) for one in result.get()):
+            for event_id in batch:
+                try:
+                    self._zk.client.delete_async(KtsZNodes.audit_intent(event_id))
+                except Exception:  # closing: left to the reconciler
+                    break
+        self._send_waiting()
 
     def clear_many(self, event_ids: list[int]) -> None:
         """One transaction for the usual case; one by one if some marker is already gone."""
