@@ -88,6 +88,11 @@ class IntentStore(Protocol):
 
     def clear_many(self, event_ids: list[int]) -> None: ...
 
+    def clear_soon(self, event_ids: list[int]) -> None:
+        """Delete the markers of settled events without waiting for it (a marker left behind is harmless: the
+        reconciler deletes it)."""
+        ...
+
     def list(self) -> list[int]: ...
 
 
@@ -274,7 +279,8 @@ class MutationBatches:
     def _clear(self, event_ids: list[int]) -> None:
         if event_ids:
             try:
-                self._intents.clear_many(event_ids)
+                # Not waited for: the sweep goes on with its next batch while ZooKeeper deletes these.
+                self._intents.clear_soon(event_ids)
             except KtsError:
                 pass  # orphan markers of settled events are removed by the reconciler
 

@@ -38,6 +38,9 @@ class MemoryIntentStore:
         with self._lock:
             self._marked.discard(event_id)
 
+    def clear_soon(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
     def clear_many(self, event_ids: list[int]) -> None:
         with self._lock:
             self._marked.difference_update(event_ids)

@@ -507,6 +507,9 @@ class FakeIntentStore:
         for event_id in event_ids:
             self.clear(event_id)
 
+    def clear_soon(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
     def list(self) -> list[int]:
         return sorted(self.present)
 

@@ -56,6 +56,9 @@ class SqlIntentMarks:
     def clear(self, event_id: int) -> None:
         self.clear_many([event_id])
 
+    def clear_soon(self, event_ids: Sequence[int]) -> None:
+        self.clear_many(event_ids)
+
     def clear_many(self, event_ids: Sequence[int]) -> None:
         try:
             with translated_db_errors(), self._engine.begin() as connection:

@@ -32,15 +32,20 @@ class ZkIntentStore:
         }
 
     def clear(self, event_id: int) -> None:
-        """Delete a settled event's marker without waiting for the answer: the request has nothing to wait for,
-        and a marker the delete misses (the session dropped) is removed by the reconciler.
+        """Delete a settled event's marker without waiting for the answer (``clear_soon``): the request has
+        nothing to wait for."""
+        self.clear_soon([event_id])
 
-        Deletions are self-clocked: with none in flight, this one is sent at once; while one is in flight, markers
+    def clear_soon(self, event_ids: list[int]) -> None:
+        """Delete settled events' markers without waiting for the answer; a marker the delete misses (the session
+        dropped) is removed by the reconciler.
+
+        Deletions are self-clocked: with none in flight, these are sent at once; while one is in flight, markers
         wait and go together in one transaction when it is answered. Under concurrent creates that is one
         ZooKeeper write for many markers rather than one each (a ZooKeeper write costs the server a log append
         and kts a request), and when idle it adds no delay and needs no thread or timer."""
         with self._lock:
-            self._waiting.append(event_id)
+            self._waiting.extend(event_ids)
             if self._in_flight:
                 return
             self._in_flight = True

@@ -76,3 +76,13 @@ def test_a_marker_cleared_while_disconnected_is_left_to_the_reconciler(zk_connec
     assert sorted(raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(
         intents.path(event_id).rpartition("/")[2] for event_id in (1, 2)
     )
+
+
+def test_a_whole_sweep_batch_cleared_soon_is_deleted(zk: ZkConnection, raw_zk: KazooClient) -> None:
+    intents = ZkIntentStore(zk)
+    _markers(raw_zk, range(1, 501), intents)
+
+    intents.clear_soon(list(range(1, 251)))  # sent at once
+    intents.clear_soon(list(range(251, 501)))  # waits for the first answer, then goes in one transaction
+
+    eventually(lambda: raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == [])
