@@ -160,7 +160,7 @@ def run_report(
 
         _write({"token_lifecycle": transforms.token_lifecycle(history, since_ms=since_ms)}, out_dir)
         lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
-        progress(f"wrote token_lifecycle ({partitions} shuffle partitions)")  # counting its rows would cost a job
+        progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
         _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
     finally:
