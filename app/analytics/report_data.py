@@ -2,16 +2,21 @@
 
 ``collect`` is the only place rows reach the driver, and every query in it is bounded: by the bucket
 lists, by ``top_n``, by the distinct renewal counts, or by days x (``top_n`` + 1) for the daily charts.
+
+Each Spark query costs the driver its planning and code generation, whatever its size, so the report
+asks few: the tables that are small whatever the input are read in one query, and each daily chart
+finds its leaders and sums the rest in one.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
 from app.analytics.charts import NONE, OTHERS
@@ -50,22 +55,55 @@ class ReportData:
 # --- collecting ----------------------------------------------------------------------------------------
 
 
+SMALL_TABLES = (
+    "overdue_distribution",
+    "refusals_by_action",
+    "lifetime_distribution",
+    "renew_count_distribution",
+    "max_lifetime_use",
+    "top_owners",
+    "top_requesters",
+)
+"""The tables bounded whatever the input (by buckets, kinds of refusal, renewal counts or ``top_n``)."""
+
+
 def _rows(frame: DataFrame) -> list[Row]:
     return frame.collect()
 
 
+def _small_tables(tables: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """Every row of the ``SMALL_TABLES``, in one query: each row as JSON text tagged with its table (nulls
+    kept), so that tables of different columns share one result. Rows keep their order in each table."""
+    tagged = [
+        tables[name].select(
+            F.lit(name).alias("table"),
+            F.to_json(F.struct(*tables[name].columns), {"ignoreNullFields": "false"}).alias("row"),
+        )
+        for name in SMALL_TABLES
+    ]
+    union = tagged[0]
+    for other in tagged[1:]:
+        union = union.unionAll(other)
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in SMALL_TABLES}
+    for row in _rows(union):
+        found[row["table"]].append(json.loads(row["row"]))
+    return found
+
+
+def _ascending(value: Any) -> tuple[bool, Any]:
+    """A sort key that puts None first, as Spark's ascending order does."""
+    return (value is not None, value)
+
+
 def _daily_top(daily: DataFrame, key: str, top_n: int) -> list[tuple[str, str, int]]:
     """Tokens per day for the ``top_n`` keys by total, the rest summed as ``OTHERS``."""
-    leaders = [
-        row[key]
-        for row in _rows(
-            daily.groupBy(key).agg(F.sum("tokens").alias("total")).orderBy(F.desc("total"), F.asc(key)).limit(top_n)
-        )
-    ]
-    label = F.when(F.col(key).isin(leaders), F.coalesce(F.col(key), F.lit(NONE))).otherwise(F.lit(OTHERS))
-    if any(leader is None for leader in leaders):
-        label = F.when(F.col(key).isNull(), F.lit(NONE)).otherwise(label)
-    grouped = daily.groupBy("date", label.alias("label")).agg(F.sum("tokens").alias("tokens"))
+    totals = daily.groupBy(key).agg(F.sum("tokens").alias("total"))
+    ranked = totals.select(key, F.row_number().over(Window.orderBy(F.desc("total"), F.asc(key))).alias("rank"))
+    leaders = ranked.filter(F.col("rank") <= top_n).select(F.col(key).alias("leader"), F.lit(True).alias("led"))
+    # Null-safe: a null key is a leader like any other (it reads NONE).
+    marked = daily.join(leaders, daily[key].eqNullSafe(leaders["leader"]), "left")
+    label = F.when(F.col("led"), F.coalesce(daily[key], F.lit(NONE))).otherwise(F.lit(OTHERS))
+    grouped = marked.groupBy("date", label.alias("label")).agg(F.sum("tokens").alias("tokens"))
     last_days = grouped.select("date").distinct().orderBy(F.desc("date")).limit(MAX_DAYS_CHARTED)
     rows = _rows(grouped.join(last_days, "date").orderBy("date", "label"))
     return [(row["date"], row["label"], int(row["tokens"])) for row in rows]
@@ -81,7 +119,7 @@ def _denials_top(denials: DataFrame, key: str, top_n: int) -> list[tuple[str, in
     return [(row[key] or NONE, int(row["refusals"]), int(row["authentication"])) for row in rows]
 
 
-def _buckets(rows: list[Row], group: str | None = None) -> dict[str, dict[str, int]]:
+def _buckets(rows: list[dict[str, Any]], group: str | None = None) -> dict[str, dict[str, int]]:
     grouped: dict[str, dict[str, int]] = defaultdict(dict)
     for row in rows:
         grouped[row[group] if group else ""][row["bucket"]] = int(row["tokens"])
@@ -109,10 +147,7 @@ def collect(
         "token_requester",
     ).join(top_pair_owners.orderBy(F.desc("t"), "owner").limit(top_n).select("owner"), "owner")
     queries: dict[str, Callable[[], Any]] = {
-        "overdue": lambda: _rows(tables["overdue_distribution"]),
-        "by_action": lambda: _rows(
-            tables["refusals_by_action"].orderBy(F.desc("denials"), "kind", "action", "error_code")
-        ),
+        "small": lambda: _small_tables(tables),
         "impersonation_totals": lambda: impersonation.agg(
             F.coalesce(F.sum("tokens"), F.lit(0)).alias("tokens"),
             F.coalesce(F.sum("refused"), F.lit(0)).alias("refused"),
@@ -124,9 +159,6 @@ def collect(
         ),
         "issued_by_owner": lambda: _daily_top(tables["tokens_issued_by_owner_daily"], "owner", top_n),
         "issued_by_requester": lambda: _daily_top(tables["tokens_issued_by_requester_daily"], "token_requester", top_n),
-        "lifetimes": lambda: _rows(tables["lifetime_distribution"]),
-        "renew_counts": lambda: _rows(tables["renew_count_distribution"].orderBy("renewals")),
-        "max_lifetime_use": lambda: _rows(tables["max_lifetime_use"]),
         "most_overdue": lambda: _rows(
             tables["expiry_compliance"]
             .filter(F.col("overdue_ms") > 0)
@@ -142,14 +174,16 @@ def collect(
             .limit(top_n)
             .select("principal", "hour", "denials", "baseline_mean", "threshold")
         ),
-        "top_owners": lambda: _rows(tables["top_owners"].orderBy("rank")),
-        "top_requesters": lambda: _rows(tables["top_requesters"].orderBy("rank")),
     }
     found = side_by_side(queries)
-    overdue = _buckets(found["overdue"], "status")
-    by_action: list[Row] = found["by_action"]
-    lifetimes = _buckets(found["lifetimes"], "kind")
-    renew_counts = [(int(row["renewals"]), int(row["tokens"])) for row in found["renew_counts"]]
+    small = found["small"]
+    overdue = _buckets(small["overdue_distribution"], "status")
+    by_action = sorted(
+        small["refusals_by_action"],
+        key=lambda row: (-row["denials"], *(_ascending(row[key]) for key in ("kind", "action", "error_code"))),
+    )
+    lifetimes = _buckets(small["lifetime_distribution"], "kind")
+    renew_counts = sorted((int(row["renewals"]), int(row["tokens"])) for row in small["renew_count_distribution"])
     summary = {
         "events": events,
         # Every issued token is in one requested-lifetime bucket, every renewal in the renewal counts.
@@ -180,13 +214,13 @@ def collect(
         ],
         lifetimes=lifetimes,
         renew_counts=renew_counts[:MAX_RENEW_COUNTS],
-        max_lifetime_use=_buckets(found["max_lifetime_use"]).get("", {}),
+        max_lifetime_use=_buckets(small["max_lifetime_use"]).get("", {}),
         overdue=overdue,
         most_overdue=[row.asDict() for row in found["most_overdue"]],
         denials_by_principal=found["denials_by_principal"],
         denials_by_address=found["denials_by_address"],
-        refusals_by_action=[row.asDict() for row in by_action[: top_n * 2]],
+        refusals_by_action=by_action[: top_n * 2],
         bursts=[row.asDict() for row in found["bursts"]],
-        top_owners=[row.asDict() for row in found["top_owners"]],
-        top_requesters=[row.asDict() for row in found["top_requesters"]],
+        top_owners=sorted(small["top_owners"], key=lambda row: row["rank"]),
+        top_requesters=sorted(small["top_requesters"], key=lambda row: row["rank"]),
     )
