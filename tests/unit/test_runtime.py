@@ -49,7 +49,6 @@ def test_a_start_up_that_fails_before_loading_resumes_the_collector() -> None:
     assert gc.isenabled()
 
 
-
 class _Node:
     pass
 
