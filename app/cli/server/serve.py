@@ -153,6 +153,10 @@ def prepare_audit_database(settings: Settings) -> None:
         engine.dispose()
 
 
+def _interrupt(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     """``default_log_format`` applies when ``log.format`` is unset (``kts dev`` passes ``text``)."""
     # Passwords, HMACs and the secret key never reach a log line: kts logs none, and kazoo's debug
@@ -176,6 +180,11 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
     # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
+    # Ctrl-C likewise ends in a re-raised SIGINT, which must become KeyboardInterrupt (exit 130) every time. Under
+    # Python's own handler, asyncio.run puts in one of its own that only cancels the server's task, and when that
+    # task has already finished (a loaded machine) the interrupt was lost and kts dev exited 0. A handler of ours
+    # that raises is left in place by asyncio, so the re-raised signal always interrupts.
+    previous_interrupt = signal.signal(signal.SIGINT, _interrupt)
     try:
         if management_socket is None:
             server.run()
@@ -189,6 +198,7 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
             run_with_management(server, uvicorn.Server(config), management_socket)
     finally:
         signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGINT, previous_interrupt)
         if management_socket is not None:
             management_socket.close()
     return 0 if server.started else 1
