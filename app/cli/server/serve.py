@@ -181,9 +181,9 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
     previous = signal.signal(signal.SIGTERM, lambda *_: None)
     # Ctrl-C likewise ends in a re-raised SIGINT, which must become KeyboardInterrupt (exit 130) every time. Under
-    # Python's own handler, asyncio.run puts in one of its own that only cancels the server's task, and when that
-    # task has already finished (a loaded machine) the interrupt was lost and kts dev exited 0. A handler of ours
-    # that raises is left in place by asyncio, so the re-raised signal always interrupts.
+    # Python's own handler, asyncio.run puts in one of its own that only asks to cancel the server's task; a task
+    # that then finishes without waiting again never sees the cancel, and the interrupt was lost (kts dev exited 0
+    # on a loaded machine). A handler of ours that raises is left in place by asyncio, so it always interrupts.
     previous_interrupt = signal.signal(signal.SIGINT, _interrupt)
     try:
         if management_socket is None:
