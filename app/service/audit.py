@@ -168,6 +168,20 @@ class Auditor:
             for event in batch:
                 self._observe(_ended_by(event, exc))
             raise
+        self._perform_batch(event_ids, batch, perform)
+        complete = succeeded or (lambda event: event.ended(Outcome.SUCCEEDED))
+        self._settle_many(event_ids, [complete(event) for event in batch])
+
+    def mutation_batches(self) -> MutationBatches:
+        """For a run of batches, each in one ZooKeeper transaction (the sweep's): ``mutations`` with one audit
+        commit per batch rather than two. Close it (a ``with`` block) to settle the last batch."""
+        return MutationBatches(self)
+
+    def _perform_batch(
+        self, event_ids: list[int], batch: list[AuditEvent], perform: Callable[[list[str]], None]
+    ) -> None:
+        """Step 3 for a batch whose pending events are committed: the transaction with their markers. A refusal
+        settles them at once; an unknown outcome leaves them pending for the reconciler."""
         try:
             perform([self._intents.path(event_id) for event_id in event_ids])
         except StoreUnavailable as exc:
@@ -177,13 +191,6 @@ class Auditor:
         except KtsError as exc:
             self._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
             raise
-        complete = succeeded or (lambda event: event.ended(Outcome.SUCCEEDED))
-        self._settle_many(event_ids, [complete(event) for event in batch])
-
-    def mutation_batches(self) -> MutationBatches:
-        """For a run of batches, each in one ZooKeeper transaction (the sweep's): ``mutations`` with one audit
-        commit per batch rather than two. Close it (a ``with`` block) to settle the last batch."""
-        return MutationBatches(self)
 
     def _observe(self, event: AuditEvent) -> None:
         if self._observer is not None:
@@ -251,15 +258,7 @@ class MutationBatches:
                 self._observe(_ended_by(event, exc))  # nothing was done
             raise
         self._clear(settling)
-        try:
-            perform([self._intents.path(event_id) for event_id in event_ids])
-        except StoreUnavailable as exc:
-            for event in batch:  # outcome unknown: the reconciler settles the events by their markers
-                self._observe(event.ended(Outcome.PENDING, error=exc.name))
-            raise
-        except KtsError as exc:  # refused: settled at once, as ``mutations`` does
-            self._auditor._settle_many(event_ids, [_ended_by(event, exc) for event in batch])
-            raise
+        self._auditor._perform_batch(event_ids, batch, perform)
         for event in batch:
             self._observe(event.ended(Outcome.SUCCEEDED))
         self._applied = event_ids

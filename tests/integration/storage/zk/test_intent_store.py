@@ -4,24 +4,14 @@ does not keep the others."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
 from kazoo.client import KazooClient
 
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
-
-
-@pytest.fixture
-def zk(zk_connect: str) -> Iterator[ZkConnection]:
-    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
-    connection.start()
-    yield connection
-    connection.stop()
 
 
 def _markers(raw_zk: KazooClient, event_ids: range, intents: ZkIntentStore) -> None:

@@ -4,7 +4,6 @@ store's fallback to one request per token when a server does not answer it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,14 +16,6 @@ from app.storage.zk import connection as connection_module
 from app.storage.zk.connection import MULTI_READ_BATCH, ZkConnection
 from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
 from app.storage.zk.token_store import ZkTokenStore
-
-
-@pytest.fixture
-def zk(zk_connect: str) -> Iterator[ZkConnection]:
-    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
-    connection.start()
-    yield connection
-    connection.stop()
 
 
 def _token(n: int) -> TokenInformation:

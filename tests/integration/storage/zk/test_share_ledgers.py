@@ -6,7 +6,7 @@ token changed; a damaged ledger is read as empty."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from kazoo.client import KazooClient
@@ -47,14 +47,6 @@ class Charge:
 
 def _token(token_id: str, requester: KafkaPrincipal = ALICE) -> TokenInformation:
     return TokenInformation(token_id, requester, requester, (), 1000, 2000, 9000)
-
-
-@pytest.fixture
-def zk(zk_connect: str) -> Iterator[ZkConnection]:
-    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
-    connection.start()
-    yield connection
-    connection.stop()
 
 
 def _ledger(raw_zk: KazooClient, principal: KafkaPrincipal) -> tuple[ShareLedger, int]:

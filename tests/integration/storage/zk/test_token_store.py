@@ -4,7 +4,7 @@ decide again on a lost race, chroot creation."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
 from kazoo.client import KazooClient
@@ -23,14 +23,6 @@ from app.storage.zk.znodes import KtsZNodes, TokenChangeZNode, TokenZNode
 def _token(token_id: str = "StoreTestTokenAAAAAAAA") -> TokenInformation:
     alice = KafkaPrincipal.user("alice")
     return TokenInformation(token_id, alice, alice, (KafkaPrincipal.user("bob"),), 1000, 2000, 9000)
-
-
-@pytest.fixture
-def zk(zk_connect: str) -> Iterator[ZkConnection]:
-    connection = ZkConnection(zk_connect, session_timeout_ms=6000)
-    connection.start()
-    yield connection
-    connection.stop()
 
 
 @pytest.fixture
