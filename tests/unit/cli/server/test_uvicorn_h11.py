@@ -19,6 +19,7 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
+from app.cli.server.connection_slots import ListenerSlots
 from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol, limited_protocol
 from tests.tls_material import CertificateAuthority
 
@@ -152,7 +153,7 @@ def test_the_server_still_says_whether_it_started() -> None:
 def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one() -> None:
     """What LimitedH11Protocol relies on besides its base: ``data_received``, ``connection_lost``, ``loop``,
     ``client`` and h11's ``conn.their_state`` reaching DONE once a request is read."""
-    protocol_class = limited_protocol(request_timeout_s=0.2, max_connections_per_address=1)
+    protocol_class = limited_protocol(request_timeout_s=0.2, slots=ListenerSlots(per_address=1, total=None))
 
     async def exchange() -> tuple[bytes, bool]:
         app = RecordingApp()
@@ -185,7 +186,7 @@ def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one(
 
 def _limited(**limits: Any) -> tuple[type[Any], uvicorn.Config]:
     protocol_class = limited_protocol(
-        request_timeout_s=limits.pop("request_timeout_s", 0.2), max_connections_per_address=10, **limits
+        request_timeout_s=limits.pop("request_timeout_s", 0.2), slots=ListenerSlots(per_address=10, total=None), **limits
     )
     config = uvicorn.Config(RecordingApp(), http=protocol_class, proxy_headers=False, log_config=None)
     return protocol_class, config
