@@ -29,7 +29,7 @@ from app.cli.server.embedded_zookeeper import free_port
 from tests.api.conftest import ADMIN, basic, put_user
 from tests.api.helpers import eventually
 from tests.conftest import SECRET
-from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
+from tests.e2e.conftest import KTS, ROOT, kts_env
 from tests.e2e.test_http_limits import closed_by_server
 from tests.tls_material import CertificateAuthority
 
@@ -155,7 +155,7 @@ def test_silent_connections_count_towards_the_per_address_cap_before_any_handsha
     )
     assert held <= PER_ADDRESS
     # The slots are given back as the client lets its connections go (handshakes never begun).
-    eventually(lambda: kts.get(kts.port, "/v1/tokens", "127.0.0.21", **basic(ADMIN)).status_code == 200, 120)
+    eventually(lambda: _answers(lambda: kts.get(kts.port, "/v1/tokens", "127.0.0.21", **basic(ADMIN))) == 200, 120)
 
 
 def _answers(call: Callable[[], httpx.Response]) -> int | str:
