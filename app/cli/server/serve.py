@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import resource
 import signal
 import socket
 import ssl
@@ -43,6 +44,9 @@ _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required
 # Probes and scrapes need a few connections at once; this many bounds the descriptors a flood of the management
 # port can take from the main listener (and the main listener's caps bound what a flood there takes from this).
 MANAGEMENT_MAX_CONNECTIONS = 64
+MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS = 16  # one address cannot take every slot from the probes
+# Open files besides the listeners' connections: ZooKeeper, brokers, the audit database's pool, logs, sockets.
+DESCRIPTOR_RESERVE = 256
 # The name log collectors know from before this module moved into app/cli/server/.
 log = logging.getLogger("app.cli.serve")
 
@@ -93,11 +97,11 @@ def uvicorn_options(settings: Settings) -> dict[str, Any]:
 
 
 def management_options(settings: Settings) -> dict[str, Any]:
-    """The management listener: its own small cap (a flood of either port leaves the other its descriptors), its
-    own share per address, the same timeouts; no access log (probes and scrapes every few seconds), and no
-    lifespan (the main server runs the app's)."""
+    """The management listener: its own small caps (a flood of either port leaves the other its descriptors, and
+    one address cannot take every slot from the probes), the same timeouts; no access log (probes and scrapes
+    every few seconds), and no lifespan (the main server runs the app's)."""
     slots = ListenerSlots(
-        per_address=min(settings.http_max_connections_per_address, MANAGEMENT_MAX_CONNECTIONS),
+        per_address=min(settings.http_max_connections_per_address, MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS),
         total=MANAGEMENT_MAX_CONNECTIONS,
     )
     return {
@@ -137,6 +141,28 @@ def _forwarded(settings: Settings) -> dict[str, Any]:
     if not settings.trusted_proxies:
         return {"proxy_headers": False}
     return {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
+
+
+def descriptor_warning(settings: Settings) -> str | None:
+    """Raise the soft limit on open files towards what the connection caps may take (Python, unlike Go, leaves it
+    where the container runtime put it, often 1024); a warning when the hard limit keeps it below. Past the limit
+    no listener can accept anything: probes fail with the rest."""
+    management = MANAGEMENT_MAX_CONNECTIONS if settings.http_management_listeners is not None else 0
+    needed = 2 * settings.http_max_connections + management + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    fits = max(1, (soft - management - DESCRIPTOR_RESERVE) // 2)
+    return (
+        f"kts may open {soft} files (ulimit -n), but its listeners may hold {needed - DESCRIPTOR_RESERVE} "
+        f"connections (twice http.max.connections={settings.http_max_connections}, and the management listener's) "
+        f"besides about {DESCRIPTOR_RESERVE} for ZooKeeper, brokers, the audit database and logs: a flood from many "
+        f"addresses would leave none for the probes. Raise the limit, or lower http.max.connections to {fits}."
+    )
 
 
 def bind_management_socket(settings: Settings) -> socket.socket:
@@ -194,6 +220,8 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         log.warning(renamed)
     for warning in jwt_super_user_warnings(settings):
         log.warning(warning)
+    if (descriptors := descriptor_warning(settings)) is not None:
+        log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
     app = create_app(settings)
@@ -207,15 +235,29 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     # that then finishes without waiting again never sees the cancel, and the interrupt was lost (kts dev exited 0
     # on a loaded machine). A handler of ours that raises is left in place by asyncio, so it always interrupts.
     previous_interrupt = signal.signal(signal.SIGINT, _interrupt)
+    log.info(
+        "listening on %s: at most %d connections from one address and %d in all, counted from accept (requests "
+        "beyond %d answered 503)%s",
+        settings.http_listeners,
+        settings.http_max_connections_per_address,
+        2 * settings.http_max_connections,
+        settings.http_max_connections,
+        f"; TLS handshakes within {settings.http_tls_handshake_timeout_ms} ms, done by kts"
+        if settings.listener_scheme == "https"
+        else "",
+    )
     try:
         if management_socket is None:
             server.run()
         else:
             config = uvicorn.Config(create_management_app(app), **management_options(settings), log_config=None)
             log.info(
-                "management listener on %s serves %s only, outside http.max.connections",
+                "management listener on %s serves %s only, outside http.max.connections: at most %d connections "
+                "from one address and %d in all",
                 settings.http_management_listeners,
                 ", ".join(MANAGEMENT_PATHS),
+                MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS,
+                MANAGEMENT_MAX_CONNECTIONS,
             )
             run_with_management(server, uvicorn.Server(config), management_socket)
     finally:

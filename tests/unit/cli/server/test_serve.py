@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import resource
 import ssl
 from pathlib import Path
 
@@ -11,7 +12,9 @@ import uvicorn
 
 from app.api.app import create_app
 from app.cli.server.serve import (
+    DESCRIPTOR_RESERVE,
     MANAGEMENT_MAX_CONNECTIONS,
+    descriptor_warning,
     management_options,
     plaintext_warning,
     serve,
@@ -129,7 +132,7 @@ def test_the_management_listener_has_a_small_cap_a_share_of_its_own_and_the_main
     main, management = uvicorn_options(settings), management_options(settings)
     assert management["http"].max_connections is None
     assert management["http"].slots is not main["http"].slots
-    assert management["http"].slots.total == MANAGEMENT_MAX_CONNECTIONS
+    assert (management["http"].slots.per_address, management["http"].slots.total) == (16, MANAGEMENT_MAX_CONNECTIONS)
     assert management["http"].request_timeout_s == main["http"].request_timeout_s
     assert (management["lifespan"], management["access_log"]) == ("off", False)
     assert management["http"].tls.minimum_version == ssl.TLSVersion.TLSv1_2
@@ -163,3 +166,18 @@ def test_serve_warns_once_per_super_user_a_jwt_could_be(
         assert len(warned) == 2
         assert "super.users: User:admin is also what a JWT whose sub is 'admin'" in warned[0]
         assert "User:ops" in warned[1]
+
+
+def test_the_open_file_limit_is_raised_for_the_caps_or_named() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        assert descriptor_warning(_settings("http://127.0.0.1:8080", http_max_connections=100)) is None
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 100 + DESCRIPTOR_RESERVE  # raised, not more
+        if hard != resource.RLIM_INFINITY:
+            over = _settings("http://127.0.0.1:8080", http_max_connections=hard)
+            warning = descriptor_warning(over)
+            assert warning is not None and "http.max.connections" in warning
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
