@@ -1,10 +1,12 @@
 """The one place kts uses uvicorn's private API: its h11 HTTP protocol class, subclassed.
 
-Why: uvicorn verifies TLS client certificates but gives the app no way to learn them (no ASGI TLS
-extension, no public hook per connection), and kts maps the certificate to the caller's principal; and
-uvicorn bounds neither a slow request, nor a client that does not read its responses, nor a header block
-that arrives whole. What it relies on, checked by tests/unit/cli/server/test_uvicorn_h11.py so that an
-upgrade fails loudly instead of silently dropping certificate logins or a limit:
+Why: uvicorn gives the app no way to learn a TLS client certificate (no ASGI TLS extension, no public hook per
+connection), and kts maps the certificate to the caller's principal; uvicorn bounds neither a slow request, nor a
+client that does not read its responses, nor a header block that arrives whole; and with its ``ssl`` options the
+protocol sees a connection only once its TLS handshake is done, so silent connections escaped every cap (kts does
+the handshake here instead, with ``loop.start_tls``). What it relies on, checked by
+tests/unit/cli/server/test_uvicorn_h11.py so that an upgrade fails loudly instead of silently dropping
+certificate logins or a limit:
 
 - the class ``uvicorn.protocols.http.h11_impl.H11Protocol``, built once per connection;
 - its ``connection_made(transport)``, called before any request of the connection;
@@ -13,7 +15,9 @@ upgrade fails loudly instead of silently dropping certificate logins or a limit:
   request in progress, with ``response_complete``);
 - ``data_received``, ``connection_lost``, ``on_response_complete``, ``timeout_keep_alive_handler``,
   ``shutdown``, ``pause_writing`` and ``resume_writing``; the attributes ``loop``, ``client``, ``transport``,
-  ``connections`` and ``tasks``.
+  ``connections`` and ``tasks``; ``uvicorn.protocols.utils.get_remote_addr``;
+- of the event loops (asyncio's and uvloop's), that the first step of ``start_tls`` puts its TLS protocol on the
+  transport (see ``LimitedH11Protocol._start_tls``).
 
 pyproject.toml bounds uvicorn below the next minor version for the same reason.
 """
@@ -127,7 +131,7 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
         self._handshake = self.loop.create_task(self._finish_tls(handshake, waiting, handover))
 
     async def _finish_tls(
-        self, handshake: Coroutine[Any, Any, asyncio.Transport], waiting: object, handover: _UntilBegun
+        self, handshake: Coroutine[Any, Any, asyncio.Transport | None], waiting: object, handover: _UntilBegun
     ) -> None:
         """The rest of ``start_tls``; a handshake that fails, times out or loses its client gives the slot back
         (start_tls has closed the transport)."""
