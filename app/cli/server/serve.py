@@ -143,7 +143,7 @@ def _forwarded(settings: Settings) -> dict[str, Any]:
     return {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
 
 
-def descriptor_warning(settings: Settings) -> str | None:
+def raise_open_file_limit(settings: Settings) -> str | None:
     """Raise the soft limit on open files towards what the connection caps may take (Python, unlike Go, leaves it
     where the container runtime put it, often 1024); a warning when the hard limit keeps it below. Past the limit
     no listener can accept anything: probes fail with the rest."""
@@ -220,7 +220,7 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         log.warning(renamed)
     for warning in jwt_super_user_warnings(settings):
         log.warning(warning)
-    if (descriptors := descriptor_warning(settings)) is not None:
+    if (descriptors := raise_open_file_limit(settings)) is not None:
         log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.

@@ -1,4 +1,5 @@
-"""``kts serve``: which listeners get the plain-HTTP warning, and the TLS policy on uvicorn's context."""
+"""``kts serve``: which listeners get the plain-HTTP warning, the TLS policy, each listener's caps, forwarded
+addresses and the open-file limit."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from app.api.app import create_app
 from app.cli.server.serve import (
     DESCRIPTOR_RESERVE,
     MANAGEMENT_MAX_CONNECTIONS,
-    descriptor_warning,
     management_options,
     plaintext_warning,
+    raise_open_file_limit,
     serve,
     uvicorn_options,
 )
@@ -172,11 +173,11 @@ def test_the_open_file_limit_is_raised_for_the_caps_or_named() -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
-        assert descriptor_warning(_settings("http://127.0.0.1:8080", http_max_connections=100)) is None
+        assert raise_open_file_limit(_settings("http://127.0.0.1:8080", http_max_connections=100)) is None
         assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 100 + DESCRIPTOR_RESERVE  # raised, not more
         if hard != resource.RLIM_INFINITY:
             over = _settings("http://127.0.0.1:8080", http_max_connections=hard)
-            warning = descriptor_warning(over)
+            warning = raise_open_file_limit(over)
             assert warning is not None and "http.max.connections" in warning
             assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard
     finally:
