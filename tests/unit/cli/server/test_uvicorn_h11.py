@@ -375,7 +375,7 @@ class TlsListener:
     """A real listening socket, bound at once, served by a LimitedH11Protocol with TLS on the event loop named
     (uvicorn's ``loop=``) in a thread once ``start`` is called."""
 
-    def __init__(self, tmp_path: Path, loop_name: str) -> None:
+    def __init__(self, tmp_path: Path, loop_name: str, handshake_timeout_s: float = 30.0) -> None:
         ca = CertificateAuthority(tmp_path)
         pair = ca.issue("server", server=True, CN="localhost")
         self.client_context = ssl.create_default_context(cafile=str(ca.path))
@@ -383,6 +383,7 @@ class TlsListener:
             request_timeout_s=30,
             slots=ListenerSlots(per_address=2, total=None),
             tls=server_context(str(pair.cert), str(pair.key), None, ssl.CERT_NONE),
+            tls_handshake_timeout_s=handshake_timeout_s,
         )
         self.config = uvicorn.Config(
             RecordingApp(), http=self.protocol_class, proxy_headers=False, log_config=None, loop=loop_name
@@ -483,3 +484,21 @@ def test_tls_is_done_by_the_protocol_once_the_connection_is_counted(tls_listener
         except (OSError, ssl.SSLError):
             assert time.monotonic() < deadline, "the slots of clients that left mid-handshake were not given back"
             time.sleep(0.05)
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_a_handshake_not_finished_in_time_is_closed_and_its_slot_given_back(tmp_path: Path, loop_name: str) -> None:
+    listener = TlsListener(tmp_path, loop_name, handshake_timeout_s=0.3)
+    listener.start()
+    try:
+        silent = [socket.create_connection(("127.0.0.1", listener.port), timeout=30) for _ in range(2)]  # the share
+        for sock in silent:  # the server closes them: recv sees the end, not the 30 s timeout
+            try:
+                assert sock.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        assert listener.request().startswith(b"HTTP/1.1 200")  # the slots are free again
+        for sock in silent:
+            sock.close()
+    finally:
+        listener.stop()
