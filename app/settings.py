@@ -8,6 +8,7 @@ Settings are built by the CLI or ``create_app``, never at import time.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from contextvars import ContextVar
@@ -39,6 +40,11 @@ _CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
 
 class ConfigError(Exception):
     """A setting is missing or invalid. The message is one line that names the key."""
+
+
+def _entries(value: str) -> list[str]:
+    """A comma-separated list, blanks left out."""
+    return [part.strip() for part in value.split(",") if part.strip()]
 
 
 def is_http_listener_list(value: str) -> bool:
@@ -166,6 +172,9 @@ class Settings(BaseSettings):
     http_keepalive_timeout_ms: int = Field(5_000, ge=100, le=600_000)  # an idle kept-alive connection
     http_max_connections: int = Field(1_000, ge=1)  # open at once; beyond it requests get 503
     http_max_connections_per_address: int = Field(100, ge=1)  # open at once from one address (IPv6: its /64)
+    http_tls_handshake_timeout_ms: int = Field(5_000, ge=100, le=600_000)  # from accept to a finished handshake
+    # Peers whose X-Forwarded-For and X-Forwarded-Proto are believed (addresses, CIDR networks); none by default
+    http_trusted_proxies: str = ""
     # A listener for /healthz, /readyz and /metrics only, outside http.max.connections (app/api/management.py)
     http_management_listeners: str | None = None
     # brute-force defence (app/domain/throttle.py); auth.failures.max=0 turns it off
@@ -259,6 +268,21 @@ class Settings(BaseSettings):
         if problem is not None:
             raise ValueError(f"token.write.share.ratio: {problem}")
         return self
+
+    @field_validator("http_trusted_proxies")
+    @classmethod
+    def _trusted_proxies(cls, value: str) -> str:
+        for entry in _entries(value):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR network") from None
+        return value
+
+    @property
+    def trusted_proxies(self) -> list[str]:
+        """``http.trusted.proxies`` as uvicorn's ``forwarded_allow_ips`` takes it."""
+        return _entries(self.http_trusted_proxies)
 
     @field_validator("auth_lockout_exempt_addresses")
     @classmethod

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import resource
 import signal
 import socket
 import ssl
@@ -28,8 +29,9 @@ import uvicorn
 
 from app.api.app import create_app
 from app.api.management import MANAGEMENT_PATHS, create_management_app
+from app.cli.server.connection_slots import ListenerSlots
 from app.cli.server.logging_config import LogFormat, configure_logging
-from app.cli.server.tls import hardened_context
+from app.cli.server.tls import server_context
 from app.cli.server.uvicorn_h11 import limited_protocol
 from app.domain.errors import StoreUnavailable
 from app.settings import ConfigError, Settings, allow_everyone_warning, jwt_super_user_warnings
@@ -39,6 +41,12 @@ from app.storage.audit.database import describe_url, make_engine
 # "required" is enforced by the app, not the handshake, so that a client without a certificate gets an
 # HTTP 401 that says why instead of an opaque TLS alert.
 _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_OPTIONAL}
+# Probes and scrapes need a few connections at once; this many bounds the descriptors a flood of the management
+# port can take from the main listener (and the main listener's caps bound what a flood there takes from this).
+MANAGEMENT_MAX_CONNECTIONS = 64
+MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS = 16  # one address cannot take every slot from the probes
+# Open files besides the listeners' connections: ZooKeeper, brokers, the audit database's pool, logs, sockets.
+DESCRIPTOR_RESERVE = 256
 # The name log collectors know from before this module moved into app/cli/server/.
 log = logging.getLogger("app.cli.serve")
 
@@ -66,55 +74,95 @@ def plaintext_warning(settings: Settings) -> str | None:
 
 
 def uvicorn_options(settings: Settings) -> dict[str, Any]:
-    """The main listener: the API, within the connection caps."""
-    options: dict[str, Any] = {
+    """The main listener: the API, within the connection caps. Beyond ``http.max.connections`` requests are
+    answered 503; the listener holds at most twice as many connections, so that clients waiting for their 503 (or
+    silent ones) cannot take every file descriptor: more are closed on arrival."""
+    slots = ListenerSlots(
+        per_address=settings.http_max_connections_per_address, total=2 * settings.http_max_connections
+    )
+    return {
         "host": settings.listener_host,
         "port": settings.listener_port,
-        "proxy_headers": False,
         "server_header": False,
         "log_level": "info",
         "http": limited_protocol(
             request_timeout_s=settings.http_request_timeout_ms / 1000,
-            max_connections_per_address=settings.http_max_connections_per_address,
+            slots=slots,
             max_connections=settings.http_max_connections,
+            **_tls(settings, settings.listener_scheme),
         ),
         "timeout_keep_alive": settings.http_keepalive_timeout_ms / 1000,
+        **_forwarded(settings),
     }
-    if settings.listener_scheme == "https":
-        options |= _tls_options(settings)
-    return options
 
 
 def management_options(settings: Settings) -> dict[str, Any]:
-    """The management listener: no total cap (its own share per address, the same timeouts), no access log
-    (probes and scrapes every few seconds), and no lifespan (the main server runs the app's)."""
-    options: dict[str, Any] = {
-        "proxy_headers": False,
+    """The management listener: its own small caps (a flood of either port leaves the other its descriptors, and
+    one address cannot take every slot from the probes), the same timeouts; no access log (probes and scrapes
+    every few seconds), and no lifespan (the main server runs the app's)."""
+    slots = ListenerSlots(
+        per_address=min(settings.http_max_connections_per_address, MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS),
+        total=MANAGEMENT_MAX_CONNECTIONS,
+    )
+    return {
         "server_header": False,
         "log_level": "info",
         "access_log": False,
         "lifespan": "off",
         "http": limited_protocol(
             request_timeout_s=settings.http_request_timeout_ms / 1000,
-            max_connections_per_address=settings.http_max_connections_per_address,
+            slots=slots,
+            **_tls(settings, settings.management_scheme),
         ),
         "timeout_keep_alive": settings.http_keepalive_timeout_ms / 1000,
+        **_forwarded(settings),
     }
-    if settings.management_scheme == "https":
-        options |= _tls_options(settings)
-    return options
 
 
-def _tls_options(settings: Settings) -> dict[str, Any]:
-    options: dict[str, Any] = {
-        "ssl_certfile": str(settings.ssl_certfile),
-        "ssl_keyfile": str(settings.ssl_keyfile),
-        "ssl_cert_reqs": _CLIENT_AUTH[settings.ssl_client_auth],
-        "ssl_context_factory": hardened_context,
-    }
-    if settings.ssl_cafile is not None:
-        options["ssl_ca_certs"] = str(settings.ssl_cafile)
-    return options
+def _tls(settings: Settings, scheme: str | None) -> dict[str, Any]:
+    """An https listener's TLS, done by kts's protocol once the connection is counted (not by uvicorn's ``ssl_*``
+    options: asyncio's handshake comes before the protocol sees the connection)."""
+    if scheme != "https":
+        return {}
+    assert settings.ssl_certfile is not None and settings.ssl_keyfile is not None  # checked by Settings
+    context = server_context(
+        str(settings.ssl_certfile),
+        str(settings.ssl_keyfile),
+        None if settings.ssl_cafile is None else str(settings.ssl_cafile),
+        _CLIENT_AUTH[settings.ssl_client_auth],
+    )
+    return {"tls": context, "tls_handshake_timeout_s": settings.http_tls_handshake_timeout_ms / 1000}
+
+
+def _forwarded(settings: Settings) -> dict[str, Any]:
+    """X-Forwarded-For and X-Forwarded-Proto are believed from ``http.trusted.proxies`` only. uvicorn's own default
+    (``proxy_headers=True``, ``FORWARDED_ALLOW_IPS`` or 127.0.0.1) would let anything on loopback name any client
+    address, and with it the address the lockout, the throttle, host ACLs and the audit trail see."""
+    if not settings.trusted_proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": settings.trusted_proxies}
+
+
+def raise_open_file_limit(settings: Settings) -> str | None:
+    """Raise the soft limit on open files towards what the connection caps may take (Python, unlike Go, leaves it
+    where the container runtime put it, often 1024); a warning when the hard limit keeps it below. Past the limit
+    no listener can accept anything: probes fail with the rest."""
+    management = MANAGEMENT_MAX_CONNECTIONS if settings.http_management_listeners is not None else 0
+    needed = 2 * settings.http_max_connections + management + DESCRIPTOR_RESERVE
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(hard, needed)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    fits = max(1, (soft - management - DESCRIPTOR_RESERVE) // 2)
+    return (
+        f"kts may open {soft} files (ulimit -n), but its listeners may hold {needed - DESCRIPTOR_RESERVE} "
+        f"connections (twice http.max.connections={settings.http_max_connections}, and the management listener's) "
+        f"besides about {DESCRIPTOR_RESERVE} for ZooKeeper, brokers, the audit database and logs: a flood from many "
+        f"addresses would leave none for the probes. Raise the limit, or lower http.max.connections to {fits}."
+    )
 
 
 def bind_management_socket(settings: Settings) -> socket.socket:
@@ -172,6 +220,8 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         log.warning(renamed)
     for warning in jwt_super_user_warnings(settings):
         log.warning(warning)
+    if (descriptors := raise_open_file_limit(settings)) is not None:
+        log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
     app = create_app(settings)
@@ -185,15 +235,29 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     # that then finishes without waiting again never sees the cancel, and the interrupt was lost (kts dev exited 0
     # on a loaded machine). A handler of ours that raises is left in place by asyncio, so it always interrupts.
     previous_interrupt = signal.signal(signal.SIGINT, _interrupt)
+    log.info(
+        "listening on %s: at most %d connections from one address and %d in all, counted from accept (requests "
+        "beyond %d answered 503)%s",
+        settings.http_listeners,
+        settings.http_max_connections_per_address,
+        2 * settings.http_max_connections,
+        settings.http_max_connections,
+        f"; TLS handshakes within {settings.http_tls_handshake_timeout_ms} ms, done by kts"
+        if settings.listener_scheme == "https"
+        else "",
+    )
     try:
         if management_socket is None:
             server.run()
         else:
             config = uvicorn.Config(create_management_app(app), **management_options(settings), log_config=None)
             log.info(
-                "management listener on %s serves %s only, outside http.max.connections",
+                "management listener on %s serves %s only, outside http.max.connections: at most %d connections "
+                "from one address and %d in all",
                 settings.http_management_listeners,
                 ", ".join(MANAGEMENT_PATHS),
+                MANAGEMENT_MAX_CONNECTIONS_PER_ADDRESS,
+                MANAGEMENT_MAX_CONNECTIONS,
             )
             run_with_management(server, uvicorn.Server(config), management_socket)
     finally:

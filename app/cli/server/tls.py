@@ -4,10 +4,11 @@ certificate.
 Policy: TLS 1.2 or later; for TLS 1.2 only forward-secret AEAD suites (ECDHE with AES-GCM or
 ChaCha20-Poly1305), for TLS 1.3 OpenSSL's defaults (all AEAD); no renegotiation, no compression. This is
 Mozilla's "intermediate" profile without DHE, which every supported Java and librdkafka client speaks.
-uvicorn builds the context and hands it to ``harden`` (its public ``ssl_context_factory`` option).
+``server_context`` builds the listener's context; kts, not uvicorn, does the handshake with it
+(``app/cli/server/uvicorn_h11.py``), once the connection is counted towards the connection caps.
 
-uvicorn verifies client certificates but does not put them in the ASGI scope, so the app could not
-know who connected. ``WithTlsExtension`` adds ``scope["extensions"]["tls"]`` (``client_cert_chain``: PEM
+The handshake verifies client certificates, but uvicorn does not put them in the ASGI scope, so the app could
+not know who connected. ``WithTlsExtension`` adds ``scope["extensions"]["tls"]`` (``client_cert_chain``: PEM
 strings, leaf first; ``client_cert_error``) to every request of one connection, as the ASGI TLS extension
 specifies; ``uvicorn_h11.py`` wraps each connection's app in it.
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import Callable
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -27,16 +27,21 @@ TLS12_CIPHERS = "ECDHE+AESGCM:ECDHE+CHACHA20:!aNULL:!eNULL"
 
 
 def harden(context: ssl.SSLContext) -> ssl.SSLContext:
-    """Apply the policy above to a server context (uvicorn builds it from the ``ssl_*`` options)."""
+    """Apply the policy above to a server context."""
     context.minimum_version = MINIMUM_TLS_VERSION
     context.set_ciphers(TLS12_CIPHERS)
     context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_RENEGOTIATION
     return context
 
 
-def hardened_context(_config: object, default_context: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-    """uvicorn's ``ssl_context_factory``: the context uvicorn would build, with the policy applied."""
-    return harden(default_context())
+def server_context(certfile: str, keyfile: str, cafile: str | None, verify_mode: ssl.VerifyMode) -> ssl.SSLContext:
+    """An https listener's context: its certificate, the CAs its clients' certificates must chain to, the policy."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certfile, keyfile)
+    context.verify_mode = verify_mode
+    if cafile is not None:
+        context.load_verify_locations(cafile)
+    return harden(context)
 
 
 class WithTlsExtension:

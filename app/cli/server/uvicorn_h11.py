@@ -1,10 +1,12 @@
 """The one place kts uses uvicorn's private API: its h11 HTTP protocol class, subclassed.
 
-Why: uvicorn verifies TLS client certificates but gives the app no way to learn them (no ASGI TLS
-extension, no public hook per connection), and kts maps the certificate to the caller's principal; and
-uvicorn bounds neither a slow request, nor a client that does not read its responses, nor a header block
-that arrives whole. What it relies on, checked by tests/unit/cli/server/test_uvicorn_h11.py so that an
-upgrade fails loudly instead of silently dropping certificate logins or a limit:
+Why: uvicorn gives the app no way to learn a TLS client certificate (no ASGI TLS extension, no public hook per
+connection), and kts maps the certificate to the caller's principal; uvicorn bounds neither a slow request, nor a
+client that does not read its responses, nor a header block that arrives whole; and with its ``ssl`` options the
+protocol sees a connection only once its TLS handshake is done, so silent connections escaped every cap (kts does
+the handshake here instead, with ``loop.start_tls``). What it relies on, checked by
+tests/unit/cli/server/test_uvicorn_h11.py so that an upgrade fails loudly instead of silently dropping
+certificate logins or a limit:
 
 - the class ``uvicorn.protocols.http.h11_impl.H11Protocol``, built once per connection;
 - its ``connection_made(transport)``, called before any request of the connection;
@@ -13,7 +15,9 @@ upgrade fails loudly instead of silently dropping certificate logins or a limit:
   request in progress, with ``response_complete``);
 - ``data_received``, ``connection_lost``, ``on_response_complete``, ``timeout_keep_alive_handler``,
   ``shutdown``, ``pause_writing`` and ``resume_writing``; the attributes ``loop``, ``client``, ``transport``,
-  ``connections`` and ``tasks``.
+  ``connections`` and ``tasks``; ``uvicorn.protocols.utils.get_remote_addr``;
+- of the event loops (asyncio's and uvloop's), that the first step of ``start_tls`` puts its TLS protocol on the
+  transport (see ``LimitedH11Protocol._start_tls``).
 
 pyproject.toml bounds uvicorn below the next minor version for the same reason.
 """
@@ -23,18 +27,20 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections import Counter
-from collections.abc import Callable
+import ssl
+from collections.abc import Callable, Coroutine
 from http import HTTPStatus
 from typing import Any, ClassVar
 
 import h11
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.utils import get_remote_addr
 
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
 from app.api.limits import MAX_HEADER_BYTES
 from app.api.security_headers import API_POLICY, SecurityHeaders, security_headers
+from app.cli.server.connection_slots import ListenerSlots
 from app.cli.server.tls import WithTlsExtension, tls_facts
 from app.domain.throttle import address_group
 
@@ -54,6 +60,13 @@ class TlsAwareH11Protocol(H11Protocol):
 class LimitedH11Protocol(TlsAwareH11Protocol):
     """uvicorn's ``http=`` protocol for every listener: a slow client cannot hold a connection, nor many.
 
+    - Every connection counts towards the listener's ``slots`` from the moment it is accepted: at most
+      ``slots.per_address`` from one client address (an IPv6 address as its /64) and ``slots.total`` in all. More
+      are closed on arrival (``abort``: no handshake, no lingering), so one client cannot take every slot, nor a
+      flood every file descriptor of the process.
+    - On an https listener (``tls``) kts does the TLS handshake itself, after that count (uvicorn is given no
+      ``ssl``: asyncio's own TLS path calls ``connection_made`` only once the handshake is done, so silent
+      connections held no slot at all), within ``tls_handshake_timeout_s`` of the accept.
     - A connection must deliver a whole request (headers and body) within ``request_timeout_s`` of opening,
       or of the first byte of its next request (a pipelined one included): uvicorn itself times out only idle
       kept-alive connections, so a client sending headers a byte at a time held its connection for ever.
@@ -63,10 +76,8 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
       paused, or still not gone, by then is cut off (``abort``). Otherwise a client that pipelines requests and
       never reads held its connection with no traffic at all, as uvicorn awaits the drain and neither of its
       timers runs meanwhile; and one whose last response sat unread was never gone after its keep-alive close.
-    - At most ``max_connections_per_address`` connections per client address (an IPv6 address as its /64)
-      are open at once; more are closed on arrival, so one client cannot take every slot.
-    - With ``max_connections``, while more connections are open (or requests in progress) than that, requests
-      are answered 503 with the error envelope and ``Connection: close`` (in place of uvicorn's
+    - With ``max_connections``, while the listener holds more connections (or requests in progress) than that,
+      requests are answered 503 with the error envelope and ``Connection: close`` (in place of uvicorn's
       ``limit_concurrency``, whose 503 is bare text).
     - The request line and header fields are at most ``MAX_HEADER_BYTES``, however they arrive: more is
       answered 431 and the connection closed. Requests h11 cannot parse get a 400 with the error envelope.
@@ -75,26 +86,76 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
     """
 
     request_timeout_s: ClassVar[float] = 10.0
-    max_connections_per_address: ClassVar[int] = 100
     max_connections: ClassVar[int | None] = None
-    open_connections: ClassVar[Counter[str]] = Counter()
+    slots: ClassVar[ListenerSlots] = ListenerSlots(per_address=100, total=None)
+    tls: ClassVar[ssl.SSLContext | None] = None
+    tls_handshake_timeout_s: ClassVar[float] = 5.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        self.conn = HeaderLimitedConnection(MAX_HEADER_BYTES)
+        """Called at accept, on every listener (uvicorn's server has no ``ssl``: see the class)."""
         self._read_timer: asyncio.TimerHandle | None = None
         self._drain_timer: asyncio.TimerHandle | None = None
         self._lost = False
-        self._address = address_group(self.client[0]) if self.client else ""
-        self._counted = False
+        self._begun = False
+        peer = get_remote_addr(transport)
+        self._address = address_group(peer[0]) if peer else ""
+        refusal = self.slots.take(self._address)
+        self._counted = refusal is None
+        if refusal is not None:
+            log.warning("refused a connection: %s", refusal)
+            transport.abort()  # connection_lost follows
+        elif self.tls is None:
+            self._begin(transport)
+        else:
+            self._start_tls(transport)
+
+    def _start_tls(self, transport: asyncio.Transport) -> None:
+        """Begin the TLS handshake; the HTTP protocol takes the connection over once it is done.
+
+        ``loop.start_tls`` is a coroutine whose first step puts its TLS protocol on the transport. That step runs
+        here, inside ``connection_made``, rather than in a task's first turn of the loop: uvloop starts reading a
+        new connection as soon as ``connection_made`` returns (a ``pause_reading`` there is ignored), and a
+        ClientHello read before the TLS protocol is in place would reach this HTTP protocol instead. The TLS
+        protocol keeps what it reads before its own ``connection_made`` for the handshake."""
+        assert self.tls is not None
+        handover = _UntilBegun()
+        handshake = self.loop.start_tls(
+            transport, handover, self.tls, server_side=True, ssl_handshake_timeout=self.tls_handshake_timeout_s
+        )
+        try:
+            waiting = handshake.send(None)  # to its wait for the end of the handshake
+        except Exception as exc:  # a transport start_tls does not take: nothing was put on it
+            log.warning("closed a connection from %s: cannot start TLS: %s", self._address, exc)
+            transport.abort()  # connection_lost follows
+            return
+        self._handshake = self.loop.create_task(self._finish_tls(handshake, waiting, handover))
+
+    async def _finish_tls(
+        self, handshake: Coroutine[Any, Any, asyncio.Transport | None], waiting: object, handover: _UntilBegun
+    ) -> None:
+        """The rest of ``start_tls``; a handshake that fails, times out or loses its client gives the slot back
+        (start_tls has closed the transport)."""
+        tls_transport: asyncio.Transport | None = None
+        try:
+            tls_transport = await _resume(handshake, waiting)
+        except Exception as exc:  # whatever ended the handshake: the client gets no more
+            log.info("closed a connection from %s: TLS handshake failed: %s", self._address, exc)
+        finally:
+            if tls_transport is None or tls_transport.is_closing():  # failed, or the client has gone already
+                handshake.close()  # after a cancelled wait (the server's shutdown) start_tls closes the transport
+                self.connection_lost(None)
+        if not self._lost and tls_transport is not None:
+            tls_transport.set_protocol(self)
+            self._begin(tls_transport)
+            handover.replay(self)
+
+    def _begin(self, transport: asyncio.Transport) -> None:
+        """The HTTP protocol's start on a counted connection (after the TLS handshake on an https listener)."""
+        self._begun = True
+        super().connection_made(transport)
+        self.conn = HeaderLimitedConnection(MAX_HEADER_BYTES)
         if self.max_connections is not None:
             self.app = ConnectionCap(self.app, self._over_capacity, self.max_connections)
-        if self.open_connections[self._address] >= self.max_connections_per_address:
-            log.warning("refused a connection: %d are open from %s", self.max_connections_per_address, self._address)
-            transport.close()
-            return
-        self.open_connections[self._address] += 1
-        self._counted = True
         self._arm_read()
 
     def data_received(self, data: bytes) -> None:
@@ -161,15 +222,15 @@ class LimitedH11Protocol(TlsAwareH11Protocol):
         self._cancel_drain()
         if self._counted:
             self._counted = False
-            self.open_connections[self._address] -= 1
-            if self.open_connections[self._address] <= 0:
-                del self.open_connections[self._address]
-        super().connection_lost(exc)
+            self.slots.give_back(self._address)
+        if self._begun:
+            super().connection_lost(exc)
 
     def _over_capacity(self) -> bool:
-        """uvicorn's ``limit_concurrency`` rule; the request asking is already one of ``tasks``."""
+        """uvicorn's ``limit_concurrency`` rule, counting every accepted connection (a TLS handshake in progress
+        too); the request asking is already one of ``tasks``."""
         cap = self.max_connections
-        return cap is not None and (len(self.connections) > cap or len(self.tasks) > cap)
+        return cap is not None and (self.slots.held > cap or len(self.tasks) > cap)
 
     def _arm_read(self) -> None:
         self._disarm_read()
@@ -289,17 +350,62 @@ def _json(
 _REQUEST_READ = frozenset({h11.DONE, h11.MUST_CLOSE, h11.CLOSED, h11.ERROR})
 
 
+async def _resume(coroutine: Coroutine[Any, Any, Any], waiting: object) -> Any:
+    """Run a coroutine whose first step was taken by hand (``waiting``: what that step yielded) to its end, as a
+    task would have."""
+    while True:
+        if asyncio.isfuture(waiting):
+            await asyncio.wait({waiting})
+        else:
+            await asyncio.sleep(0)
+        try:
+            waiting = coroutine.send(None)
+        except StopIteration as done:
+            return done.value
+
+
+class _UntilBegun(asyncio.Protocol):
+    """A TLS connection's protocol from the end of its handshake until ``LimitedH11Protocol`` takes it over:
+    asyncio delivers what arrived with the last handshake message (often the first request) before ``start_tls``
+    returns, so it is kept and handed on."""
+
+    def __init__(self) -> None:
+        self._received: list[bytes] = []
+        self._lost: tuple[Exception | None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self._received.append(data)
+
+    def eof_received(self) -> None:
+        """Nothing to do: uvicorn's own ``eof_received`` does nothing either (``connection_lost`` follows)."""
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = (exc,)
+
+    def replay(self, protocol: asyncio.Protocol) -> None:
+        for data in self._received:
+            protocol.data_received(data)
+        if self._lost is not None:
+            protocol.connection_lost(*self._lost)
+
+
 def limited_protocol(
-    *, request_timeout_s: float, max_connections_per_address: int, max_connections: int | None = None
+    *,
+    request_timeout_s: float,
+    slots: ListenerSlots,
+    max_connections: int | None = None,
+    tls: ssl.SSLContext | None = None,
+    tls_handshake_timeout_s: float = 5.0,
 ) -> type[LimitedH11Protocol]:
-    """A ``LimitedH11Protocol`` with these limits and its own count of open connections (one per listener)."""
+    """A ``LimitedH11Protocol`` with these limits, for one listener (``slots`` is its own count)."""
     return type(
         "LimitedH11Protocol",
         (LimitedH11Protocol,),
         {
             "request_timeout_s": request_timeout_s,
-            "max_connections_per_address": max_connections_per_address,
+            "slots": slots,
             "max_connections": max_connections,
-            "open_connections": Counter(),
+            "tls": tls,
+            "tls_handshake_timeout_s": tls_handshake_timeout_s,
         },
     )

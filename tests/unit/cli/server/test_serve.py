@@ -1,8 +1,10 @@
-"""``kts serve``: which listeners get the plain-HTTP warning, and the TLS policy on uvicorn's context."""
+"""``kts serve``: which listeners get the plain-HTTP warning, the TLS policy, each listener's caps, forwarded
+addresses and the open-file limit."""
 
 from __future__ import annotations
 
 import logging
+import resource
 import ssl
 from pathlib import Path
 
@@ -10,8 +12,16 @@ import pytest
 import uvicorn
 
 from app.api.app import create_app
-from app.cli.server.serve import management_options, plaintext_warning, serve, uvicorn_options
-from app.settings import Settings, allow_everyone_warning, load_settings
+from app.cli.server.serve import (
+    DESCRIPTOR_RESERVE,
+    MANAGEMENT_MAX_CONNECTIONS,
+    management_options,
+    plaintext_warning,
+    raise_open_file_limit,
+    serve,
+    uvicorn_options,
+)
+from app.settings import ConfigError, Settings, allow_everyone_warning, load_settings
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority
 
@@ -46,16 +56,37 @@ def test_https_never_warns(tmp_path: Path) -> None:
     assert plaintext_warning(settings) is None
 
 
-def test_uvicorn_context_is_hardened(tmp_path: Path) -> None:
+def test_the_https_context_is_hardened_and_uvicorn_does_no_tls_of_its_own(tmp_path: Path) -> None:
+    """kts does the handshake itself, once the connection is counted (app/cli/server/uvicorn_h11.py)."""
     server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
-    settings = _settings("https://127.0.0.1:8443", ssl_certfile=server.cert, ssl_keyfile=server.key)
-    config = uvicorn.Config(create_app(settings), **uvicorn_options(settings), log_config=None)
+    settings = _settings(
+        "https://127.0.0.1:8443", ssl_certfile=server.cert, ssl_keyfile=server.key, http_tls_handshake_timeout_ms=2500
+    )
+    options = uvicorn_options(settings)
+    config = uvicorn.Config(create_app(settings), **options, log_config=None)
     config.load()
-    assert config.ssl is not None
-    assert config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
-    assert config.ssl.options & ssl.OP_NO_RENEGOTIATION
-    tls12 = [cipher["name"] for cipher in config.ssl.get_ciphers() if cipher["protocol"] == "TLSv1.2"]
+    assert config.ssl is None
+    context = options["http"].tls
+    assert context.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert context.options & ssl.OP_NO_RENEGOTIATION
+    tls12 = [cipher["name"] for cipher in context.get_ciphers() if cipher["protocol"] == "TLSv1.2"]
     assert tls12 and all(name.startswith("ECDHE-") for name in tls12)
+    assert options["http"].tls_handshake_timeout_s == 2.5
+
+
+def test_forwarded_headers_are_believed_only_from_http_trusted_proxies() -> None:
+    default = _settings("http://127.0.0.1:8080", http_management_listeners="http://127.0.0.1:9090")
+    assert uvicorn_options(default)["proxy_headers"] is False
+    assert management_options(default)["proxy_headers"] is False
+    trusting = _settings("http://127.0.0.1:8080", http_trusted_proxies="10.0.0.0/8, 127.0.0.1")
+    assert uvicorn_options(trusting)["forwarded_allow_ips"] == ["10.0.0.0/8", "127.0.0.1"]
+    assert uvicorn_options(trusting)["proxy_headers"] is True
+
+
+@pytest.mark.parametrize("entry", ["*", "proxy.example.com", "10.0.0.0/33"])
+def test_http_trusted_proxies_takes_addresses_and_networks_only(entry: str) -> None:
+    with pytest.raises(ConfigError, match=r"http\.trusted\.proxies"):
+        _settings("http://127.0.0.1:8080", http_trusted_proxies=entry)
 
 
 @pytest.mark.parametrize("allow_everyone", [True, False])
@@ -82,14 +113,16 @@ def test_serve_logs_once_what_allow_everyone_if_no_acl_found_allows(
 
 
 def test_the_main_listener_caps_connections_itself_with_the_error_envelope() -> None:
-    """uvicorn's limit_concurrency answers a bare-text 503: the cap is the protocol's (``max_connections``)."""
+    """uvicorn's limit_concurrency answers a bare-text 503: the cap is the protocol's (``max_connections``); the
+    listener holds at most twice as many connections."""
     settings = _settings("http://127.0.0.1:8080", http_max_connections=7, http_max_connections_per_address=3)
     options = uvicorn_options(settings)
     assert "limit_concurrency" not in options
-    assert (options["http"].max_connections, options["http"].max_connections_per_address) == (7, 3)
+    assert options["http"].max_connections == 7
+    assert (options["http"].slots.per_address, options["http"].slots.total) == (3, 14)
 
 
-def test_the_management_listener_has_no_cap_a_share_of_its_own_and_the_main_tls(tmp_path: Path) -> None:
+def test_the_management_listener_has_a_small_cap_a_share_of_its_own_and_the_main_tls(tmp_path: Path) -> None:
     server = CertificateAuthority(tmp_path).issue("server", server=True, CN="localhost")
     settings = _settings(
         "https://127.0.0.1:8443",
@@ -99,12 +132,11 @@ def test_the_management_listener_has_no_cap_a_share_of_its_own_and_the_main_tls(
     )
     main, management = uvicorn_options(settings), management_options(settings)
     assert management["http"].max_connections is None
-    assert management["http"].open_connections is not main["http"].open_connections
+    assert management["http"].slots is not main["http"].slots
+    assert (management["http"].slots.per_address, management["http"].slots.total) == (16, MANAGEMENT_MAX_CONNECTIONS)
     assert management["http"].request_timeout_s == main["http"].request_timeout_s
     assert (management["lifespan"], management["access_log"]) == ("off", False)
-    config = uvicorn.Config(create_app(settings), **management, log_config=None)
-    config.load()
-    assert config.ssl is not None and config.ssl.minimum_version == ssl.TLSVersion.TLSv1_2
+    assert management["http"].tls.minimum_version == ssl.TLSVersion.TLSv1_2
 
 
 @pytest.mark.parametrize("prefix", ["", "jwt:"])
@@ -135,3 +167,18 @@ def test_serve_warns_once_per_super_user_a_jwt_could_be(
         assert len(warned) == 2
         assert "super.users: User:admin is also what a JWT whose sub is 'admin'" in warned[0]
         assert "User:ops" in warned[1]
+
+
+def test_the_open_file_limit_is_raised_for_the_caps_or_named() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        assert raise_open_file_limit(_settings("http://127.0.0.1:8080", http_max_connections=100)) is None
+        assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == 2 * 100 + DESCRIPTOR_RESERVE  # raised, not more
+        if hard != resource.RLIM_INFINITY:
+            over = _settings("http://127.0.0.1:8080", http_max_connections=hard)
+            warning = raise_open_file_limit(over)
+            assert warning is not None and "http.max.connections" in warning
+            assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] == hard
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -10,7 +10,11 @@ import asyncio
 import importlib
 import inspect
 import json
+import socket
 import ssl
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,8 @@ import uvicorn
 from starlette.types import Receive, Scope, Send
 from uvicorn.server import ServerState
 
+from app.cli.server.connection_slots import ListenerSlots
+from app.cli.server.tls import server_context
 from app.cli.server.uvicorn_h11 import TlsAwareH11Protocol, limited_protocol
 from tests.tls_material import CertificateAuthority
 
@@ -152,7 +158,7 @@ def test_the_server_still_says_whether_it_started() -> None:
 def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one() -> None:
     """What LimitedH11Protocol relies on besides its base: ``data_received``, ``connection_lost``, ``loop``,
     ``client`` and h11's ``conn.their_state`` reaching DONE once a request is read."""
-    protocol_class = limited_protocol(request_timeout_s=0.2, max_connections_per_address=1)
+    protocol_class = limited_protocol(request_timeout_s=0.2, slots=ListenerSlots(per_address=1, total=None))
 
     async def exchange() -> tuple[bytes, bool]:
         app = RecordingApp()
@@ -185,7 +191,9 @@ def test_the_limited_protocol_serves_a_whole_request_and_cuts_off_a_partial_one(
 
 def _limited(**limits: Any) -> tuple[type[Any], uvicorn.Config]:
     protocol_class = limited_protocol(
-        request_timeout_s=limits.pop("request_timeout_s", 0.2), max_connections_per_address=10, **limits
+        request_timeout_s=limits.pop("request_timeout_s", 0.2),
+        slots=ListenerSlots(per_address=10, total=None),
+        **limits,
     )
     config = uvicorn.Config(RecordingApp(), http=protocol_class, proxy_headers=False, log_config=None)
     return protocol_class, config
@@ -361,3 +369,136 @@ def test_the_hooks_the_limits_override_are_still_the_base_class_s() -> None:
         "handle_events",
     ):
         assert name in vars(base), f"{CHANGED}: H11Protocol no longer defines {name}"
+
+
+class TlsListener:
+    """A real listening socket, bound at once, served by a LimitedH11Protocol with TLS on the event loop named
+    (uvicorn's ``loop=``) in a thread once ``start`` is called."""
+
+    def __init__(self, tmp_path: Path, loop_name: str, handshake_timeout_s: float = 30.0) -> None:
+        ca = CertificateAuthority(tmp_path)
+        pair = ca.issue("server", server=True, CN="localhost")
+        self.client_context = ssl.create_default_context(cafile=str(ca.path))
+        self.protocol_class = limited_protocol(
+            request_timeout_s=30,
+            slots=ListenerSlots(per_address=2, total=None),
+            tls=server_context(str(pair.cert), str(pair.key), None, ssl.CERT_NONE),
+            tls_handshake_timeout_s=handshake_timeout_s,
+        )
+        self.config = uvicorn.Config(
+            RecordingApp(), http=self.protocol_class, proxy_headers=False, log_config=None, loop=loop_name
+        )
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = self.socket.getsockname()[1]
+        self._ready, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        assert self._ready.wait(30)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def _serve(self) -> None:
+        async def main() -> None:
+            loop, state = asyncio.get_running_loop(), ServerState()
+            server = await loop.create_server(
+                lambda: self.protocol_class(self.config, state, {}, _loop=loop), sock=self.socket
+            )
+            self._ready.set()
+            while not self._stop.is_set():
+                await asyncio.sleep(0.01)
+            server.close()
+
+        with asyncio.Runner(loop_factory=self.config.get_loop_factory()) as runner:
+            runner.run(main())
+
+    def request(self) -> bytes:
+        with (
+            socket.create_connection(("127.0.0.1", self.port), timeout=30) as raw,
+            self.client_context.wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            tls.sendall(REQUEST)
+            return tls.recv(4096)
+
+
+@pytest.fixture(params=["asyncio", "uvloop"])
+def tls_listener(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[TlsListener]:
+    listener = TlsListener(tmp_path, request.param)
+    yield listener
+    listener.stop()
+
+
+def _exchange_over(raw: socket.socket, tls: ssl.SSLObject, incoming: ssl.MemoryBIO, outgoing: ssl.MemoryBIO) -> bytes:
+    """Finish the handshake ``tls`` began, send REQUEST and return the response's first bytes."""
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            raw.sendall(outgoing.read())
+            data = raw.recv(65536)
+            assert data, "the server closed the connection during the handshake"
+            incoming.write(data)
+    tls.write(REQUEST)
+    raw.sendall(outgoing.read())
+    while True:
+        try:
+            return tls.read(4096)
+        except ssl.SSLWantReadError:
+            incoming.write(raw.recv(65536))
+
+
+def test_tls_is_done_by_the_protocol_once_the_connection_is_counted(tls_listener: TlsListener) -> None:
+    """A ClientHello already waiting when the server accepts (the event loop reads it at once: uvloop does as soon
+    as connection_made returns) reaches the handshake, not the HTTP parser; over the per-address share a connection
+    is closed on arrival, without a handshake; clients that leave mid-handshake give their slots back. Relies on
+    ``loop.start_tls`` putting its protocol on the transport in its first step."""
+    early = socket.create_connection(("127.0.0.1", tls_listener.port), timeout=30)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = tls_listener.client_context.wrap_bio(incoming, outgoing, server_hostname="localhost")
+    with pytest.raises(ssl.SSLWantReadError):
+        tls.do_handshake()
+    early.sendall(outgoing.read())  # the ClientHello, before the server runs at all
+    tls_listener.start()
+    with early:
+        assert _exchange_over(early, tls, incoming, outgoing).startswith(b"HTTP/1.1 200"), f"{CHANGED}: start_tls"
+
+    held = [socket.create_connection(("127.0.0.1", tls_listener.port), timeout=30) for _ in range(2)]
+    over = socket.create_connection(("127.0.0.1", tls_listener.port), timeout=30)
+    over.sendall(b"\x16\x03\x01")  # the start of a ClientHello: no answer comes
+    try:
+        assert over.recv(1) == b"", "the connection over the share was answered"
+    except ConnectionResetError:
+        pass  # closed on arrival, as it should be
+    for sock in [*held, over]:
+        sock.close()
+    deadline = time.monotonic() + 30
+    while True:  # both slots come back once the silent clients leave
+        try:
+            assert tls_listener.request().startswith(b"HTTP/1.1 200")
+            break
+        except (OSError, ssl.SSLError):
+            assert time.monotonic() < deadline, "the slots of clients that left mid-handshake were not given back"
+            time.sleep(0.05)
+
+
+@pytest.mark.parametrize("loop_name", ["asyncio", "uvloop"])
+def test_a_handshake_not_finished_in_time_is_closed_and_its_slot_given_back(tmp_path: Path, loop_name: str) -> None:
+    listener = TlsListener(tmp_path, loop_name, handshake_timeout_s=0.3)
+    listener.start()
+    try:
+        silent = [socket.create_connection(("127.0.0.1", listener.port), timeout=30) for _ in range(2)]  # the share
+        for sock in silent:  # the server closes them: recv sees the end, not the 30 s timeout
+            try:
+                assert sock.recv(1) == b""
+            except ConnectionResetError:
+                pass
+        assert listener.request().startswith(b"HTTP/1.1 200")  # the slots are free again
+        for sock in silent:
+            sock.close()
+    finally:
+        listener.stop()
