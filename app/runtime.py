@@ -19,7 +19,7 @@ from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
-from app.domain.errors import KtsError
+from app.domain.errors import KtsError, StoreUnavailable
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -37,6 +37,7 @@ from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
+from app.service.break_glass import BreakGlass
 from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
@@ -335,6 +336,35 @@ def build_runtime(
     if settings.backend == "kafka":
         return _kafka_runtime(settings, clock, audit_log, audit_observer)
     return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
+
+
+@contextmanager
+def break_glass(settings: Settings, clock: Clock | None = None) -> Iterator[BreakGlass]:
+    """The operators' way in (``kts lockout``): the store the replicas share their account locks in (ZooKeeper;
+    through the Kafka protocol, the audit database) and the audit database, connected for one command and closed
+    after. The brokers are not needed: the locks of either backend are not theirs."""
+    clock = clock or SystemClock()
+    engine = make_engine(settings.audit_db_url)
+    stops: list[Callable[[], None]] = [engine.dispose]
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+        store: ZkLockoutStore | SqlLockoutStore
+        if settings.backend == "kafka":
+            store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=lambda: 1, clock=clock)
+        else:
+            zk = zk_connection(settings)
+            zk.start()
+            stops.append(zk.stop)
+            store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
+            store.start()
+        yield BreakGlass(store, store, audit_log, duration_ms=settings.auth_lockout_duration_ms, clock=clock)
+    finally:
+        for stop in reversed(stops):
+            stop()
 
 
 def _policy(settings: Settings) -> TokenPolicy:
