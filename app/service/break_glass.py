@@ -65,9 +65,13 @@ class BreakGlass:
         return Released(account, was_locked)
 
     def locks(self) -> list[LockInForce]:
-        """The shared locks in force, soonest ending first; a lock whose store keeps its key alone is named by its
+        """The accounts locked, each once (by its longest lock: replicas that reached their share at once each
+        shared one), soonest ending first; a lock whose store keeps its key alone is named by its
         ``account.lock`` event where one is found (else its account stays None)."""
-        locks = self._listing.in_force_locks()
+        longest: dict[str, LockInForce] = {}
+        for lock in sorted(self._listing.in_force_locks(), key=lambda lock: lock.remaining_ms):
+            longest[lock.key] = lock  # the longest comes last
+        locks = list(longest.values())
         unnamed = {lock.key for lock in locks if lock.account is None}
         if unnamed:
             names = self._names(unnamed)
