@@ -10,8 +10,7 @@ locks.
 Exempt addresses (``auth.lockout.exempt.addresses``, none by default) exempt super users' accounts alone: a super
 user's login from one is neither counted nor refused by the lock (the throttle's per-pair limit still applies to it,
 app/service/attempts.py); every other account is locked from there as from anywhere. The operators' way in needs no
-address: ``release`` is what ``kts lockout release`` runs where the server's configuration is (app/cli/lockout.py),
-audited as ``lockout.release`` with the operating-system user who ran it.
+address: ``kts lockout release``, run where the server's configuration is (app/service/break_glass.py).
 """
 
 from __future__ import annotations
