@@ -11,7 +11,7 @@ import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 UNREACHED = 2**31  # a throttle limit no client reaches
 
 
@@ -338,33 +339,36 @@ def build_runtime(
     return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
 
 
-@contextmanager
-def break_glass(settings: Settings, clock: Clock | None = None) -> Iterator[BreakGlass]:
-    """The operators' way in (``kts lockout``): the store the replicas share their account locks in (ZooKeeper;
-    through the Kafka protocol, the audit database) and the audit database, connected for one command and closed
-    after. The brokers are not needed: the locks of either backend are not theirs."""
+def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: Clock | None = None) -> T:
+    """``use`` the operators' way in (``kts lockout``): the store the replicas share their account locks in
+    (ZooKeeper; through the Kafka protocol, the audit database) and the audit database, connected for this call
+    and closed after. The brokers are not needed: the locks of either backend are not theirs. As ``kts serve``'s
+    start-up check, one ZooKeeper session within ``zookeeper.connection.timeout.ms``, kazoo's own retry warnings
+    held back: a problem is the one line of the StoreUnavailable raised."""
     clock = clock or SystemClock()
     engine = make_engine(settings.audit_db_url)
-    stops: list[Callable[[], None]] = [engine.dispose]
     try:
         try:
             migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
         except StoreUnavailable as exc:
             raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
         audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
-        store: ZkLockoutStore | SqlLockoutStore
+        duration_ms = settings.auth_lockout_duration_ms
         if settings.backend == "kafka":
             store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=lambda: 1, clock=clock)
-        else:
-            zk = zk_connection(settings)
-            zk.start()
-            stops.append(zk.stop)
-            store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
-            store.start()
-        yield BreakGlass(store, store, audit_log, duration_ms=settings.auth_lockout_duration_ms, clock=clock)
+            return use(BreakGlass(store, store, audit_log, duration_ms=duration_ms, clock=clock))
+        zk = zk_connection(settings)
+        results: list[T] = []
+
+        def connected() -> None:
+            zk_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
+            zk_store.start()
+            results.append(use(BreakGlass(zk_store, zk_store, audit_log, duration_ms=duration_ms, clock=clock)))
+
+        zk.check(then=connected)
+        return results[0]
     finally:
-        for stop in reversed(stops):
-            stop()
+        engine.dispose()
 
 
 def _policy(settings: Settings) -> TokenPolicy:

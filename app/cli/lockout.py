@@ -45,26 +45,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_release(args: argparse.Namespace) -> int:
-    from app.runtime import break_glass
+    from app.runtime import with_break_glass
     from app.settings import load_settings
 
     if not args.name:
         args.usage.error("the user name must not be empty")
     settings = load_settings(args.config)
-    with break_glass(settings) as locks:
-        released = locks.release(args.name, operator=_operator())
+    operator = _operator()
+    released = with_break_glass(settings, lambda locks: locks.release(args.name, operator=operator))
     state = "was locked" if released.was_locked else "had no shared lock"
     print(f"released {_shown(released.account)} on every replica ({state}); audited as lockout.release")
     return 0
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from app.runtime import break_glass
+    from app.runtime import with_break_glass
     from app.settings import load_settings
 
-    settings = load_settings(args.config)
-    with break_glass(settings) as locks:
-        found = locks.locks()
+    found = with_break_glass(load_settings(args.config), lambda locks: locks.locks())
     if not found:
         print("no account is locked")
     for lock in found:
