@@ -297,9 +297,10 @@ def test_kts_lockout_release_frees_admin_while_an_attacker_keeps_guessing(
     for url in urls:
         eventually(lambda url=url: _replicas_seen(url) == REPLICAS, timeout_s=30)
 
-    # The attacker locks admin on both replicas (a share of 5 each), and keeps guessing: a guess a second, so
-    # that its guesses after the release cannot lock admin again before the test looks.
-    attacker = Attacker(urls, pause_s=1.0)
+    # The attacker locks admin on both replicas (a share of 5 each), and keeps guessing: a guess every 2 s, each
+    # replica in turn, so that its guesses after the release lock admin again only 20 s later (a loaded machine
+    # has run the command in 8 s), after the test has looked.
+    attacker = Attacker(urls, pause_s=2.0)
     attacker.start()
     operator = fresh_addresses()
     for url in urls:
