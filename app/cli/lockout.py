@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import getpass
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -87,6 +88,4 @@ def _operator() -> str:
     try:
         return getpass.getuser()
     except (KeyError, OSError):  # no name for the uid (a container's arbitrary user)
-        import os
-
         return f"uid {os.getuid()}"
