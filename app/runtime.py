@@ -11,7 +11,7 @@ import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
@@ -19,7 +19,7 @@ from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
-from app.domain.errors import KtsError
+from app.domain.errors import KtsError, StoreUnavailable
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -37,6 +37,7 @@ from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
+from app.service.break_glass import BreakGlass
 from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 UNREACHED = 2**31  # a throttle limit no client reaches
 
 
@@ -335,6 +337,38 @@ def build_runtime(
     if settings.backend == "kafka":
         return _kafka_runtime(settings, clock, audit_log, audit_observer)
     return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
+
+
+def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: Clock | None = None) -> T:
+    """``use`` the operators' way in (``kts lockout``): the store the replicas share their account locks in
+    (ZooKeeper; through the Kafka protocol, the audit database) and the audit database, connected for this call
+    and closed after. The brokers are not needed: the locks of either backend are not theirs. As ``kts serve``'s
+    start-up check, one ZooKeeper session within ``zookeeper.connection.timeout.ms``, kazoo's own retry warnings
+    held back: a problem is the one line of the StoreUnavailable raised."""
+    clock = clock or SystemClock()
+    engine = make_engine(settings.audit_db_url)
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+        duration_ms = settings.auth_lockout_duration_ms
+        if settings.backend == "kafka":
+            store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=lambda: 1, clock=clock)
+            return use(BreakGlass(store, store, audit_log, duration_ms=duration_ms, clock=clock))
+        zk = zk_connection(settings)
+        results: list[T] = []
+
+        def connected() -> None:
+            zk_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
+            zk_store.start()
+            results.append(use(BreakGlass(zk_store, zk_store, audit_log, duration_ms=duration_ms, clock=clock)))
+
+        zk.check(then=connected)
+        return results[0]
+    finally:
+        engine.dispose()
 
 
 def _policy(settings: Settings) -> TokenPolicy:

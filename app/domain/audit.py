@@ -27,6 +27,7 @@ class Action(StrEnum):
     CREDENTIAL_DELETE = "credential.delete"
     ACCOUNT_LOCK = "account.lock"  # too many failed logins for one user name (app/domain/lockout.py)
     ACCOUNT_UNLOCK = "account.unlock"  # a super user unlocked it, or its lock was found expired
+    LOCKOUT_RELEASE = "lockout.release"  # an operator released it with kts lockout release (no HTTP login)
 
 
 class Outcome(StrEnum):

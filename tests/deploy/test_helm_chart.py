@@ -352,6 +352,7 @@ def test_the_config_map_starts_kts_serve(defaults: dict[str, dict[str, Any]], tm
     assert settings.zookeeper_session_timeout_ms == 18_000
     assert settings.token_znode_version == 3
     assert settings.audit_db_auto_migrate is True
+    assert not settings.lockout_exempt_addresses  # no address is a way around the lockout
     # The environment overrides the file, so the Deployment repeats the file's listener in KTS_HTTP_LISTENERS.
     assert settings.http_listeners == env["KTS_HTTP_LISTENERS"] == "http://0.0.0.0:8080"
     assert settings.listeners_deprecation is None
@@ -371,6 +372,7 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
             "sslPrincipalMappingRules": rules,
             "tokenZnodeVersion": 1,
             "auditDbAutoMigrate": False,
+            "authLockoutExemptAddresses": "203.0.113.0/24,2001:db8::7",
             "extraProperties": {"service.id": "kts-eu"},
         },
     }
@@ -385,6 +387,7 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
     assert settings.ssl_principal_mapping_rules == rules
     assert settings.token_znode_version == 1
     assert settings.audit_db_auto_migrate is False
+    assert settings.auth_lockout_exempt_addresses == "203.0.113.0/24,2001:db8::7"
     assert settings.service_id == "kts-eu"
     assert settings.listener_port == 9090
     assert settings.management_port == 9091
