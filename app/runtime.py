@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
+from app.auth.own_identity import OwnIdentity, ScramUsers, shared_identity_warnings
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError
 from app.domain.lockout import AccountLockout, LockoutPolicy
+from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.sweep_schedule import SweepSchedule
@@ -285,6 +287,27 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
     return JwtAuthenticator(keys, policy)
 
 
+def own_identity(settings: Settings, learned: Callable[[], KafkaPrincipal | None] = lambda: None) -> OwnIdentity:
+    """The principals kts itself is to the cluster, which no HTTP caller may be (app/auth/own_identity.py): its
+    ``admin.sasl.jaas.config`` user and the principal the brokers answered (``learned``) through the Kafka
+    protocol; its SASL login to ZooKeeper with ZooKeeper."""
+    if settings.backend == "kafka":
+        login = settings.kafka_security.login
+        configured = [] if login is None else [KafkaPrincipal.user(login.username)]
+        return OwnIdentity(configured, learned, source="its login to the brokers, admin.sasl.jaas.config")
+    zk_login = settings.zookeeper_security.login
+    configured = [] if zk_login is None else [KafkaPrincipal.user(zk_login.username)]
+    return OwnIdentity(configured, learned, source="its SASL login to ZooKeeper")
+
+
+def warn_shared_identity(settings: Settings, identity: OwnIdentity, users: ScramUsers) -> None:
+    """The start-up warning when kts's own principal is also a login someone may present to kts."""
+    login = settings.kafka_security.login if settings.backend == "kafka" else None
+    own_scram = login.username if login is not None and login.mechanism.startswith("SCRAM-") else None
+    for warning in shared_identity_warnings(identity, settings.super_user_principals, users, own_scram_login=own_scram):
+        log.warning(warning)
+
+
 def check_cluster(settings: Settings) -> None:
     """Connect once before serving, so an unreachable cluster, a rejected login, a cluster without delegation
     tokens (StoreUnavailable) or a secret key other than the cluster's (SecretKeyMismatch) is one line from the
@@ -491,6 +514,7 @@ def _kafka_runtime(
         cluster, token_cache, secret, quota_guard=shared.quota_guard, intents=intents, requesters=shared.requesters
     )
     user_store = KafkaUserStore(cluster.wire, intents)
+    identity = own_identity(settings, lambda: cluster.known_principal)
     lockout_store = shared.lockout_store
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
@@ -548,6 +572,7 @@ def _kafka_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
         readiness=Readiness(
@@ -558,7 +583,13 @@ def _kafka_runtime(
             backend="kafka",
         ),
         cluster_connected=lambda: cluster.connected,
-        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *startup],
+        startup=[
+            lambda: cluster.start(secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
+            acl_cache.start,
+            token_cache.start,
+            *startup,
+        ],
         shutdown=[*shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
@@ -587,6 +618,7 @@ def _zookeeper_runtime(
     acl_cache = AclCache(zk, acl_store)
     authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
+    identity = own_identity(settings)
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
@@ -684,6 +716,7 @@ def _zookeeper_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
         readiness=Readiness(
@@ -699,6 +732,7 @@ def _zookeeper_runtime(
             zk.start,
             cluster.start,  # before anything writes: the fence needs its first reading
             lambda: ensure_cluster_secret(zk, secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
             lockout_store.start,
             acl_cache.start,
             credentials.start,
