@@ -44,7 +44,7 @@ from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
-from app.service.readiness import Readiness
+from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
@@ -103,6 +103,7 @@ class Runtime:
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
     readiness: Readiness
+    cluster_status: ClusterStatus
     cluster_connected: Callable[[], bool]
     startup: list[Callable[[], None]]  # in order, once the audit database is ready
     shutdown: list[Callable[[], None]]  # in order
@@ -533,6 +534,13 @@ def _kafka_runtime(
         quota=_quota(settings),
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    readiness = Readiness(
+        cluster_connected=lambda: cluster.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="kafka",
+    )
     startup, shutdown = list(shared.startup), list(shared.shutdown)
     leadership = None
     if shared.leadership_of is not None and isinstance(shared.reconciler, ClusterAuditReconciler):
@@ -575,13 +583,8 @@ def _kafka_runtime(
             own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: cluster.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="kafka",
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: cluster.connected,
         startup=[
             lambda: cluster.start(secret),
@@ -683,6 +686,14 @@ def _zookeeper_runtime(
         leader_duties(settings, sweeper, purger, locks, audit_log, clock),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+    readiness = Readiness(
+        cluster_connected=lambda: zk.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="zookeeper",
+        cluster=lambda: cluster.state,
+    )
     return Runtime(
         settings=settings,
         backend="zookeeper",
@@ -719,14 +730,8 @@ def _zookeeper_runtime(
             own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: zk.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="zookeeper",
-            cluster=lambda: cluster.state,
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: zk.connected,
         startup=[
             zk.start,

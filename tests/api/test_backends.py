@@ -53,7 +53,7 @@ def test_create_describe_verify_and_bearer_login(cluster: Cluster) -> None:
     assert token["tokenRequester"] == alice.principal  # the HTTP caller, not kts's own principal
     assert len(token["tokenId"]) == 22 and token["maxTimestamp"] - token["issueTimestamp"] == 3_600_000
     if cluster.protocol:  # kts adds its own principal so that it can renew and expire for its callers
-        assert token["renewers"] == [cluster.admin.principal]
+        assert token["renewers"] == [cluster.kts_principal]
     else:
         assert token["renewers"] == []
     assert [t["tokenId"] for t in owned_by(client, alice, alice)] == [token["tokenId"]]

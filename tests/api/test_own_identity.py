@@ -1,7 +1,8 @@
 """kts's own identity is kts's alone, on the ZooKeeper backend: kts logs in to a real SASL ZooKeeper as ``kts``, and
 an HTTP caller who comes out as ``User:kts`` (a SCRAM user of that name logging in over Basic, a JWT whose ``sub`` is
-``kts``, a delegation token owned by ``User:kts``) is refused with 401 and a reason, audited. The Kafka backend's
-attack runs on the real KRaft broker (tests/e2e/kafka/test_own_identity.py)."""
+``kts``, a delegation token owned by ``User:kts``) is refused with 401 and a reason, audited. Then the Kafka
+backend on the real KRaft broker, where kts logs in as ``kts`` and names ``User:kts`` a renewer of every token it
+makes: whoever logged in to kts as ``kts`` could expire them all."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from fastapi.testclient import TestClient
 
 from app.api.app import create_app
 from app.settings import load_settings
+from tests.api.backends import User, kafka_settings
 from tests.api.conftest import ADMIN, basic, bearer, put_user
 from tests.conftest import CLUSTER_ID, SECRET, ZK_SASL_USERS, SaslZooKeeper
 from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks
+from tests.kafka.brokers import RunningBroker
 
 SIGNER = JwtKey.rsa("own-identity-key")
 KTS = ("kts", "a-scram-password-someone-set-for-kts")  # the name kts logs in to ZooKeeper with
@@ -116,3 +119,51 @@ def test_start_up_names_a_shared_identity_once(kts_app: dict[str, Any], caplog: 
     assert "super.users names it and a SCRAM user of that name exists on the cluster" in warning
     assert "give kts a principal of its own" in warning
     assert ZK_SASL_USERS["kts"] not in warning and KTS[1] not in warning
+
+
+KAFKA_REFUSAL = "User:kts is the principal kts itself uses toward the Kafka cluster (its login to the brokers"
+
+
+def test_on_kraft_kts_login_cannot_be_used_to_expire_the_tokens_kts_made(
+    kafka_kraft_broker: RunningBroker, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broker = kafka_kraft_broker
+    jwks_file = tmp_path / "jwks.json"
+    jwks_file.write_text(json.dumps(jwks(SIGNER)))
+    settings = kafka_settings(broker, f"sqlite:///{tmp_path / 'audit.db'}") | {
+        "auth_failures_max": 0,
+        "super_users": f"User:{broker.admin.name};{broker.kts.principal}",  # the warning's case
+        "sasl_oauthbearer_jwks_endpoint_url": jwks_file.as_uri(),
+        "sasl_oauthbearer_expected_issuer": ISSUER,
+        "sasl_oauthbearer_expected_audience": AUDIENCE,
+    }
+    made = broker.new_user("alice")
+    alice, kts, admin = User(made.name, made.password), User(broker.kts.name, broker.kts.password), broker.admin
+    caplog.set_level(logging.WARNING, logger="app.runtime")
+    for client in client_of(settings):
+        created = client.post("/v1/tokens", json={}, headers=alice.basic)
+        assert created.status_code == 201, created.text
+        token = created.json()
+        assert token["renewers"] == [broker.kts.principal]  # why kts's login must never be a caller's
+        refused = client.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=kts.basic)
+        assert refused.status_code == 401, refused.text
+        assert refused.json()["message"].startswith(KAFKA_REFUSAL)
+        as_jwt = {"Authorization": f"Bearer {SIGNER.mint(sub=broker.kts.name)}"}
+        refused_jwt = client.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=as_jwt)
+        assert refused_jwt.status_code == 401, refused_jwt.text
+        assert refused_jwt.json()["message"].startswith(KAFKA_REFUSAL)
+        shown = client.get(f"/v1/tokens/{token['tokenId']}", headers=alice.basic).json()
+        assert shown["expiryTimestamp"] == token["expiryTimestamp"]  # alive and untouched
+        admin_basic = basic((admin.name, admin.password))
+        events = client.get("/v1/audit", params={"action": "authentication"}, headers=admin_basic).json()["events"]
+        # the burst's first refusal in full (the JWT's, of the same principal, is counted in its burst)
+        (first,) = [event for event in events if event["principal"] == "User:kts" and "reason" in event["details"]]
+        assert (first["details"]["scheme"], first["outcome"]) == ("basic", "denied")
+        assert first["details"]["reason"].startswith(KAFKA_REFUSAL)
+    warnings = [record.getMessage() for record in caplog.records if "kts's own principal" in record.getMessage()]
+    # kts's own SCRAM credential is not counted as a shared one; super.users naming it is
+    assert warnings == [
+        "User:kts is kts's own principal toward the Kafka cluster (its login to the brokers, admin.sasl.jaas.config), "
+        "and super.users names it: kts refuses every HTTP login as it, so whoever uses that login gets 401; give kts a "
+        "principal of its own (docs/deployment.md)"
+    ]

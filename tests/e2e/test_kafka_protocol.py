@@ -69,7 +69,7 @@ def test_a_token_minted_with_kafka_delegation_tokens_sh_is_served_renewed_and_ex
 ) -> None:
     broker = kafka_kraft_broker
     alice = _user(broker, "alice")
-    kts = f"User:{broker.admin.name}"  # kts's own principal on this cluster
+    kts = broker.kts.principal  # kts's own principal on this cluster
     made = broker.tokens(
         "--create",
         "--max-life-time-period",
@@ -171,7 +171,7 @@ def test_start_refusals_are_one_line(kafka_kraft_broker: RunningBroker, tmp_path
     with pytest.raises(SecretKeyMismatch) as mismatch:
         check_cluster(wrong_secret)
     assert "\n" not in str(mismatch.value) and "not-the-cluster-secret" not in str(mismatch.value)
-    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="wrong";'
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kts" password="wrong";'
     with pytest.raises(StoreUnavailable) as refused:
         check_cluster(load_settings(**(settings | {"admin_sasl_jaas_config": jaas, "admin_request_timeout_ms": 3_000})))
     assert "refused kts's login" in refused.value.message and "wrong" not in refused.value.message

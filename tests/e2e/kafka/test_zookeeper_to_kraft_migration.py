@@ -36,6 +36,7 @@ from tests.api.conftest import put_user
 from tests.conftest import SECRET
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
 from tests.kafka.brokers import ADMIN, RunningBroker
+from tests.kafka.brokers import KTS as KTS_LOGIN
 from tests.kafka.migration import Migration, login_succeeds, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(1800)]
@@ -157,6 +158,7 @@ def _migrate(
         f"Kafka 3.9.1 broker 0 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
     )
     put_user(raw, "admin", ADMIN.password)  # kts's first super user, as kafka-configs.sh writes it
+    put_user(raw, KTS_LOGIN.name, KTS_LOGIN.password)  # kts's own login to the brokers later, never a caller's
     audit_db = f"sqlite:///{tmp_path / 'audit.db'}"  # one audit database, carried over to bootstrap.servers
     url = start_kts(
         processes,
@@ -364,7 +366,7 @@ class ProtocolKts:
             KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
             KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
             KTS_ADMIN_SASL_JAAS_CONFIG="org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="admin" password="{ADMIN.password}";',
+            f'username="{KTS_LOGIN.name}" password="{KTS_LOGIN.password}";',
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
             KTS_SUPER_USERS="User:admin",
             KTS_CLUSTER_CACHE_REFRESH_MS="500",
