@@ -11,7 +11,7 @@ from app.api.schemas.ops import ClusterStatusBody, cluster_status_body
 router = APIRouter(prefix="/v1/cluster", tags=["operations"])
 
 
-@router.get("/status", response_model=ClusterStatusBody, responses=error_responses(401, 403, 503))
+@router.get("/status", response_model=ClusterStatusBody, responses=error_responses(401, 403, 422, 503))
 def cluster_status(caller: CurrentCaller, status: ClusterStatusView) -> ClusterStatusBody:
     """What ``/readyz`` tells no stranger: how kts reaches the cluster (``backend``), each dependency's state
     (``checks``) and, with ZooKeeper, where the cluster stands in its migration to KRaft (its id, controller and
