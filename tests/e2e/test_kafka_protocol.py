@@ -199,7 +199,9 @@ def test_a_broker_down_during_a_create_answers_503_and_the_audit_trail_stays_con
         assert response.status_code == 503, response.text
         assert response.headers["Retry-After"]
         eventually(lambda: client.get("/readyz").status_code == 503, 30)
-        assert "kafka" in client.get("/readyz").json()["message"]
+        assert client.get("/readyz").json()["reason"] == "cluster"  # a word for strangers; operators see which
+        status = client.get("/v1/cluster/status", headers=admin.basic).json()  # the password is remembered
+        assert status["checks"]["cluster"].startswith("kafka connection lost")
         runtime = client.app.state.runtime  # type: ignore[attr-defined]
         creates = runtime.audit_log.query(EventQuery(action="token.create", limit=10))
         outcomes = sorted(event.outcome for event in creates)
