@@ -532,6 +532,7 @@ def _kafka_runtime(
         auditor=auditor,
         verify_guard=verify_guard,
         quota=_quota(settings),
+        own_principal=identity.is_own,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
     readiness = Readiness(
@@ -662,6 +663,7 @@ def _zookeeper_runtime(
         verify_guard=verify_guard,
         capacity=capacity,
         quota=_quota(settings),
+        own_principal=identity.is_own,
         shares=shares,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)

@@ -99,10 +99,23 @@ def test_a_jwt_whose_sub_is_kts_is_refused(client: TestClient) -> None:
     assert other.status_code == 200, other.text
 
 
-def test_a_delegation_token_owned_by_kts_does_not_log_in(client: TestClient) -> None:
-    created = client.post("/v1/tokens", json={"owner": "User:kts"}, headers=basic(ADMIN))
-    assert created.status_code == 201, created.text
-    token = created.json()
+def test_kts_makes_no_token_for_its_own_principal(client: TestClient) -> None:
+    """A token authenticates as its owner, to the brokers too: not even a super user gets one for kts."""
+    refused = client.post("/v1/tokens", json={"owner": "User:kts"}, headers=basic(ADMIN))
+    assert (refused.status_code, refused.json()["code"]) == (403, 65), refused.text
+    assert refused.json()["message"].startswith("User:kts is the principal kts itself uses toward the Kafka cluster")
+    events = client.get("/v1/audit", params={"action": "token.create"}, headers=basic(ADMIN)).json()["events"]
+    assert [(event["outcome"], event["owner"]) for event in events] == [("denied", "User:kts")]
+
+
+def test_a_delegation_token_owned_by_kts_does_not_log_in(kts_app: dict[str, Any], client: TestClient) -> None:
+    # Made for User:kts elsewhere (Kafka's tools; here a kts that logs in to ZooKeeper anonymously, so User:kts is
+    # nobody special to it), on the same cluster.
+    other = {key: value for key, value in kts_app.items() if not key.startswith("zookeeper_sasl_")}
+    for elsewhere in client_of(other | {"audit_db_url": kts_app["audit_db_url"].replace("audit.db", "other.db")}):
+        created = elsewhere.post("/v1/tokens", json={"owner": "User:kts"}, headers=basic(ADMIN))
+        assert created.status_code == 201, created.text
+        token = created.json()
     refused = client.get("/v1/tokens", headers=bearer(token))
     assert refused.status_code == 401, refused.text
     assert refused.json()["message"].startswith(OWN_REFUSAL)
@@ -152,9 +165,11 @@ def test_on_kraft_kts_login_cannot_be_used_to_expire_the_tokens_kts_made(
         refused_jwt = client.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=as_jwt)
         assert refused_jwt.status_code == 401, refused_jwt.text
         assert refused_jwt.json()["message"].startswith(KAFKA_REFUSAL)
+        admin_basic = basic((admin.name, admin.password))
+        for_kts = client.post("/v1/tokens", json={"owner": broker.kts.principal}, headers=admin_basic)
+        assert (for_kts.status_code, for_kts.json()["code"]) == (403, 65), for_kts.text  # no token logs in as kts
         shown = client.get(f"/v1/tokens/{token['tokenId']}", headers=alice.basic).json()
         assert shown["expiryTimestamp"] == token["expiryTimestamp"]  # alive and untouched
-        admin_basic = basic((admin.name, admin.password))
         events = client.get("/v1/audit", params={"action": "authentication"}, headers=admin_basic).json()["events"]
         # the burst's first refusal in full (the JWT's, of the same principal, is counted in its burst)
         (first,) = [event for event in events if event["principal"] == "User:kts" and "reason" in event["details"]]
