@@ -159,7 +159,6 @@ def _migrate(
         f"Kafka 3.9.1 broker 0 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
     )
     put_user(raw, "admin", ADMIN.password)  # kts's first super user, as kafka-configs.sh writes it
-    put_user(raw, KTS_LOGIN.name, KTS_LOGIN.password)  # kts's own login to the brokers later, never a caller's
     audit_db = f"sqlite:///{tmp_path / 'audit.db'}"  # one audit database, carried over to bootstrap.servers
     url = start_kts(
         processes,
@@ -176,7 +175,8 @@ def _migrate(
     phases_seen.start()
     timeline.mark(f"kts serve up in ZooKeeper mode; {_status_line(url)}")
 
-    for name, password in PASSWORDS.items():
+    # and kts's own login to the brokers once it speaks the Kafka protocol (never a caller's), a broker super user
+    for name, password in [*PASSWORDS.items(), (KTS_LOGIN.name, KTS_LOGIN.password)]:
         for mechanism in MECHANISMS:
             _ok(
                 kts.put(
@@ -195,7 +195,7 @@ def _migrate(
     for_bob = _ok(kts.post("/v1/tokens", json={"owner": "User:bob", "renewers": ["User:alice"]}, auth=_basic("alice")))
     renewed = _ok(kts.post("/v1/tokens/renew", json={"hmac": before["hmac"]}, auth=_basic("bob")))
     timeline.mark(
-        "through kts: SCRAM users admin, alice, bob, carol, ops (both mechanisms); ACLs alice CreateTokens on "
+        "through kts: SCRAM users admin, alice, bob, carol, ops, kts (both mechanisms); ACLs alice CreateTokens on "
         f"User:bob, ops Describe on the cluster; tokens {before['tokenId']} (alice, renewer bob, renewed by bob) "
         f"and {for_bob['tokenId']} (owner bob, made by alice)"
     )
