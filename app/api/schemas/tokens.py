@@ -35,7 +35,8 @@ JobText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_JOB_TEXT
 
 class TokenJobRequest(RequestModel):
     """Who the token is for, as an orchestrator's plug-in names it: kept in the token's ``token.create`` audit
-    event only (the cluster's token record has no room for it). Each key optional, no other keys."""
+    event only (the cluster's token record has no room for it). Each key optional, no other keys; each value printable
+    Unicode text (no control, format or separator character but the space)."""
 
     framework: FrameworkText | None = Field(None, description="The framework: spark, flink, ...", examples=["spark"])
     id: JobText | None = Field(
