@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.analytics.event_files import ARROW_EVENT_SCHEMA, MS_PER_DAY, partition_dirs, write_partitioned
+from app.domain.audit import JOB_COLUMNS
 
 HOUR_MS = 3_600_000
 MAX_LIFETIME_MS = 7 * MS_PER_DAY  # delegation.token.max.lifetime.ms default
@@ -98,7 +99,6 @@ REFUSALS = (  # action, Kafka code, error name, share of refusals
     ("token.create", 64, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", 0.15),
 )
 
-JOB_COLUMNS = ("job_framework", "job_id", "job_name", "job_user")
 _UNSORTED_SCHEMA = pa.schema([field for field in ARROW_EVENT_SCHEMA if field.name != "id"])
 _BASE64URL = np.frombuffer(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", dtype=np.uint8)
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)

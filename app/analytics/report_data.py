@@ -19,9 +19,9 @@ from typing import Any
 from pyspark.sql import DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from app.analytics import transforms
 from app.analytics.charts import NONE, OTHERS
 from app.analytics.side_by_side import side_by_side
+from app.domain.audit import JOB_COLUMNS
 
 MAX_DAYS_CHARTED = 366
 MAX_RENEW_COUNTS = 50
@@ -172,9 +172,7 @@ def collect(
         "denials_by_address": lambda: _denials_top(tables["denials_by_principal"], "client_address", top_n),
         "top_jobs": lambda: _rows(
             tables["tokens_by_job"]
-            .orderBy(
-                F.desc("tokens"), F.desc("last_at"), *(F.asc_nulls_first(column) for column in transforms.JOB_COLUMNS)
-            )
+            .orderBy(F.desc("tokens"), F.desc("last_at"), *(F.asc_nulls_first(column) for column in JOB_COLUMNS))
             .limit(top_n)
         ),
         "jobs": lambda: (

@@ -35,6 +35,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from app.analytics.events_schema import partition_date_column
+from app.domain.audit import JOB_COLUMNS  # a create's job (app/domain/token_job.py)
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
@@ -44,8 +45,6 @@ CREATE, RENEW, EXPIRE, SWEEP = "token.create", "token.renew", "token.expire", "t
 AUTHENTICATION = "authentication"
 SUCCEEDED, DENIED = "succeeded", "denied"
 REFUSAL = "refusal"  # the kind of a denial that is not a failed login
-
-JOB_COLUMNS = ("job_framework", "job_id", "job_name", "job_user")  # a create's job (app/domain/token_job.py)
 
 BURST_STDDEVS = 3.0
 BURST_MIN_DENIALS = 5

@@ -108,6 +108,9 @@ EVENT_FIELDS: tuple[EventField, ...] = (
 """The shape of a stored audit event, in column order: the one definition the audit table, the API model
 and the Parquet (Arrow) and Spark schemas are derived from. Changing it needs an alembic revision."""
 
+JOB_COLUMNS: tuple[str, ...] = tuple(field.name for field in EVENT_FIELDS if field.api_group == "job")
+"""The columns of a create's job: ``job_`` and each of ``token_job.JOB_KEYS``."""
+
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
 
-from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.audit import JOB_COLUMNS, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
 from app.domain.token_job import JOB_KEYS, TokenJob
 from app.storage.audit import migrations
@@ -216,7 +216,9 @@ def _settling(event_id: int, event: AuditEvent) -> dict[str, Any]:
 
 def _job_columns(job: TokenJob | None) -> dict[str, str | None]:
     """The job's columns (``job_framework``, ``job_id``, ...), all null without a job."""
-    return {f"job_{key}": None if job is None else getattr(job, key) for key in JOB_KEYS}
+    return {
+        column: None if job is None else getattr(job, key) for column, key in zip(JOB_COLUMNS, JOB_KEYS, strict=True)
+    }
 
 
 def _column_text(column: str, value: str | None) -> str | None:

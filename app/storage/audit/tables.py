@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, text
 from sqlalchemy.types import TypeEngine
 
-from app.domain.audit import EVENT_FIELDS, EventField, FieldType
+from app.domain.audit import EVENT_FIELDS, JOB_COLUMNS, EventField, FieldType
 
 metadata = MetaData()
 
@@ -31,9 +31,6 @@ def _column(field: EventField) -> Column[object]:
         return Column(field.name, _sql_type(field), primary_key=True, autoincrement=True)
     default = "{}" if field.type is FieldType.JSON_OBJECT else None
     return Column(field.name, _sql_type(field), nullable=field.nullable, default=default)
-
-
-JOB_COLUMNS: tuple[str, ...] = tuple(field.name for field in EVENT_FIELDS if field.api_group == "job")
 
 
 def _job_index(column: str) -> Index:
