@@ -1,0 +1,375 @@
+"""Spark takes kts tokens by configuration alone (docs/orchestrators.md#spark): PySpark 4.3 in local mode with
+``spark.security.directCredentialProviders.enabled``, Spark's Kafka connector and build/kts-jvm.jar, against the real
+Kafka 3.9 broker in ZooKeeper mode with kts on its ZooKeeper.
+
+The job logs in to kts with a projected service-account JWT only: there is no Kafka password anywhere in its
+configuration. A batch job reads and writes topics with a token kts makes for another owner (KIP-373,
+``kts.owner``), and a streaming query keeps reading across token replacements (short-lived tokens: a 20 s maximum
+lifetime, renewed every few seconds). One Spark session for the module (it costs seconds and much CPU): the fixture
+runs the whole job in a process of its own (tests/e2e/jvm/spark_kafka_job.py), the tests read what it recorded."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kafka import KafkaProducer
+
+from app.cli.server.kafka_broker.broker import LISTENER
+from app.domain.token_secret import TokenSecret
+from tests.e2e.jvm.spark_connector import connector_jars
+from tests.e2e.kafka.conftest import Kts, start_kts_beside, stop_all
+from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks, project_token
+from tests.kafka.brokers import RunningBroker
+
+ROOT = Path(__file__).resolve().parents[3]
+JOB = Path(__file__).with_name("spark_kafka_job.py")
+JAR = ROOT / "build" / "kts-jvm.jar"
+RENEW_PERIOD_MS = 8_000  # kts's delegation.token.expiry.time.ms here: a renewal every ~6 s
+MAX_LIFETIME_MS = 20_000  # what the provider asks for (kts.max.lifetime.ms): a replacement every ~16 s
+OVERLAP_MS = 3_000  # kts.replace.overlap.ms: a replaced token ends 3 s after its successor is handed out
+STREAM_TOKENS = 3  # the first token and two replacements read records
+BATCH_RECORDS = 10
+JOB_DEADLINE_S = 420
+
+
+@dataclass
+class SparkRun:
+    """What the job recorded, what kts audited, and the names the test set up."""
+
+    events: list[dict[str, Any]]
+    log: str
+    creates: list[dict[str, Any]]
+    produced: list[str]
+    batch_in: list[str]
+    service_account: str
+    alice: str
+    app_name: str
+    secret: TokenSecret
+
+    def phase(self, name: str) -> list[dict[str, Any]]:
+        return [event for event in self.events if event["phase"] == name]
+
+
+def build_jar() -> Path:
+    """build/kts-jvm.jar, up to date with jvm/ (Make decides)."""
+    result = subprocess.run(
+        ["make", "--no-print-directory", "jars"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
+    )
+    assert result.returncode == 0 and JAR.exists(), (result.stdout + result.stderr)[-4000:]
+    return JAR
+
+
+def spark_conf(
+    broker: RunningBroker, kts_url: str, jwt_file: Path, alice: str, service_account: str, app_name: str
+) -> dict[str, str]:
+    """The job's whole Spark configuration: no Kafka password, no sasl.jaas.config. Two clusters on the same
+    broker, told apart by the host name in the readers' bootstrap servers: ``stream`` (127.0.0.1, tokens owned
+    by the job's own identity) and ``batch`` (localhost, tokens owned by alice through KIP-373)."""
+    port = broker.bootstrap.rsplit(":", 1)[1]
+    jars = [*connector_jars(), build_jar()]
+    conf = {
+        "spark.master": "local[2]",
+        "spark.app.name": app_name,
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.defaultJavaOptions": "-XX:+UseSerialGC",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.jars": ",".join(str(jar) for jar in jars),
+        # Spark 4.3 runs credential providers without Kerberos, over an encrypted RPC channel only.
+        "spark.security.directCredentialProviders.enabled": "true",
+        "spark.authenticate": "true",
+        "spark.network.crypto.enabled": "true",
+        "spark.security.credentials.retryWait": "5s",
+    }
+    clusters = {
+        "stream": (f"127\\.0\\.0\\.1:{port}", {}),
+        "batch": (f"localhost:{port}", {"kts.owner": f"User:{alice}", "kts.renewers": f"User:{service_account}"}),
+    }
+    for cluster, (regex, extra) in clusters.items():
+        prefix = f"spark.kafka.clusters.{cluster}."
+        conf.update(
+            {
+                f"{prefix}auth.bootstrap.servers": broker.bootstrap,
+                f"{prefix}target.bootstrap.servers.regex": regex,
+                # PLAINTEXT keeps Spark's own provider (which must stay enabled: it makes the executors rebuild
+                # their consumers on a new token) from trying a broker login; the readers say SASL_PLAINTEXT.
+                f"{prefix}security.protocol": "PLAINTEXT",
+                f"{prefix}sasl.token.mechanism": "SCRAM-SHA-512",
+                f"{prefix}kts.url": kts_url,
+                f"{prefix}kts.jwt.file": str(jwt_file),
+                f"{prefix}kts.max.lifetime.ms": str(MAX_LIFETIME_MS),
+                f"{prefix}kts.replace.overlap.ms": str(OVERLAP_MS),
+                **{prefix + key: value for key, value in extra.items()},
+            }
+        )
+    return conf
+
+
+def produce(broker: RunningBroker, topic: str, values: list[str]) -> None:
+    producer = admin_producer(broker)
+    for value in values:
+        producer.send(topic, value.encode())
+    producer.flush(30)
+    producer.close()
+
+
+def admin_producer(broker: RunningBroker) -> KafkaProducer:
+    return KafkaProducer(
+        bootstrap_servers=broker.bootstrap,
+        security_protocol=LISTENER,
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username=broker.admin.name,
+        sasl_plain_password=broker.admin.password,
+        linger_ms=0,
+    )
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def tokens_that_read(events: list[dict[str, Any]]) -> list[str]:
+    """The token ids, in order, with which micro-batches read records."""
+    seen: list[str] = []
+    for event in events:
+        if event["phase"] == "micro-batch" and event["values"] and event["before"] == event["after"]:
+            if event["before"] not in seen:
+                seen.append(event["before"])
+    return seen
+
+
+@pytest.fixture(scope="module")
+def kts_with_jwts(
+    kafka_zk_broker: RunningBroker, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Kts, JwtKey]]:
+    """kts on the broker's chroot, taking workload JWTs signed by a key of its own, renewing by 8 s."""
+    assert kafka_zk_broker.zookeeper_connect is not None
+    directory = tmp_path_factory.mktemp("kts-spark")
+    signer = JwtKey.rsa("cluster-key")
+    jwks_file = directory / "jwks.json"
+    jwks_file.write_text(json.dumps(jwks(signer)))
+    processes: list[subprocess.Popen[str]] = []
+    try:
+        kts = start_kts_beside(
+            processes,
+            directory,
+            kafka_zk_broker.zookeeper_connect,
+            kafka_zk_broker.secret,
+            KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000",
+            KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(RENEW_PERIOD_MS),
+            KTS_SASL_OAUTHBEARER_JWKS_ENDPOINT_URL=jwks_file.as_uri(),
+            KTS_SASL_OAUTHBEARER_EXPECTED_ISSUER=ISSUER,
+            KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE=AUDIENCE,
+        )
+        yield kts, signer
+    finally:
+        stop_all(processes)
+
+
+@pytest.fixture(scope="module")
+def spark_run(
+    kafka_zk_broker: RunningBroker, kts_with_jwts: tuple[Kts, JwtKey], tmp_path_factory: pytest.TempPathFactory
+) -> SparkRun:
+    broker = kafka_zk_broker
+    kts, signer = kts_with_jwts
+    directory = tmp_path_factory.mktemp("spark-job")
+    suffix = uuid.uuid4().hex[:8]
+    service_account = f"system:serviceaccount:etl:spark-{suffix}"
+    alice = f"alice-{suffix}"
+    app_name = f"kts-proof-{suffix}"
+    batch_in, batch_out, stream_topic = broker.create_topic(), broker.create_topic(), broker.create_topic()
+
+    # The broker authorizes the tokens' owners; kts lets the job's identity create tokens for alice (KIP-373).
+    def allow(principal: str, topics: list[str], operations: list[str]) -> None:
+        for topic in topics:
+            broker.acls(
+                "--add", "--allow-principal", principal, *(f"--operation={op}" for op in operations), "--topic", topic
+            )
+        broker.acls(
+            "--add", "--allow-principal", principal, "--operation=Read", "--group", "spark-kafka",
+            "--resource-pattern-type", "prefixed",
+        )  # fmt: skip
+
+    allow(f"User:{service_account}", [stream_topic], ["Read", "Describe"])
+    allow(f"User:{alice}", [batch_in, batch_out], ["Read", "Write", "Describe"])
+    kts.grant(broker.admin, "User", f"User:{alice}", f"User:{service_account}", "CreateTokens")
+
+    batch_values = [f"batch-{n}" for n in range(BATCH_RECORDS)]
+    produce(broker, batch_in, batch_values)
+
+    # The job's only credential: a service-account JWT, where the kubelet projects one.
+    (directory / "projected").mkdir()
+    jwt_file = project_token(directory / "projected", 1, signer.mint(sub=service_account, lifetime_s=3600))
+    events_path = directory / "events.jsonl"
+    stop_file = directory / "stop"
+    plan = {
+        "conf": spark_conf(broker, kts.url, jwt_file, alice, service_account, app_name),
+        "events": str(events_path),
+        "batch_in": batch_in,
+        "batch_out": batch_out,
+        "batch_bootstrap": f"localhost:{broker.bootstrap.rsplit(':', 1)[1]}",
+        "batch_cluster": "batch",
+        "stream": stream_topic,
+        "stream_bootstrap": broker.bootstrap,
+        "stream_cluster": "stream",
+        "client_options": {"kafka.security.protocol": LISTENER},
+        "stop_file": str(stop_file),
+        "stream_timeout_s": JOB_DEADLINE_S,
+    }
+    plan_path = directory / "plan.json"
+    plan_path.write_text(json.dumps(plan))
+    log_path = directory / "job.log"
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "MALLOC_ARENA_MAX": "2",
+        "PYSPARK_PYTHON": sys.executable,
+        "SPARK_USER": "joe",
+    }
+    job = subprocess.Popen(
+        [sys.executable, str(JOB), str(plan_path)],
+        cwd=ROOT,
+        env=env,
+        stdout=log_path.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+
+    # Records keep arriving on the stream, two a second, until enough replacements have read some.
+    produced: list[str] = []
+    stop_producing = threading.Event()
+
+    def keep_producing() -> None:
+        producer = admin_producer(broker)
+        n = 0
+        while not stop_producing.is_set():
+            value = f"stream-{n}"
+            producer.send(stream_topic, value.encode()).get(30)
+            produced.append(value)
+            n += 1
+            stop_producing.wait(0.5)
+        producer.close()
+
+    producer_thread = threading.Thread(target=keep_producing, daemon=True)
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < JOB_DEADLINE_S and job.poll() is None:
+            events = read_events(events_path)
+            if any(event["phase"] == "batch" for event in events) and not producer_thread.is_alive():
+                producer_thread.start()
+            if len(tokens_that_read(events)) >= STREAM_TOKENS:
+                break
+            time.sleep(1)
+        stop_producing.set()
+        if producer_thread.is_alive():
+            producer_thread.join(30)
+        # The last records produced are read before the query stops.
+        last = produced[-1] if produced else None
+        while last is not None and time.monotonic() - started < JOB_DEADLINE_S and job.poll() is None:
+            if any(last in event.get("values", []) for event in read_events(events_path)):
+                break
+            time.sleep(0.5)
+        stop_file.touch()
+        job.wait(120)
+    finally:
+        stop_producing.set()
+        if job.poll() is None:
+            job.kill()
+            job.wait(30)
+
+    admin = broker.admin
+    response = httpx.get(
+        f"{kts.url}/v1/audit",
+        params={"action": "token.create", "jobFramework": "spark", "jobName": app_name, "limit": "1000"},
+        auth=(admin.name, admin.password),
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return SparkRun(
+        events=read_events(events_path),
+        log=log_path.read_text(errors="replace"),
+        creates=list(response.json()["events"]),
+        produced=produced,
+        batch_in=batch_values,
+        service_account=service_account,
+        alice=alice,
+        app_name=app_name,
+        secret=TokenSecret(broker.secret),
+    )
+
+
+def job_failure(run: SparkRun) -> str:
+    failed = run.phase("failed")
+    return (failed[0]["error"] + "\n" + failed[0]["trace"] if failed else "") + "\n" + run.log[-6000:]
+
+
+def test_a_batch_job_reads_and_writes_with_a_token_kts_made_for_another_owner(spark_run: SparkRun) -> None:
+    (batch,) = spark_run.phase("batch") or [None]
+    assert batch is not None, job_failure(spark_run)
+    assert batch["read"] == BATCH_RECORDS
+    assert batch["values"] == sorted(spark_run.batch_in)
+    (create,) = [event for event in spark_run.creates if event["tokenId"] == batch["token"]]
+    assert (create["owner"], create["principal"]) == (f"User:{spark_run.alice}", f"User:{spark_run.service_account}")
+    print(f"batch job: {BATCH_RECORDS} records read, written and read back in {batch['seconds']} s with one token")
+
+
+def test_a_streaming_query_reads_across_token_replacements(spark_run: SparkRun) -> None:
+    assert spark_run.phase("done"), job_failure(spark_run)
+    events = spark_run.events
+    readers = tokens_that_read(events)
+    assert len(readers) >= STREAM_TOKENS, job_failure(spark_run)
+    read = [value for event in spark_run.phase("micro-batch") for value in event["values"]]
+    assert sorted(read, key=lambda v: int(v.split("-")[1])) == spark_run.produced  # each exactly once, none lost
+    created = {event["tokenId"]: event for event in spark_run.creates}
+    stream_tokens = [event for event in spark_run.creates if event["owner"] == f"User:{spark_run.service_account}"]
+    assert all(token in created for token in readers)
+    # Seconds from a replacement (kts created the token) to the first record read with it.
+    delays = []
+    for token in readers[1:]:
+        issued = created[token]["timestamp"] / 1000
+        first = next(e for e in events if e["phase"] == "micro-batch" and e["values"] and e["before"] == token)
+        delays.append(round(first["at"] - issued, 2))
+    print(
+        f"streaming query: {len(read)} records read with {len(readers)} tokens; the job created "
+        f"{len(stream_tokens)} stream tokens and {len(spark_run.creates)} in all; seconds from a replacement to "
+        f"the first record read with the new token: {delays}"
+    )
+
+
+def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> None:
+    assert spark_run.creates, job_failure(spark_run)
+    owners = {event["owner"] for event in spark_run.creates}
+    assert owners == {f"User:{spark_run.service_account}", f"User:{spark_run.alice}"}
+    for event in spark_run.creates:
+        assert event["outcome"] == "succeeded"
+        assert event["principal"] == event["tokenRequester"] == f"User:{spark_run.service_account}"
+        assert event["job"]["framework"] == "spark"
+        assert event["job"]["name"] == spark_run.app_name
+        assert event["job"]["user"] == "joe"
+    assert len({event["job"]["id"] for event in spark_run.creates}) == 1  # one job, one id on every token
+
+
+def test_no_kafka_password_or_hmac_in_the_job(spark_run: SparkRun, kafka_zk_broker: RunningBroker) -> None:
+    (started,) = spark_run.phase("started") or [None]
+    assert started is not None, job_failure(spark_run)
+    conf = started["conf"]
+    assert not [key for key in conf if "jaas" in key or "password" in key or "secret" in key]
+    text = json.dumps(conf) + spark_run.log
+    assert kafka_zk_broker.admin.password not in text
+    for event in spark_run.creates:
+        hmac = base64.b64encode(spark_run.secret.hmac(event["tokenId"])).decode()
+        assert hmac not in text
