@@ -29,10 +29,14 @@ from kafka import KafkaProducer
 
 from app.cli.server.kafka_broker.broker import LISTENER
 from app.domain.token_secret import TokenSecret
+from tests.e2e.conftest import start_kts
 from tests.e2e.jvm.spark_connector import connector_jars
 from tests.e2e.kafka.conftest import Kts, start_kts_beside, stop_all
 from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks, project_token
 from tests.kafka.brokers import RunningBroker
+
+# The first test of each broker runs the whole job (a broker's start, Spark's, two minutes of streaming).
+pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB = Path(__file__).with_name("spark_kafka_job.py")
@@ -43,6 +47,7 @@ OVERLAP_MS = 3_000  # kts.replace.overlap.ms: a replaced token ends 3 s after it
 STREAM_TOKENS = 3  # the first token and two replacements read records
 BATCH_RECORDS = 10
 JOB_DEADLINE_S = 420
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 
 
 @dataclass
@@ -52,6 +57,7 @@ class SparkRun:
     events: list[dict[str, Any]]
     log: str
     creates: list[dict[str, Any]]
+    later: list[dict[str, Any]]  # the renewals and expiries of the job's tokens
     produced: list[str]
     batch_in: list[str]
     service_account: str
@@ -153,41 +159,70 @@ def tokens_that_read(events: list[dict[str, Any]]) -> list[str]:
     return seen
 
 
-@pytest.fixture(scope="module")
-def kts_with_jwts(
-    kafka_zk_broker: RunningBroker, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[tuple[Kts, JwtKey]]:
-    """kts on the broker's chroot, taking workload JWTs signed by a key of its own, renewing by 8 s."""
-    assert kafka_zk_broker.zookeeper_connect is not None
-    directory = tmp_path_factory.mktemp("kts-spark")
+@dataclass
+class Stack:
+    """A broker, kts in front of its tokens (renewing by 8 s where kts sets the period), the key kts trusts for
+    workload JWTs."""
+
+    name: str
+    broker: RunningBroker
+    kts: Kts
+    signer: JwtKey
+
+
+@pytest.fixture(scope="module", params=["zookeeper-3.9", "kraft-4.4"])
+def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    """kts on the ZooKeeper-mode broker's chroot (3.9), or on the KRaft broker through the Kafka protocol (4.4)."""
+    directory = tmp_path_factory.mktemp(f"kts-spark-{request.param}")
     signer = JwtKey.rsa("cluster-key")
     jwks_file = directory / "jwks.json"
     jwks_file.write_text(json.dumps(jwks(signer)))
+    settings = {
+        "KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS": str(RENEW_PERIOD_MS),
+        "KTS_SASL_OAUTHBEARER_JWKS_ENDPOINT_URL": jwks_file.as_uri(),
+        "KTS_SASL_OAUTHBEARER_EXPECTED_ISSUER": ISSUER,
+        "KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE": AUDIENCE,
+    }
     processes: list[subprocess.Popen[str]] = []
     try:
-        kts = start_kts_beside(
-            processes,
-            directory,
-            kafka_zk_broker.zookeeper_connect,
-            kafka_zk_broker.secret,
-            KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000",
-            KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(RENEW_PERIOD_MS),
-            KTS_SASL_OAUTHBEARER_JWKS_ENDPOINT_URL=jwks_file.as_uri(),
-            KTS_SASL_OAUTHBEARER_EXPECTED_ISSUER=ISSUER,
-            KTS_SASL_OAUTHBEARER_EXPECTED_AUDIENCE=AUDIENCE,
-        )
-        yield kts, signer
+        if request.param.startswith("zookeeper"):
+            broker: RunningBroker = request.getfixturevalue("kafka_zk_broker")
+            assert broker.zookeeper_connect is not None
+            kts = start_kts_beside(
+                processes,
+                directory,
+                broker.zookeeper_connect,
+                broker.secret,
+                KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000",
+                **settings,
+            )
+        else:
+            broker = request.getfixturevalue("kafka_kraft_broker")
+            admin = broker.admin
+            name = f"kts-{uuid.uuid4().hex[:6]}"
+            url = start_kts(
+                processes,
+                directory,
+                name,
+                KTS_BOOTSTRAP_SERVERS=broker.bootstrap,
+                KTS_DELEGATION_TOKEN_SECRET_KEY=broker.secret,
+                KTS_ADMIN_SECURITY_PROTOCOL=LISTENER,
+                KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
+                KTS_ADMIN_SASL_JAAS_CONFIG=f'{SCRAM} required username="{admin.name}" password="{admin.password}";',
+                KTS_SUPER_USERS=f"User:{admin.name}",
+                KTS_AUTH_FAILURES_MAX="0",
+                **settings,
+            )
+            kts = Kts(url, directory / f"{name}.log")
+        yield Stack(request.param, broker, kts, signer)
     finally:
         stop_all(processes)
 
 
 @pytest.fixture(scope="module")
-def spark_run(
-    kafka_zk_broker: RunningBroker, kts_with_jwts: tuple[Kts, JwtKey], tmp_path_factory: pytest.TempPathFactory
-) -> SparkRun:
-    broker = kafka_zk_broker
-    kts, signer = kts_with_jwts
-    directory = tmp_path_factory.mktemp("spark-job")
+def spark_run(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> SparkRun:
+    broker, kts, signer = stack.broker, stack.kts, stack.signer
+    directory = tmp_path_factory.mktemp(f"spark-job-{stack.name}")
     suffix = uuid.uuid4().hex[:8]
     service_account = f"system:serviceaccount:etl:spark-{suffix}"
     alice = f"alice-{suffix}"
@@ -231,6 +266,14 @@ def spark_run(
         "stop_file": str(stop_file),
         "stream_timeout_s": JOB_DEADLINE_S,
     }
+    log_config = directory / "log4j2.properties"
+    log_config.write_text(
+        "rootLogger.level=WARN\nrootLogger.appenderRef.stderr.ref=STDERR\n"
+        "logger.kts.name=kts.jvm\nlogger.kts.level=INFO\n"
+        "appender.stderr.type=Console\nappender.stderr.name=STDERR\nappender.stderr.target=SYSTEM_ERR\n"
+        "appender.stderr.layout.type=PatternLayout\nappender.stderr.layout.pattern=%d{ISO8601} %p %c{1}: %m%n\n"
+    )
+    plan["conf"]["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={log_config}"
     plan_path = directory / "plan.json"
     plan_path.write_text(json.dumps(plan))
     log_path = directory / "job.log"
@@ -299,10 +342,23 @@ def spark_run(
         timeout=30,
     )
     assert response.status_code == 200, response.text
+    creates = list(response.json()["events"])
+    ids = {event["tokenId"] for event in creates}
+    later = []
+    for action in ("token.renew", "token.expire"):
+        answer = httpx.get(
+            f"{kts.url}/v1/audit",
+            params={"action": action, "limit": "1000"},
+            auth=(admin.name, admin.password),
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        later += [event for event in answer.json()["events"] if event["tokenId"] in ids]
     return SparkRun(
         events=read_events(events_path),
         log=log_path.read_text(errors="replace"),
-        creates=list(response.json()["events"]),
+        creates=creates,
+        later=later,
         produced=produced,
         batch_in=batch_values,
         service_account=service_account,
@@ -361,15 +417,21 @@ def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> Non
         assert event["job"]["name"] == spark_run.app_name
         assert event["job"]["user"] == "joe"
     assert len({event["job"]["id"] for event in spark_run.creates}) == 1  # one job, one id on every token
+    renewals = [event for event in spark_run.later if event["action"] == "token.renew"]
+    expiries = [event for event in spark_run.later if event["action"] == "token.expire"]
+    assert all(event["principal"] == f"User:{spark_run.service_account}" for event in spark_run.later)
+    assert expiries  # a replaced token is ended after the overlap, not left to its maximum
+    print(f"kts audited {len(spark_run.creates)} creates, {len(renewals)} renewals, {len(expiries)} expiries")
 
 
-def test_no_kafka_password_or_hmac_in_the_job(spark_run: SparkRun, kafka_zk_broker: RunningBroker) -> None:
+def test_no_kafka_password_or_hmac_in_the_job(spark_run: SparkRun, stack: Stack) -> None:
     (started,) = spark_run.phase("started") or [None]
     assert started is not None, job_failure(spark_run)
     conf = started["conf"]
     assert not [key for key in conf if "jaas" in key or "password" in key or "secret" in key]
     text = json.dumps(conf) + spark_run.log
-    assert kafka_zk_broker.admin.password not in text
+    assert "kts: Spark's Kafka cluster stream: token" in spark_run.log  # the provider's own lines are in it
+    assert stack.broker.admin.password not in text
     for event in spark_run.creates:
         hmac = base64.b64encode(spark_run.secret.hmac(event["tokenId"])).decode()
         assert hmac not in text
