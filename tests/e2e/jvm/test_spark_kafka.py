@@ -34,13 +34,13 @@ from tests.e2e.jvm.spark_connector import connector_jars
 from tests.e2e.kafka.conftest import Kts, start_kts_beside, stop_all
 from tests.jwt_material import AUDIENCE, ISSUER, JwtKey, jwks, project_token
 from tests.kafka.brokers import RunningBroker
+from tests.kts_jvm import build_jar
 
 # The first test of each broker runs the whole job (a broker's start, Spark's, two minutes of streaming).
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[3]
 JOB = Path(__file__).with_name("spark_kafka_job.py")
-JAR = ROOT / "build" / "kts-jvm.jar"
 RENEW_PERIOD_MS = 8_000  # kts's delegation.token.expiry.time.ms here: a renewal every ~6 s
 MAX_LIFETIME_MS = 20_000  # what the provider asks for (kts.max.lifetime.ms): a replacement every ~16 s
 OVERLAP_MS = 3_000  # kts.replace.overlap.ms: a replaced token ends 3 s after its successor is handed out
@@ -67,15 +67,6 @@ class SparkRun:
 
     def phase(self, name: str) -> list[dict[str, Any]]:
         return [event for event in self.events if event["phase"] == name]
-
-
-def build_jar() -> Path:
-    """build/kts-jvm.jar, up to date with jvm/ (Make decides)."""
-    result = subprocess.run(
-        ["make", "--no-print-directory", "jars"], cwd=ROOT, capture_output=True, text=True, timeout=900, check=False
-    )
-    assert result.returncode == 0 and JAR.exists(), (result.stdout + result.stderr)[-4000:]
-    return JAR
 
 
 def spark_conf(
@@ -171,7 +162,7 @@ class Stack:
 
 
 @pytest.fixture(scope="module", params=["zookeeper-3.9", "kraft-4.4"])
-def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def spark_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """kts on the ZooKeeper-mode broker's chroot (3.9), or on the KRaft broker through the Kafka protocol (4.4)."""
     directory = tmp_path_factory.mktemp(f"kts-spark-{request.param}")
     signer = JwtKey.rsa("cluster-key")
@@ -220,9 +211,9 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.fixture(scope="module")
-def spark_run(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> SparkRun:
-    broker, kts, signer = stack.broker, stack.kts, stack.signer
-    directory = tmp_path_factory.mktemp(f"spark-job-{stack.name}")
+def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> SparkRun:
+    broker, kts, signer = spark_stack.broker, spark_stack.kts, spark_stack.signer
+    directory = tmp_path_factory.mktemp(f"spark-job-{spark_stack.name}")
     suffix = uuid.uuid4().hex[:8]
     service_account = f"system:serviceaccount:etl:spark-{suffix}"
     alice = f"alice-{suffix}"
@@ -424,14 +415,14 @@ def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> Non
     print(f"kts audited {len(spark_run.creates)} creates, {len(renewals)} renewals, {len(expiries)} expiries")
 
 
-def test_no_kafka_password_or_hmac_in_the_job(spark_run: SparkRun, stack: Stack) -> None:
+def test_no_kafka_password_or_hmac_in_the_job(spark_run: SparkRun, spark_stack: Stack) -> None:
     (started,) = spark_run.phase("started") or [None]
     assert started is not None, job_failure(spark_run)
     conf = started["conf"]
     assert not [key for key in conf if "jaas" in key or "password" in key or "secret" in key]
     text = json.dumps(conf) + spark_run.log
     assert "kts: Spark's Kafka cluster stream: token" in spark_run.log  # the provider's own lines are in it
-    assert stack.broker.admin.password not in text
+    assert spark_stack.broker.admin.password not in text
     for event in spark_run.creates:
         hmac = base64.b64encode(spark_run.secret.hmac(event["tokenId"])).decode()
         assert hmac not in text
