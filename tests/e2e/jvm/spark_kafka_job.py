@@ -17,6 +17,7 @@ It writes one JSON object per line to ``events``: ``{"phase": "batch", ...}``, t
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -34,6 +35,8 @@ def main(plan_path: str) -> int:
     def emit(**event: Any) -> None:
         events.write(json.dumps({"at": time.time(), **event}) + "\n")
 
+    if plan.get("submit_args"):
+        os.environ["PYSPARK_SUBMIT_ARGS"] = plan["submit_args"]  # spark-submit's own options (--proxy-user)
     try:
         conf = SparkConf()
         for key, value in plan["conf"].items():

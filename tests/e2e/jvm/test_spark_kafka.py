@@ -1,12 +1,15 @@
 """Spark takes kts tokens by configuration alone (docs/orchestrators.md#spark): PySpark 4.3 in local mode with
 ``spark.security.directCredentialProviders.enabled``, Spark's Kafka connector and build/kts-jvm.jar, against the real
-Kafka 3.9 broker in ZooKeeper mode with kts on its ZooKeeper.
+brokers: Kafka 3.9 in ZooKeeper mode with kts on its ZooKeeper, and 4.4 in KRaft mode with kts on its
+bootstrap.servers.
 
 The job logs in to kts with a projected service-account JWT only: there is no Kafka password anywhere in its
 configuration. A batch job reads and writes topics with a token kts makes for another owner (KIP-373,
-``kts.owner``), and a streaming query keeps reading across token replacements (short-lived tokens: a 20 s maximum
-lifetime, renewed every few seconds). One Spark session for the module (it costs seconds and much CPU): the fixture
-runs the whole job in a process of its own (tests/e2e/jvm/spark_kafka_job.py), the tests read what it recorded."""
+``kts.owner``), and a streaming query keeps reading across token replacements with tokens of the job's own identity
+(KRaft) or, as the job is submitted with ``--proxy-user`` there, of that user (ZooKeeper mode). The tokens are
+short-lived: a 20 s maximum lifetime, renewed every few seconds where kts sets the period. One Spark session per
+broker (it costs seconds and much CPU): the fixture runs the whole job in a process of its own
+(tests/e2e/jvm/spark_kafka_job.py), and the tests read what it recorded."""
 
 from __future__ import annotations
 
@@ -62,6 +65,7 @@ class SparkRun:
     batch_in: list[str]
     service_account: str
     alice: str
+    stream_owner: str  # the job's own identity, or the --proxy-user it runs as
     app_name: str
     secret: TokenSecret
 
@@ -93,7 +97,7 @@ def spark_conf(
     }
     clusters = {
         "stream": (f"127\\.0\\.0\\.1:{port}", {}),
-        "batch": (f"localhost:{port}", {"kts.owner": f"User:{alice}", "kts.renewers": f"User:{service_account}"}),
+        "batch": (f"localhost:{port}", {"kts.owner": f"User:{alice}"}),
     }
     for cluster, (regex, extra) in clusters.items():
         prefix = f"spark.kafka.clusters.{cluster}."
@@ -109,6 +113,8 @@ def spark_conf(
                 f"{prefix}kts.jwt.file": str(jwt_file),
                 f"{prefix}kts.max.lifetime.ms": str(MAX_LIFETIME_MS),
                 f"{prefix}kts.replace.overlap.ms": str(OVERLAP_MS),
+                # Tokens for other owners are renewed by the job's identity, not replaced at each renewal point.
+                f"{prefix}kts.renewers": f"User:{service_account}",
                 **{prefix + key: value for key, value in extra.items()},
             }
         )
@@ -217,6 +223,9 @@ def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> S
     suffix = uuid.uuid4().hex[:8]
     service_account = f"system:serviceaccount:etl:spark-{suffix}"
     alice = f"alice-{suffix}"
+    # On the ZooKeeper-mode broker the job is submitted with --proxy-user: its stream tokens are that user's.
+    proxy_user = f"carol-{suffix}" if spark_stack.name.startswith("zookeeper") else None
+    stream_owner = f"User:{proxy_user}" if proxy_user else f"User:{service_account}"
     app_name = f"kts-proof-{suffix}"
     batch_in, batch_out, stream_topic = broker.create_topic(), broker.create_topic(), broker.create_topic()
 
@@ -231,9 +240,10 @@ def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> S
             "--resource-pattern-type", "prefixed",
         )  # fmt: skip
 
-    allow(f"User:{service_account}", [stream_topic], ["Read", "Describe"])
+    allow(stream_owner, [stream_topic], ["Read", "Describe"])
     allow(f"User:{alice}", [batch_in, batch_out], ["Read", "Write", "Describe"])
-    kts.grant(broker.admin, "User", f"User:{alice}", f"User:{service_account}", "CreateTokens")
+    for owner in {f"User:{alice}", stream_owner} - {f"User:{service_account}"}:
+        kts.grant(broker.admin, "User", owner, f"User:{service_account}", "CreateTokens")
 
     batch_values = [f"batch-{n}" for n in range(BATCH_RECORDS)]
     produce(broker, batch_in, batch_values)
@@ -256,6 +266,7 @@ def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> S
         "client_options": {"kafka.security.protocol": LISTENER},
         "stop_file": str(stop_file),
         "stream_timeout_s": JOB_DEADLINE_S,
+        "submit_args": f"--proxy-user {proxy_user} pyspark-shell" if proxy_user else None,
     }
     log_config = directory / "log4j2.properties"
     log_config.write_text(
@@ -354,6 +365,7 @@ def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> S
         batch_in=batch_values,
         service_account=service_account,
         alice=alice,
+        stream_owner=stream_owner,
         app_name=app_name,
         secret=TokenSecret(broker.secret),
     )
@@ -382,8 +394,8 @@ def test_a_streaming_query_reads_across_token_replacements(spark_run: SparkRun) 
     read = [value for event in spark_run.phase("micro-batch") for value in event["values"]]
     assert sorted(read, key=lambda v: int(v.split("-")[1])) == spark_run.produced  # each exactly once, none lost
     created = {event["tokenId"]: event for event in spark_run.creates}
-    stream_tokens = [event for event in spark_run.creates if event["owner"] == f"User:{spark_run.service_account}"]
-    assert all(token in created for token in readers)
+    stream_tokens = [event for event in spark_run.creates if event["owner"] == spark_run.stream_owner]
+    assert all(created[token]["owner"] == spark_run.stream_owner for token in readers)
     # Seconds from a replacement (kts created the token) to the first record read with it.
     delays = []
     for token in readers[1:]:
@@ -400,7 +412,7 @@ def test_a_streaming_query_reads_across_token_replacements(spark_run: SparkRun) 
 def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> None:
     assert spark_run.creates, job_failure(spark_run)
     owners = {event["owner"] for event in spark_run.creates}
-    assert owners == {f"User:{spark_run.service_account}", f"User:{spark_run.alice}"}
+    assert owners == {spark_run.stream_owner, f"User:{spark_run.alice}"}
     for event in spark_run.creates:
         assert event["outcome"] == "succeeded"
         assert event["principal"] == event["tokenRequester"] == f"User:{spark_run.service_account}"
