@@ -60,6 +60,7 @@ class SparkRun:
     events: list[dict[str, Any]]
     log: str
     creates: list[dict[str, Any]]
+    last: set[str]  # the id of each cluster's last token
     later: list[dict[str, Any]]  # the renewals and expiries of the job's tokens
     produced: list[str]
     batch_in: list[str]
@@ -336,30 +337,33 @@ def spark_run(spark_stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> S
             job.kill()
             job.wait(30)
 
-    admin = broker.admin
-    response = httpx.get(
-        f"{kts.url}/v1/audit",
-        params={"action": "token.create", "jobFramework": "spark", "jobName": app_name, "limit": "1000"},
-        auth=(admin.name, admin.password),
-        timeout=30,
-    )
-    assert response.status_code == 200, response.text
-    creates = list(response.json()["events"])
-    ids = {event["tokenId"] for event in creates}
-    later = []
-    for action in ("token.renew", "token.expire"):
-        answer = httpx.get(
-            f"{kts.url}/v1/audit",
-            params={"action": action, "limit": "1000"},
-            auth=(admin.name, admin.password),
-            timeout=30,
+    def audit(**query: str) -> list[dict[str, Any]]:
+        admin = broker.admin
+        response = httpx.get(
+            f"{kts.url}/v1/audit", params={"limit": "1000", **query}, auth=(admin.name, admin.password), timeout=30
         )
-        assert answer.status_code == 200, answer.text
-        later += [event for event in answer.json()["events"] if event["tokenId"] in ids]
+        assert response.status_code == 200, response.text
+        return list(response.json()["events"])
+
+    creates = audit(action="token.create", jobFramework="spark", jobName=app_name)
+    ids = {event["tokenId"] for event in creates}
+    last = {max((e for e in creates if e["owner"] == owner), key=lambda e: e["id"])["tokenId"] for owner in
+            {e["owner"] for e in creates}}  # fmt: skip
+
+    def later_events() -> list[dict[str, Any]]:
+        return [e for action in ("token.renew", "token.expire") for e in audit(action=action) if e["tokenId"] in ids]
+
+    # The job's JVM ends its last tokens as it shuts down, which may finish after the Python driver has exited.
+    deadline = time.monotonic() + 60
+    later = later_events()
+    while time.monotonic() < deadline and not last <= {e["tokenId"] for e in later if e["action"] == "token.expire"}:
+        time.sleep(1)
+        later = later_events()
     return SparkRun(
         events=read_events(events_path),
         log=log_path.read_text(errors="replace"),
         creates=creates,
+        last=last,
         later=later,
         produced=produced,
         batch_in=batch_values,
@@ -424,6 +428,8 @@ def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> Non
     expiries = [event for event in spark_run.later if event["action"] == "token.expire"]
     assert all(event["principal"] == f"User:{spark_run.service_account}" for event in spark_run.later)
     assert expiries  # a replaced token is ended after the overlap, not left to its maximum
+    # and the last ones as the application ends, not left to their expiry
+    assert spark_run.last <= {event["tokenId"] for event in expiries}
     print(f"kts audited {len(spark_run.creates)} creates, {len(renewals)} renewals, {len(expiries)} expiries")
 
 

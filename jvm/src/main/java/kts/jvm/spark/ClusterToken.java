@@ -192,7 +192,20 @@ final class ClusterToken {
         return localMs + clockOffsetMs;
     }
 
-    synchronized void close() {
+    /** Ends the current token at kts (best effort): the application is ending, no executor needs it any more. */
+    synchronized void end() {
+        if (current == null) {
+            return;
+        }
+        try {
+            client.expire(current.tokenId());
+            log.info("kts: Spark's Kafka cluster {}: token {} ended (the application ends)", cluster,
+                    current.tokenId());
+        } catch (RuntimeException ex) {
+            log.warn("kts: Spark's Kafka cluster {}: token {} could not be ended: {}", cluster, current.tokenId(),
+                    ex.getMessage());
+        }
+        current = null;
         client.close();
     }
 }

@@ -39,6 +39,8 @@ import scala.Tuple2;
 public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
     public static final String SERVICE_NAME = "kts";
     static final Text KIND = new Text("KAFKA_DELEGATION_TOKEN");
+    /** When Spark should call again for a cluster that got no token while others did. */
+    static final long FAILED_CLUSTER_RETRY_MS = 10_000;
     private static final Logger log = LoggerFactory.getLogger(KtsTokenProvider.class);
 
     private final Map<String, ClusterToken> clusters = new HashMap<>();
@@ -59,6 +61,7 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
             Credentials creds) {
         Map<String, String> conf = snapshot(sparkConf);
         long next = Long.MAX_VALUE;
+        boolean handedOut = false;
         List<String> failed = new ArrayList<>();
         RuntimeException firstError = null;
         for (String id : SparkClusters.ids(conf)) {
@@ -67,14 +70,16 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
                 KtsToken token = cluster.current(System.currentTimeMillis());
                 creds.addToken(new Text(SparkClusters.alias(id)), hadoopToken(token, id));
                 next = Math.min(next, cluster.nextCallAtMs());
+                handedOut = true;
             } catch (RuntimeException ex) {
-                // Other clusters still get their tokens; Spark is told about the failure below.
+                // Other clusters still get their tokens, and Spark calls again soon for this one.
+                next = Math.min(next, System.currentTimeMillis() + FAILED_CLUSTER_RETRY_MS);
                 failed.add(id);
                 firstError = firstError == null ? ex : firstError;
                 log.error("kts: no token for Spark's Kafka cluster {}: {}", id, ex.getMessage());
             }
         }
-        if (!failed.isEmpty() && next == Long.MAX_VALUE) {
+        if (!failed.isEmpty() && !handedOut) {
             // Nothing to hand out: Spark logs it and calls again after spark.security.credentials.retryWait.
             throw new IllegalStateException("kts: no token for Spark's Kafka cluster(s) " + String.join(", ", failed)
                     + ": " + firstError.getMessage(), firstError);
@@ -84,6 +89,16 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
         }
         long now = System.currentTimeMillis();
         return Option.apply(SparkClusters.returnedTime(now, next, SparkClusters.ratio(conf)));
+    }
+
+    private void endAll() {
+        List<ClusterToken> all;
+        synchronized (this) {
+            all = new ArrayList<>(clusters.values());
+        }
+        for (ClusterToken cluster : all) {
+            cluster.end();
+        }
     }
 
     /** The number of tokens created for a cluster so far (tests and diagnostics). */
@@ -105,6 +120,11 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
                 job = job(conf);
             }
             cluster = new ClusterToken(id, settings, owner(settings), job);
+            if (clusters.isEmpty()) {
+                // Spark has no hook for a provider at the application's end: the JVM's shutdown is the last chance
+                // to end the tokens, which would otherwise stay valid until their expiry.
+                Runtime.getRuntime().addShutdownHook(new Thread(this::endAll, "kts-spark-tokens-end"));
+            }
             clusters.put(id, cluster);
         }
         return cluster;
