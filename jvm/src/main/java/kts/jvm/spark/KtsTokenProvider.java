@@ -101,12 +101,6 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
         }
     }
 
-    /** The number of tokens created for a cluster so far (tests and diagnostics). */
-    public synchronized int tokensCreated(String clusterId) {
-        ClusterToken cluster = clusters.get(clusterId);
-        return cluster == null ? 0 : cluster.created();
-    }
-
     private ClusterToken cluster(String id, Map<String, String> conf) {
         ClusterToken cluster = clusters.get(id);
         if (cluster == null) {
