@@ -123,7 +123,7 @@ final class ClusterToken {
     }
 
     private void step(RefreshSchedule.Action action) {
-        if (action == RefreshSchedule.Action.RENEW && renew()) {
+        if (action == RefreshSchedule.Action.RENEW && mayRenew && renew()) {
             return;
         }
         replace();
