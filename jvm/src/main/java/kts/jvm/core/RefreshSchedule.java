@@ -9,17 +9,17 @@ package kts.jvm.core;
  * maximum, so replace it (a new token) once the window factor of its whole lifetime has passed, or at the renewal
  * point when this client may not renew it or a renewal cannot extend it any more.
  */
-final class RefreshSchedule {
+public final class RefreshSchedule {
     static final double JITTER = 0.05;
     static final long INITIAL_BACKOFF_MS = 500;
     static final long MAX_BACKOFF_MS = 10_000;
 
-    enum Action {
+    public enum Action {
         RENEW,
         REPLACE
     }
 
-    record Step(Action action, long atMs) {
+    public record Step(Action action, long atMs) {
     }
 
     private RefreshSchedule() {
@@ -28,7 +28,7 @@ final class RefreshSchedule {
     /**
      * The next step for {@code token} at {@code nowMs}; {@code random} in [0, 1) draws the jitter.
      */
-    static Step next(long nowMs, KtsToken token, boolean renewable, double factor, long minPeriodMs, double random) {
+    public static Step next(long nowMs, KtsToken token, boolean renewable, double factor, long minPeriodMs, double random) {
         long left = token.expiryTimestamp() - nowMs;
         if (left <= 0) {
             return new Step(Action.REPLACE, nowMs);
@@ -54,7 +54,7 @@ final class RefreshSchedule {
     }
 
     /** The wait before retry number {@code failures} (1, 2, ...): doubling from 0.5 s, capped at 10 s, half jittered. */
-    static long backoffMs(int failures, double random) {
+    public static long backoffMs(int failures, double random) {
         int exponent = Math.min(Math.max(failures - 1, 0), 20);
         long ceiling = Math.min(MAX_BACKOFF_MS, INITIAL_BACKOFF_MS << exponent);
         return ceiling / 2 + (long) (ceiling / 2 * random);
@@ -64,7 +64,7 @@ final class RefreshSchedule {
      * The expiryTimePeriodMs that ends a replaced token after {@code overlapMs}, or null when it ends sooner by
      * itself (an expire with a period can also extend a token, which would be wrong here); -1 to end it now.
      */
-    static Long retirementPeriodMs(long nowMs, long expiryTimestamp, long overlapMs) {
+    public static Long retirementPeriodMs(long nowMs, long expiryTimestamp, long overlapMs) {
         if (overlapMs <= 0) {
             return -1L;
         }
