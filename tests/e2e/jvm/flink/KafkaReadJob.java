@@ -1,0 +1,53 @@
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Properties;
+import org.apache.flink.api.common.eventtime.WatermarkStrategy;
+import org.apache.flink.api.common.serialization.SimpleStringSchema;
+import org.apache.flink.configuration.Configuration;
+import org.apache.flink.connector.kafka.source.KafkaSource;
+import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
+import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
+
+/**
+ * A Flink job as its user writes it, run on a MiniCluster: flink-connector-kafka's KafkaSource reads a topic from
+ * its start and prints each record with the time it was read ("read <value> at <epoch ms>"), until it is killed.
+ * Nothing here knows kts: the Flink configuration (args[0]) enables kts's provider, and the Kafka client
+ * properties (args[1]) name kts's callback handler; neither holds a Kafka password.
+ */
+public final class KafkaReadJob {
+    public static void main(String[] args) throws Exception {
+        Map<String, String> flink = new HashMap<>();
+        load(args[0]).forEach((key, value) -> flink.put((String) key, (String) value));
+        Properties kafka = load(args[1]);
+        String topic = args[2];
+
+        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(flink));
+        env.setParallelism(1);
+        KafkaSource<String> source = KafkaSource.<String>builder()
+                .setProperties(kafka)
+                .setTopics(topic)
+                .setStartingOffsets(OffsetsInitializer.earliest())
+                .setValueOnlyDeserializer(new SimpleStringSchema())
+                .build();
+        env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka")
+                .map(value -> {
+                    System.out.println("read " + value + " at " + System.currentTimeMillis());
+                    System.out.flush();
+                    return value;
+                })
+                .sinkTo(new DiscardingSink<>());
+        env.execute(flink.getOrDefault("pipeline.name", "kts-flink-read"));
+    }
+
+    private static Properties load(String path) throws IOException {
+        Properties properties = new Properties();
+        try (InputStream in = new FileInputStream(path)) {
+            properties.load(in);
+        }
+        return properties;
+    }
+}
