@@ -49,7 +49,7 @@ def _copy_dependencies(root: Path, pom: str) -> None:
     staging.mkdir()
     (root / "pom.xml").write_text(pom, encoding="utf-8")
     command = ["mvn", "-B", "-q", "-f", str(root / "pom.xml"), DEPENDENCY_PLUGIN, "-DincludeScope=runtime"]
-    result = subprocess.run(  # noqa: S603
+    result = subprocess.run(
         [*command, f"-DoutputDirectory={staging}"], capture_output=True, text=True, timeout=900, check=False
     )
     if result.returncode != 0 or not any(staging.glob("flink-connector-kafka-*.jar")):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import subprocess
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,8 +51,6 @@ appender.file.layout.type = PatternLayout
 appender.file.layout.pattern = %d{{UNIX_MILLIS}} %-5p %c - %m%n
 logger.kts.name = kts.jvm
 logger.kts.level = DEBUG
-logger.sasl.name = org.apache.kafka.common.security.authenticator.SaslClientAuthenticator
-logger.sasl.level = DEBUG
 """
 
 
@@ -163,22 +160,9 @@ class JobLog:
         ]
 
     def first_authentication_with(self, token_id: str) -> int | None:
-        """When the consumer first finished a (re-)authentication with ``token_id``: the handler hands out the
-        registry's token at the start of each authentication, so the first one to finish after the token was
-        published used it."""
-        published = next(
-            (at for at, line in self.lines() if f"now uses token {token_id}" in line), None
-        )
-        if published is None:
-            return None
-        return next(
-            (
-                at
-                for at, line in self.lines()
-                if at >= published and re.search(r"Finished (re-)?authentication", line)
-            ),
-            None,
-        )
+        """When a Kafka client of the job first logged in with ``token_id`` (kts's callback handler logs the token
+        it hands out at each authentication and re-authentication)."""
+        return next((at for at, line in self.lines() if f"Kafka login with kts token {token_id}" in line), None)
 
 
 def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, tmp_path: Path) -> None:

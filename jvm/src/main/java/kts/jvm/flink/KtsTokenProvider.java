@@ -9,6 +9,7 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import kts.jvm.core.JobInfo;
 import kts.jvm.core.KtsClient;
+import kts.jvm.core.KtsException;
 import kts.jvm.core.KtsSettings;
 import kts.jvm.core.KtsToken;
 import org.apache.flink.configuration.Configuration;
@@ -65,7 +66,7 @@ public final class KtsTokenProvider implements DelegationTokenProvider {
     }
 
     @Override
-    public synchronized ObtainedDelegationTokens obtainDelegationTokens() throws Exception {
+    public synchronized ObtainedDelegationTokens obtainDelegationTokens() {
         Map<String, KtsToken> tokens = new LinkedHashMap<>();
         long validUntil = Long.MAX_VALUE;
         for (Cluster cluster : clusters.values()) {
@@ -82,6 +83,7 @@ public final class KtsTokenProvider implements DelegationTokenProvider {
         final KtsSettings settings;
         final KtsClient client;
         KtsToken token;
+        boolean renewable = true;
 
         Cluster(String id, KtsSettings settings, KtsClient client) {
             this.id = id;
@@ -90,39 +92,52 @@ public final class KtsTokenProvider implements DelegationTokenProvider {
         }
 
         /** The token to hand out now: created, renewed, or replaced by a new one. */
-        KtsToken current(long now) throws Exception {
-            if (token != null && !Replacement.due(token, now, settings.refreshWindowFactor())) {
-                try {
-                    long expiry = client.renew(token.tokenId());
-                    token = token.withExpiry(expiry);
-                    LOG.info("kts: cluster {}: renewed token {} until {}", id, token.tokenId(), expiry);
+        KtsToken current(long now) {
+            if (token != null && !Replacement.due(token, now, settings.refreshWindowFactor(), renewable)) {
+                if (renewable) {
+                    try {
+                        long expiry = client.renew(token.tokenId());
+                        token = token.withExpiry(expiry);
+                        LOG.info("kts: cluster {}: renewed token {} until {}", id, token.tokenId(), expiry);
+                        return token;
+                    } catch (KtsException e) {
+                        if (e.status() == 403) {
+                            // A token created for another owner (kts.owner) may be renewed only by its owner and
+                            // renewers: from now on each token lives to its expiry and is then replaced.
+                            renewable = false;
+                        }
+                        LOG.warn("kts: cluster {}: could not renew token {}, creating a new one: {}", id,
+                                token.tokenId(), e.getMessage());
+                    }
+                } else {
                     return token;
-                } catch (Exception e) {
-                    // Gone or no longer renewable (expired by someone, kts's sweeper): a new token replaces it.
-                    LOG.warn("kts: cluster {}: could not renew token {}, creating a new one: {}", id, token.tokenId(), e.toString());
                 }
             }
             KtsToken previous = token;
             token = client.create(settings.owner(), job);
             if (previous == null) {
-                LOG.info("kts: cluster {}: created token {} for owner {}", id, token.tokenId(), token.owner());
+                LOG.info("kts: cluster {}: created token {} for owner {}, expires at {}, at the latest {}", id,
+                        token.tokenId(), token.owner(), token.expiryTimestamp(), token.maxTimestamp());
             } else {
                 LOG.info("kts: cluster {}: token {} replaces token {}", id, token.tokenId(), previous.tokenId());
-                expireLater(previous, now);
+                retireLater(previous, now);
             }
             return token;
         }
 
-        /** The old token stays valid for the overlap, so that no TaskManager between the two is refused. */
-        private void expireLater(KtsToken previous, long now) {
+        /**
+         * The replaced token stays valid for the overlap ({@code replace.overlap.ms}), so that no TaskManager
+         * between the two is refused, and is then expired (at once when its own expiry comes sooner anyway).
+         */
+        private void retireLater(KtsToken previous, long now) {
             long delay = Math.max(0, Math.min(settings.replaceOverlapMs(), previous.expiryTimestamp() - now));
             expirer().schedule(() -> {
                 try {
                     client.expire(previous.tokenId());
                     LOG.info("kts: cluster {}: expired the replaced token {}", id, previous.tokenId());
-                } catch (Exception e) {
-                    LOG.warn("kts: cluster {}: could not expire the replaced token {} (it dies at its expiry): {}",
-                            id, previous.tokenId(), e.toString());
+                } catch (RuntimeException e) {
+                    LOG.warn("kts: cluster {}: could not expire the replaced token {} (it ends at its expiry): {}",
+                            id, previous.tokenId(), e.getMessage());
                 }
             }, delay, TimeUnit.MILLISECONDS);
         }
