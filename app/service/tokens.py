@@ -88,6 +88,7 @@ class TokenService:
                 "requestedMaxLifetimeMs": request.max_lifetime_ms,
                 "renewers": [str(renewer) for renewer in request.renewers],
             },
+            job=request.job,
         )
 
         def plan() -> TokenInformation:

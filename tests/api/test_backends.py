@@ -89,6 +89,31 @@ def test_another_owner_needs_create_tokens_and_token_callers_cannot_mint(cluster
     assert bad_renewer.status_code in (400, 422) or bad_renewer.json().get("code") == 67
 
 
+def test_the_create_events_keep_the_job_and_find_it(cluster: Cluster) -> None:
+    """The job a create names is kept in its audit events (succeeded and denied), never on the cluster; the
+    token's id leads to it, and its id to the token (issue 33)."""
+    alice, bob = cluster.user("alice"), cluster.user("bob")
+    client = cluster.client()
+    job = {"framework": "spark", "id": f"app-{alice.name}", "name": "nightly-etl", "user": "joe"}
+    token = create(client, alice, job=job)
+    refused = client.post("/v1/tokens", json={"owner": bob.principal, "job": job}, headers=alice.basic)
+    assert refused.status_code == 403
+
+    def audit(**filters: str) -> list[dict[str, Any]]:
+        response = client.get("/v1/audit", params=filters, headers=cluster.admin.basic)
+        assert response.status_code == 200, response.text
+        return list(response.json()["events"])
+
+    (made,) = audit(tokenId=token["tokenId"], action="token.create")
+    assert (made["outcome"], made["tokenId"], made["job"]) == ("succeeded", token["tokenId"], job)
+    found = audit(jobId=job["id"])
+    assert [(event["outcome"], event["owner"], event["job"]) for event in found] == [
+        ("denied", bob.principal, job),
+        ("succeeded", alice.principal, job),
+    ]
+    assert found[1]["tokenId"] == token["tokenId"]
+
+
 def test_renew_and_expire_by_id_and_by_hmac(cluster: Cluster) -> None:
     alice, bob = cluster.user("alice"), cluster.user("bob")
     client = cluster.client()
