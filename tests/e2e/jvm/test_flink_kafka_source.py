@@ -23,7 +23,6 @@ from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from tests.api.helpers import eventually
 from tests.conftest import SECRET, write_properties
 from tests.e2e.jvm.flink_classpath import flink_libs
-from tests.e2e.jvm.kts_jvm import kts_jvm_jar
 from tests.e2e.kafka.conftest import Kts, start_kts_beside, stop_all
 from tests.kafka.brokers import LISTENER, RunningBroker, start_zookeeper_mode_broker
 
@@ -55,13 +54,13 @@ logger.kts.level = DEBUG
 
 
 @dataclass
-class Stack:
+class FlinkStack:
     broker: RunningBroker
     kts: Kts
 
 
 @pytest.fixture(scope="module")
-def stack(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def flink_stack(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkStack]:
     """A broker of the module's own (re-authentication on), and kts on its chroot with short token lifetimes."""
     directory = tmp_path_factory.mktemp("flink-kafka")
     chroot = f"{zookeeper.connect_string}/kafka-flink-{uuid.uuid4().hex[:12]}"
@@ -79,7 +78,7 @@ def stack(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
             KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(EXPIRY_MS),
             KTS_DELEGATION_TOKEN_MAX_LIFETIME_MS=str(MAX_LIFETIME_MS),
         )
-        yield Stack(broker, kts)
+        yield FlinkStack(broker, kts)
     finally:
         stop_all(processes)
         broker.broker.stop()
@@ -165,8 +164,10 @@ class JobLog:
         return next((at for at, line in self.lines() if f"Kafka login with kts token {token_id}" in line), None)
 
 
-def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, tmp_path: Path) -> None:
-    broker, kts = stack.broker, stack.kts
+def test_a_flink_kafka_source_reads_across_token_replacements(
+    flink_stack: FlinkStack, kts_jvm_jar: Path, tmp_path: Path
+) -> None:
+    broker, kts = flink_stack.broker, flink_stack.kts
     user = broker.new_user("flink")
     topic = broker.create_topic()
     group = f"kts-flink-{uuid.uuid4().hex[:8]}"
@@ -223,7 +224,7 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, tmp_
             "-XX:+UseSerialGC",
             f"-Dlog4j2.configurationFile={tmp_path / 'log4j2.properties'}",
             "-cp",
-            f"{kts_jvm_jar()}:{libs}/*:{classes}",
+            f"{kts_jvm_jar}:{libs}/*:{classes}",
             "KafkaReadJob",
             str(flink_conf),
             str(kafka_conf),
@@ -270,11 +271,14 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, tmp_
         )
     print("\n".join(lines))
 
-    # kts's audit: every token the job created, owned by the JobManager's login, none other.
-    query = {"action": "token.create", "principal": principal, "outcome": "succeeded"}
+    # kts's audit: every token the job created, owned by the JobManager's login and traced to the job, none other.
+    query = {"action": "token.create", "outcome": "succeeded", "jobFramework": "flink", "jobId": job_id}
     events = kts.request("GET", "/v1/audit", broker.admin, params=query).json()["events"]
     assert sorted(event["tokenId"] for event in events) == sorted(created)
     assert {event["owner"] for event in events} == {principal}
+    assert {event["job"]["name"] for event in events} == {"kts-flink-proof"}
+    query = {"action": "token.create", "outcome": "succeeded", "principal": principal}
+    assert len(kts.request("GET", "/v1/audit", broker.admin, params=query).json()["events"]) == len(created)
     # No HMAC in anything the job wrote.
     for path in (stdout, stderr, log):
         assert not _HMAC.search(path.read_text(errors="replace")), path.name

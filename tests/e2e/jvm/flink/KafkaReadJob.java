@@ -40,7 +40,13 @@ public final class KafkaReadJob {
                     return value;
                 })
                 .sinkTo(new DiscardingSink<>());
-        env.execute(flink.getOrDefault("pipeline.name", "kts-flink-read"));
+        try {
+            env.execute(flink.getOrDefault("pipeline.name", "kts-flink-read"));
+        } catch (Exception e) {
+            // The MiniCluster's threads would keep the JVM up: end it, so that the test sees the failure at once.
+            e.printStackTrace();
+            System.exit(1);
+        }
     }
 
     private static Properties load(String path) throws IOException {
