@@ -32,7 +32,8 @@ final class TokenBundle {
                 out.writeUTF(entry.getKey());
                 out.writeUTF(token.tokenId());
                 out.writeUTF(token.hmac());
-                out.writeUTF(token.owner());
+                out.writeBoolean(token.owner() != null); // kts may leave the owner out
+                out.writeUTF(token.owner() == null ? "" : token.owner());
                 out.writeLong(token.issueTimestamp());
                 out.writeLong(token.expiryTimestamp());
                 out.writeLong(token.maxTimestamp());
@@ -57,10 +58,12 @@ final class TokenBundle {
             Map<String, KtsToken> tokens = new LinkedHashMap<>();
             for (int i = 0; i < count; i++) {
                 String cluster = in.readUTF();
-                tokens.put(
-                        cluster,
-                        new KtsToken(
-                                in.readUTF(), in.readUTF(), in.readUTF(), in.readLong(), in.readLong(), in.readLong()));
+                String tokenId = in.readUTF();
+                String hmac = in.readUTF();
+                boolean hasOwner = in.readBoolean();
+                String owner = in.readUTF();
+                tokens.put(cluster, new KtsToken(tokenId, hmac, hasOwner ? owner : null, in.readLong(), in.readLong(),
+                        in.readLong()));
             }
             if (in.available() != 0) {
                 throw new IllegalArgumentException("kts token bundle with bytes after its last token");
