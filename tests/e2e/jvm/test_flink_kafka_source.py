@@ -1,10 +1,11 @@
 """A Flink job on a MiniCluster reads a topic with flink-connector-kafka's KafkaSource, taking kts tokens by
-configuration only, across token replacements: kts's provider on the JobManager creates, renews and replaces a
-short-lived token, Flink ships it to the TaskManager, kts's receiver publishes it, and the Kafka consumer's
-callback handler hands it out at every (re-)authentication. The broker is a 3.9 broker in ZooKeeper mode of the
-test's own, with ``connections.max.reauth.ms`` so that established connections re-authenticate; kts runs on its
-ZooKeeper. Prints the seconds from each replacement to the first record read with the new token, and the number of
-tokens the job created."""
+configuration only, across two token replacements, on Kafka 3.9 in ZooKeeper mode and 4.4 in KRaft mode: kts's
+provider on the JobManager logs in to kts with a projected JWT and creates, renews and replaces a short-lived token,
+Flink ships it to the TaskManager, kts's receiver publishes it, and the Kafka consumer's callback handler hands it
+out at every authentication. No broker setting is needed for the running connections to take the new token: a
+broker bounds the session of a token-authenticated connection by the token's expiry at login (KIP-368), so the
+client re-authenticates before then. Prints the seconds from each replacement to the first record read with the
+new token, and the number of tokens the job created."""
 
 from __future__ import annotations
 
@@ -12,27 +13,24 @@ import re
 import subprocess
 import threading
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
 
-from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from tests.api.helpers import eventually
-from tests.conftest import SECRET, write_properties
+from tests.conftest import write_properties
+from tests.e2e.jvm.conftest import Stack
 from tests.e2e.jvm.flink_classpath import flink_libs
-from tests.e2e.kafka.conftest import Kts, start_kts_beside, stop_all
-from tests.kafka.brokers import LISTENER, RunningBroker, start_zookeeper_mode_broker
+from tests.kafka.brokers import LISTENER, RunningBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(600)]
 
 JOB = Path(__file__).parent / "flink" / "KafkaReadJob.java"
-# Short lifetimes so that the provider replaces the token within about half a minute: Flink asks it again at
-# 0.75 of the time to each expiry, and it replaces the token past 0.8 of the maximum lifetime.
-EXPIRY_MS, MAX_LIFETIME_MS = 8_000, 24_000
-REAUTH_MS = 5_000  # the broker ends every session after 5 s unless the client re-authenticates
+# Tokens of 24 s (kts's default expiry is longer, so the maximum is the expiry): Flink asks the provider again at
+# 0.75 of the time to it, and the provider replaces the token past 0.8 of it.
+MAX_LIFETIME_MS = 24_000
 REPLACEMENTS = 2
 PATIENCE_S = 300.0
 CLUSTER = "orders"
@@ -51,37 +49,6 @@ appender.file.layout.pattern = %d{{UNIX_MILLIS}} %-5p %c - %m%n
 logger.kts.name = kts.jvm
 logger.kts.level = DEBUG
 """
-
-
-@dataclass
-class FlinkStack:
-    broker: RunningBroker
-    kts: Kts
-
-
-@pytest.fixture(scope="module")
-def flink_stack(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FlinkStack]:
-    """A broker of the module's own (re-authentication on), and kts on its chroot with short token lifetimes."""
-    directory = tmp_path_factory.mktemp("flink-kafka")
-    chroot = f"{zookeeper.connect_string}/kafka-flink-{uuid.uuid4().hex[:12]}"
-    broker = start_zookeeper_mode_broker(
-        directory / "broker", chroot, SECRET, extra_properties={"connections.max.reauth.ms": str(REAUTH_MS)}
-    )
-    processes: list[subprocess.Popen[str]] = []
-    try:
-        kts = start_kts_beside(
-            processes,
-            directory,
-            chroot,
-            SECRET,
-            KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000",
-            KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(EXPIRY_MS),
-            KTS_DELEGATION_TOKEN_MAX_LIFETIME_MS=str(MAX_LIFETIME_MS),
-        )
-        yield FlinkStack(broker, kts)
-    finally:
-        stop_all(processes)
-        broker.broker.stop()
 
 
 class Producer:
@@ -164,28 +131,24 @@ class JobLog:
         return next((at for at, line in self.lines() if f"Kafka login with kts token {token_id}" in line), None)
 
 
-def test_a_flink_kafka_source_reads_across_token_replacements(
-    flink_stack: FlinkStack, kts_jvm_jar: Path, tmp_path: Path
-) -> None:
-    broker, kts = flink_stack.broker, flink_stack.kts
-    user = broker.new_user("flink")
+def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_jvm_jar: Path, tmp_path: Path) -> None:
+    broker = stack.broker
+    # The JobManager's kts login: its pod's projected service-account JWT. Nothing of kts on the TaskManager side.
+    sub, jwt_file = stack.workload(tmp_path)
+    principal = f"User:{sub}"
     topic = broker.create_topic()
     group = f"kts-flink-{uuid.uuid4().hex[:8]}"
-    principal = f"User:{user.name}"
     broker.acls("--add", "--allow-principal", principal, "--operation", "Read", "--topic", topic)
     broker.acls("--add", "--allow-principal", principal, "--operation", "Read", "--group", group)
-
-    # The JobManager's kts login: a password file, on the JobManager only. Nothing on the TaskManager side.
-    password_file = tmp_path / "kts-password"
-    password_file.write_text(user.password)
-    password_file.chmod(0o600)
     job_id = uuid.uuid4().hex
+    prefix = f"security.delegation.token.provider.kts.clusters.{CLUSTER}."
     flink_conf = write_properties(
         tmp_path / "flink.properties",
         {
-            f"security.delegation.token.provider.kts.clusters.{CLUSTER}.url": kts.url,
-            f"security.delegation.token.provider.kts.clusters.{CLUSTER}.user": user.name,
-            f"security.delegation.token.provider.kts.clusters.{CLUSTER}.password.file": str(password_file),
+            f"{prefix}url": stack.url,
+            f"{prefix}jwt.file": str(jwt_file),
+            f"{prefix}max.lifetime.ms": str(MAX_LIFETIME_MS),
+            f"{prefix}replace.overlap.ms": "3000",
             "security.delegation.tokens.renewal.retry.backoff": "2 s",
             "pipeline.name": "kts-flink-proof",
             "$internal.pipeline.job-id": job_id,
@@ -206,7 +169,7 @@ def test_a_flink_kafka_source_reads_across_token_replacements(
         },
     )
     for conf in (flink_conf, kafka_conf):
-        assert user.password not in conf.read_text()
+        assert "password" not in conf.read_text()
 
     libs = flink_libs()
     classes = tmp_path / "classes"
@@ -259,26 +222,24 @@ def test_a_flink_kafka_source_reads_across_token_replacements(
     created = job_log.created()
     replacements = job_log.replacements()
     assert [number for number, _ in reads] == list(range(len(reads))), "records lost or read twice"
-    lines = [f"flink job {job_id}: {len(reads)} records read, {len(created)} tokens created: {created}"]
+    lines = [f"[{stack.name}] flink job {job_id}: {len(reads)} records read, {len(created)} tokens created: {created}"]
     for replacement in replacements:
         authenticated = job_log.first_authentication_with(replacement.new)
         assert authenticated is not None
         first = next(at for _, at in reads if at > authenticated)
         lines.append(
-            f"token {replacement.new} replaced {replacement.old}: first authentication with it after "
+            f"[{stack.name}] token {replacement.new} replaced {replacement.old}: first authentication with it after "
             f"{(authenticated - replacement.at_ms) / 1000:.1f} s, first record read with it after "
             f"{(first - replacement.at_ms) / 1000:.1f} s"
         )
     print("\n".join(lines))
 
-    # kts's audit: every token the job created, owned by the JobManager's login and traced to the job, none other.
-    query = {"action": "token.create", "outcome": "succeeded", "jobFramework": "flink", "jobId": job_id}
-    events = kts.request("GET", "/v1/audit", broker.admin, params=query).json()["events"]
+    # kts's audit: every token the job created, owned by the JobManager's identity and traced to the job, none other.
+    events = stack.audit(action="token.create", outcome="succeeded", jobFramework="flink", jobId=job_id)
     assert sorted(event["tokenId"] for event in events) == sorted(created)
     assert {event["owner"] for event in events} == {principal}
     assert {event["job"]["name"] for event in events} == {"kts-flink-proof"}
-    query = {"action": "token.create", "outcome": "succeeded", "principal": principal}
-    assert len(kts.request("GET", "/v1/audit", broker.admin, params=query).json()["events"]) == len(created)
+    assert len(stack.audit(action="token.create", outcome="succeeded", principal=principal)) == len(created)
     # No HMAC in anything the job wrote.
     for path in (stdout, stderr, log):
         assert not _HMAC.search(path.read_text(errors="replace")), path.name
