@@ -51,7 +51,14 @@ public final class KtsTokenProvider implements DelegationTokenProvider {
     public void init(Configuration configuration) {
         Map<String, String> options = configuration.toMap();
         for (Map.Entry<String, Map<String, String>> entry : FlinkClusters.read(options).entrySet()) {
-            KtsSettings settings = KtsSettings.from(entry.getValue(), "");
+            KtsSettings settings;
+            try {
+                settings = KtsSettings.from(entry.getValue(), "");
+            } catch (IllegalArgumentException e) {
+                // The message names the library's key (kts.user); say where it is in Flink's configuration.
+                throw new IllegalArgumentException("kts cluster " + entry.getKey() + " (" + FlinkClusters.CLUSTERS_PREFIX
+                        + entry.getKey() + ".<key without kts.>): " + e.getMessage(), e);
+            }
             clusters.put(entry.getKey(), new Cluster(entry.getKey(), settings, new KtsClient(settings)));
         }
         job = FlinkJob.of(options);

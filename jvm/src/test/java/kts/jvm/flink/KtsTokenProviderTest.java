@@ -2,6 +2,7 @@ package kts.jvm.flink;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpExchange;
@@ -162,6 +163,18 @@ class KtsTokenProviderTest {
         assertEquals(3, calls.size());
         now += 7_000;
         assertEquals("tok-3", orders(provider.obtainDelegationTokens()).tokenId()); // 0.8 of its expiry passed
+    }
+
+    @Test
+    void aClusterWithAnIncompleteLoginStopsTheJobManagerNamingTheCluster() {
+        Configuration configuration = new Configuration();
+        String prefix = "security.delegation.token.provider.kts.clusters.orders.";
+        configuration.setString(prefix + "url", "http://127.0.0.1:1");
+        configuration.setString(prefix + "user", "flink");
+        IllegalArgumentException refused =
+                assertThrows(IllegalArgumentException.class, () -> new KtsTokenProvider().init(configuration));
+        assertTrue(refused.getMessage().startsWith("kts cluster orders (" + prefix), refused.getMessage());
+        assertTrue(refused.getMessage().contains("password.file"), refused.getMessage());
     }
 
     @Test
