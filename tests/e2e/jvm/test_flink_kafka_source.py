@@ -150,6 +150,7 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
             f"{prefix}max.lifetime.ms": str(MAX_LIFETIME_MS),
             f"{prefix}replace.overlap.ms": "3000",
             "security.delegation.tokens.renewal.retry.backoff": "2 s",
+            "classloader.parent-first-patterns.additional": "org.apache.kafka.;kts.jvm.",
             "pipeline.name": "kts-flink-proof",
             "$internal.pipeline.job-id": job_id,
         },
@@ -176,6 +177,12 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
     subprocess.run(
         ["javac", "-cp", f"{libs}/*", "-d", str(classes), str(JOB)], check=True, capture_output=True, timeout=300
     )
+    job_jar = tmp_path / "job.jar"
+    subprocess.run(["jar", "cf", str(job_jar), "-C", str(classes), "."], check=True, capture_output=True, timeout=120)
+    # The job's own jars, as a fat jar would bundle them: its classes, and copies of kafka-clients and kts-jvm that
+    # the parent-first setting must keep from being used (the cluster's lib/ has them: this JVM's classpath).
+    (kafka_clients,) = libs.glob("kafka-clients-*.jar")
+    job_jars = [str(job_jar), str(kafka_clients), str(kts_jvm_jar)]
     log = tmp_path / "job.log"
     (tmp_path / "log4j2.properties").write_text(LOG4J2.format(log=log))
     stdout, stderr = tmp_path / "job.out", tmp_path / "job.err"
@@ -192,6 +199,7 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
             str(flink_conf),
             str(kafka_conf),
             topic,
+            *job_jars,
         ],
         stdout=stdout.open("w"),
         stderr=stderr.open("w"),

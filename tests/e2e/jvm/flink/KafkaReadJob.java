@@ -1,6 +1,8 @@
 import java.io.FileInputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.net.URI;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Properties;
@@ -9,12 +11,15 @@ import org.apache.flink.api.common.serialization.SimpleStringSchema;
 import org.apache.flink.configuration.Configuration;
 import org.apache.flink.connector.kafka.source.KafkaSource;
 import org.apache.flink.connector.kafka.source.enumerator.initializer.OffsetsInitializer;
+import org.apache.flink.runtime.minicluster.MiniCluster;
+import org.apache.flink.runtime.minicluster.MiniClusterConfiguration;
 import org.apache.flink.streaming.api.environment.StreamExecutionEnvironment;
 import org.apache.flink.streaming.api.functions.sink.v2.DiscardingSink;
 
 /**
  * A Flink job as its user writes it, run on a MiniCluster: flink-connector-kafka's KafkaSource reads a topic from
  * its start and prints each record with the time it was read ("read <value> at <epoch ms>"), until it is killed.
+ * With jars after the topic, the job is submitted with them as a cluster runs a job's own jar.
  * Nothing here knows kts: the Flink configuration (args[0]) enables kts's provider, and the Kafka client
  * properties (args[1]) name kts's callback handler; neither holds a Kafka password.
  */
@@ -25,7 +30,23 @@ public final class KafkaReadJob {
         Properties kafka = load(args[1]);
         String topic = args[2];
 
-        StreamExecutionEnvironment env = StreamExecutionEnvironment.getExecutionEnvironment(Configuration.fromMap(flink));
+        Configuration configuration = Configuration.fromMap(flink);
+        StreamExecutionEnvironment env;
+        if (args.length > 3) {
+            // As a cluster runs a job: this JVM's classpath is the cluster's lib/, and the job's own jars (args[3..])
+            // are loaded by Flink's job class loader, submitted to a MiniCluster over its REST API.
+            MiniCluster cluster = new MiniCluster(new MiniClusterConfiguration.Builder()
+                    .setConfiguration(configuration)
+                    .setNumTaskManagers(1)
+                    .setNumSlotsPerTaskManager(1)
+                    .build());
+            cluster.start();
+            URI rest = cluster.getRestAddress().get();
+            String[] jars = Arrays.copyOfRange(args, 3, args.length);
+            env = StreamExecutionEnvironment.createRemoteEnvironment(rest.getHost(), rest.getPort(), configuration, jars);
+        } else {
+            env = StreamExecutionEnvironment.getExecutionEnvironment(configuration);
+        }
         env.setParallelism(1);
         KafkaSource<String> source = KafkaSource.<String>builder()
                 .setProperties(kafka)
