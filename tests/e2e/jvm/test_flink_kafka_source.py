@@ -4,8 +4,11 @@ provider on the JobManager logs in to kts with a projected JWT and creates, rene
 Flink ships it to the TaskManager, kts's receiver publishes it, and the Kafka consumer's callback handler hands it
 out at every authentication. No broker setting is needed for the running connections to take the new token: a
 broker bounds the session of a token-authenticated connection by the token's expiry at login (KIP-368), so the
-client re-authenticates before then. Prints the seconds from each replacement to the first record read with the
-new token, and the number of tokens the job created."""
+client re-authenticates before then. The job runs as a cluster runs it: this JVM's classpath is the cluster's lib/
+(Flink, flink-connector-kafka, kafka-clients, kts-jvm), and the job is submitted over the MiniCluster's REST API with
+its own jars (its classes and bundled copies of kafka-clients and kts-jvm), which Flink's job class loader loads,
+with the documented parent-first setting. Prints the seconds from each replacement to the first record read with
+the new token, and the number of tokens the job created."""
 
 from __future__ import annotations
 
@@ -226,6 +229,10 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
             job.kill()
             job.wait(30)
 
+    # The job's code came from its jar, through Flink's job class loader; the handler, parent-first, from lib/.
+    (loaders,) = [line for line in stdout.read_text().splitlines() if line.startswith("loaders ")]
+    assert loaders.startswith("loaders job org.apache.flink."), loaders
+    assert loaders.endswith(" handler jdk.internal.loader.ClassLoaders$AppClassLoader"), loaders
     reads = job_log.reads()
     created = job_log.created()
     replacements = job_log.replacements()

@@ -56,6 +56,13 @@ public final class KafkaReadJob {
                 .build();
         env.fromSource(source, WatermarkStrategy.noWatermarks(), "kafka")
                 .map(value -> {
+                    if (value.equals("r0")) {
+                        // Which class loader the job's code and the Kafka callback handler came from.
+                        ClassLoader context = Thread.currentThread().getContextClassLoader();
+                        Class<?> handler = Class.forName("kts.jvm.kafka.KtsTokenCallbackHandler", false, context);
+                        System.out.println("loaders job " + KafkaReadJob.class.getClassLoader().getClass().getName()
+                                + " handler " + handler.getClassLoader().getClass().getName());
+                    }
                     System.out.println("read " + value + " at " + System.currentTimeMillis());
                     System.out.flush();
                     return value;
