@@ -31,6 +31,9 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * prints the token id Kafka was given. One JSON line per event on stdout: {@code login} (tokenId), {@code record}
  * (value, offset), {@code error} (a client exception), {@code done}. Exit 0 when done, 2 at the deadline.
  *
+ * <p>Without a callback handler (a token pasted into {@code sasl.jaas.config}, the comparison) it runs to the
+ * deadline.
+ *
  * <p>Arguments: client.properties topic wantedTokens maxLifetimeMs deadlineSeconds
  */
 public final class KtsConsumer {
@@ -92,7 +95,9 @@ public final class KtsConsumer {
         long maxLifetimeMs = Long.parseLong(args[3]);
         long deadline = System.currentTimeMillis() + Long.parseLong(args[4]) * 1000;
         observedHandler = config.getProperty("sasl.client.callback.handler.class");
-        config.setProperty("sasl.client.callback.handler.class", Observer.class.getName());
+        if (observedHandler != null) {
+            config.setProperty("sasl.client.callback.handler.class", Observer.class.getName());
+        }
 
         Properties producerConfig = (Properties) config.clone();
         producerConfig.put("key.serializer", StringSerializer.class.getName());
@@ -105,8 +110,9 @@ public final class KtsConsumer {
 
         AtomicBoolean stop = new AtomicBoolean();
         int exit = 2;
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig);
-                KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerConfig)) {
+        KafkaProducer<String, String> producer = new KafkaProducer<>(producerConfig);
+        KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerConfig);
+        try {
             Thread sender = new Thread(() -> {
                 long n = 0;
                 while (!stop.get()) {
@@ -143,6 +149,16 @@ public final class KtsConsumer {
             }
             stop.set(true);
             sender.join(5000);
+        } finally {
+            // A client whose token was refused may fail to close cleanly: that is an event, not a crash.
+            for (Runnable close : List.<Runnable>of(() -> consumer.close(Duration.ofSeconds(10)),
+                    () -> producer.close(Duration.ofSeconds(10)))) {
+                try {
+                    close.run();
+                } catch (Exception ex) {
+                    emit("error", ", \"client\": \"close\", \"what\": " + quoted(String.valueOf(ex)));
+                }
+            }
         }
         emit("done", ", \"exit\": " + exit);
         System.exit(exit);

@@ -15,6 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.api.helpers import eventually
@@ -135,3 +136,48 @@ def test_a_java_consumer_with_a_sidecar_token_file_reads_across_two_replacements
         sidecar.terminate()
         sidecar.wait(30)
     _check_and_report(stack, run, "kts.token.file", f"User:{sub}", [jwt_file.read_text().split(".")[2]])
+
+
+def test_without_the_handler_a_pasted_token_stops_working_at_its_maximum(
+    stack: Stack, kts_jvm_jar: Path, tmp_path: Path
+) -> None:
+    """The comparison that makes the two tests above mean something: the same workload with a token pasted into
+    ``sasl.jaas.config`` (what a job does without kts-jvm) reads until the token's maximum lifetime, and then its
+    connections are refused at re-authentication: a running client needs the handler to go on."""
+    sub, jwt_file = stack.workload(tmp_path)
+    topic = _topic_for(stack, f"User:{sub}")
+    created = httpx.post(
+        f"{stack.url}/v1/tokens",
+        json={"maxLifetimeMs": MAX_LIFETIME_MS},
+        headers={"Authorization": f"Bearer {jwt_file.read_text()}"},
+        timeout=30,
+    )
+    assert created.status_code == 201, created.text
+    token = created.json()
+    config = write_properties(
+        tmp_path / "client.properties",
+        {
+            "bootstrap.servers": stack.broker.bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": f'{SCRAM} required username="{token["tokenId"]}" password="{token["hmac"]}" '
+            'tokenauth="true";',
+        },
+    )
+    run = run_consumer(
+        stack.broker, kts_jvm_jar, config, topic, tokens=TOKENS, max_lifetime_ms=MAX_LIFETIME_MS, deadline_s=45
+    )
+    assert run.returncode == 2, "it ran to its deadline"
+    max_timestamp = token["maxTimestamp"]
+    before = [record for record in run.of("record") if record["t"] < max_timestamp]
+    refused = [error for error in run.of("error") if "Authentication failed" in error["what"]]
+    print(
+        f"[{stack.name}, pasted token] {len(before)} records read before the maximum, "
+        f"{len(run.of('record')) - len(before)} after; first refusal "
+        f"+{(refused[0]['t'] - max_timestamp) / 1000:.1f} s after the maximum"
+        if refused
+        else "no refusal"
+    )
+    assert before, "it worked while the token was valid"
+    assert refused, run.events[-10:]
+    assert refused[0]["t"] >= max_timestamp

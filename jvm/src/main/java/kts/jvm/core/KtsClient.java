@@ -21,6 +21,8 @@ import java.util.Map;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * kts's token endpoints over its public HTTP API, with the JDK's own HTTP client. Each request logs in afresh: the
@@ -31,6 +33,7 @@ public final class KtsClient implements AutoCloseable {
     // Token ids are URL-safe base64; anything else is refused before it goes into a path.
     private static final Pattern TOKEN_ID = Pattern.compile("[A-Za-z0-9_-]{1,64}");
     private static final int MAX_MESSAGE = 300;
+    private static final Logger log = LoggerFactory.getLogger(KtsClient.class);
 
     private final KtsSettings settings;
     private final URI base;
@@ -53,6 +56,10 @@ public final class KtsClient implements AutoCloseable {
             builder.sslContext(sslContext(settings));
         }
         this.http = builder.build();
+        if ("http".equalsIgnoreCase(base.getScheme()) && !loopback(base.getHost())) {
+            log.warn("{} is {}: the login to kts and the tokens it answers with cross the network in the clear; "
+                    + "use https://", settings.prefix() + KtsSettings.URL, url);
+        }
     }
 
     public KtsSettings settings() {
@@ -261,6 +268,14 @@ public final class KtsClient implements AutoCloseable {
             throw new IllegalArgumentException(settings.prefix() + KtsSettings.TRUSTSTORE_LOCATION + " (" + location
                     + ") cannot be loaded as " + type + ": " + ex.getClass().getSimpleName());
         }
+    }
+
+    private static boolean loopback(String host) {
+        if (host == null) {
+            return false;
+        }
+        String h = host.toLowerCase(Locale.ROOT);
+        return h.equals("localhost") || h.startsWith("127.") || h.equals("[::1]") || h.equals("::1");
     }
 
     @Override

@@ -48,7 +48,10 @@ public final class KtsToken {
         return maxTimestamp;
     }
 
-    /** The HMAC's bytes (what Spark and Hadoop keep as a token's password is their base64 text's bytes). */
+    /**
+     * The HMAC's raw bytes (base64-decoded). A Kafka client logs in with the base64 text, and Spark keeps that
+     * text's bytes as a token's password ({@code hmac().getBytes(UTF_8)}), not these.
+     */
     public byte[] hmacBytes() {
         return Base64.getDecoder().decode(hmac);
     }
