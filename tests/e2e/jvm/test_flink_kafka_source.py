@@ -48,7 +48,7 @@ appender.file.type = File
 appender.file.name = file
 appender.file.fileName = {log}
 appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = %d{{UNIX_MILLIS}} %-5p %c - %m%n
+appender.file.layout.pattern = %d{{UNIX_MILLIS}} %-5p [%t] %c - %m%n
 logger.kts.name = kts.jvm
 logger.kts.level = DEBUG
 """
@@ -128,10 +128,24 @@ class JobLog:
             if (m := re.search(r"cluster \S+: token (\S+) replaces token (\S+)", line))
         ]
 
-    def first_authentication_with(self, token_id: str) -> int | None:
-        """When a Kafka client of the job first logged in with ``token_id`` (kts's callback handler logs the token
-        it hands out at each authentication and re-authentication)."""
-        return next((at for at, line in self.lines() if f"Kafka login with kts token {token_id}" in line), None)
+    def consumer_logins(self) -> list[tuple[int, str]]:
+        """(when, token id) of each login of the job's Kafka consumer (on the TaskManager; not the source's admin
+        client on the JobManager): kts's callback handler logs the token it hands out at each authentication and
+        re-authentication, on the thread of the client that asks."""
+        logins = []
+        for at, line in self.lines():
+            match = re.search(r"Kafka login with kts token (\S+)", line)
+            if match and "[kafka-admin-client-thread" not in line:
+                logins.append((at, match.group(1)))
+        return logins
+
+    def live_replacements(self) -> list[Replacement]:
+        """The replacements of a token the consumer had logged in with: made while the job was reading."""
+        logins = self.consumer_logins()
+        return [r for r in self.replacements() if any(token == r.old and at < r.at_ms for at, token in logins)]
+
+    def first_login_with(self, token_id: str) -> int | None:
+        return next((at for at, token in self.consumer_logins() if token == token_id), None)
 
 
 def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_jvm_jar: Path, tmp_path: Path) -> None:
@@ -213,10 +227,10 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
 
         def replaced_and_read() -> bool:
             assert job.poll() is None, f"the Flink job ended: {stderr.read_text()[-3000:]}\n{_tail(log)}"
-            replacements = job_log.replacements()
+            replacements = job_log.live_replacements()
             if len(replacements) < REPLACEMENTS:
                 return False
-            last = job_log.first_authentication_with(replacements[-1].new)
+            last = job_log.first_login_with(replacements[-1].new)
             return last is not None and any(at > last for _, at in job_log.reads())
 
         eventually(replaced_and_read, timeout_s=PATIENCE_S)
@@ -235,15 +249,16 @@ def test_a_flink_kafka_source_reads_across_token_replacements(stack: Stack, kts_
     assert loaders.endswith(" handler jdk.internal.loader.ClassLoaders$AppClassLoader"), loaders
     reads = job_log.reads()
     created = job_log.created()
-    replacements = job_log.replacements()
+    replacements = job_log.live_replacements()
     assert [number for number, _ in reads] == list(range(len(reads))), "records lost or read twice"
     lines = [f"[{stack.name}] flink job {job_id}: {len(reads)} records read, {len(created)} tokens created: {created}"]
     for replacement in replacements:
-        authenticated = job_log.first_authentication_with(replacement.new)
+        authenticated = job_log.first_login_with(replacement.new)
         assert authenticated is not None
         first = next(at for _, at in reads if at > authenticated)
         lines.append(
-            f"[{stack.name}] token {replacement.new} replaced {replacement.old}: first authentication with it after "
+            f"[{stack.name}] token {replacement.new} replaced {replacement.old}: "
+            f"the consumer's first login with it after "
             f"{(authenticated - replacement.at_ms) / 1000:.1f} s, first record read with it after "
             f"{(first - replacement.at_ms) / 1000:.1f} s"
         )
