@@ -23,6 +23,7 @@ from tests.kts_jvm import compile_java
 CONSUMER = Path(__file__).with_name("KtsConsumer.java")
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 HANDLER = "kts.jvm.kafka.KtsTokenCallbackHandler"
+RENEW_PERIOD_MS = 8_000  # kts's delegation.token.expiry.time.ms beside the ZooKeeper-mode broker
 
 
 @dataclass
@@ -52,7 +53,8 @@ class Stack:
 
 @pytest.fixture(scope="module", params=["zookeeper-3.9", "kraft-4.4"])
 def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    """kts on the ZooKeeper-mode broker's chroot (3.9), or on the KRaft broker through the Kafka protocol (4.4)."""
+    """kts on the ZooKeeper-mode broker's chroot (3.9), its tokens renewed every few seconds; or on the KRaft broker
+    through the Kafka protocol (4.4), whose tokens (the broker's) need no renewal within their 20 s."""
     directory = tmp_path_factory.mktemp(f"kts-{request.param}")
     signer = JwtKey.rsa("cluster-key")
     jwks_file = directory / "jwks.json"
@@ -73,6 +75,8 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                 broker.zookeeper_connect,
                 broker.secret,
                 KTS_DELEGATION_TOKEN_EXPIRY_CHECK_INTERVAL_MS="1000",
+                # tokens end 8 s after their creation or last renewal: renewals come between the replacements
+                KTS_DELEGATION_TOKEN_EXPIRY_TIME_MS=str(RENEW_PERIOD_MS),
                 **jwt_settings,
             )
             url = kts.url

@@ -72,6 +72,31 @@ class TokenKeeperTest {
     }
 
     @Test
+    void renewsBeforeTheExpiryAndKeepsTheSameToken(@TempDir Path directory) throws Exception {
+        long created = System.currentTimeMillis();
+        kts.handler = request -> {
+            long now = System.currentTimeMillis();
+            if (request.path().equals("/v1/tokens")) {
+                return FakeKts.Reply.json(201, "{\"tokenId\": \"only\", \"hmac\": \"aG1hYw==\", \"issueTimestamp\": "
+                        + now + ", \"expiryTimestamp\": " + (now + 1500) + ", \"maxTimestamp\": "
+                        + (created + 600_000) + "}");
+            }
+            return FakeKts.Reply.json(200, "{\"tokenId\": \"only\", \"expiryTimestamp\": " + (now + 1500) + "}");
+        };
+        KtsSettings settings = settings(directory, "kts.refresh.min.period.ms", "100");
+        List<Long> expiries = new CopyOnWriteArrayList<>();
+        try (TokenKeeper keeper = new TokenKeeper(new KtsClient(settings), null, null, settings)) {
+            keeper.addListener(token -> expiries.add(token.expiryTimestamp()));
+            long first = keeper.current().expiryTimestamp();
+            eventually(() -> kts.requests.stream().filter(r -> r.path().equals("/v1/tokens/only/renew")).count() >= 2);
+            eventually(() -> keeper.current().expiryTimestamp() > first);
+            assertEquals("only", keeper.current().tokenId());
+            assertEquals(1, keeper.tokensCreated());
+            assertTrue(expiries.size() >= 2, "listeners hear of renewals too");
+        }
+    }
+
+    @Test
     void aRenewalRefusedAsNotARenewerMeansReplacing(@TempDir Path directory) throws Exception {
         kts.lifetimeMs = 600_000;
         long created = System.currentTimeMillis();

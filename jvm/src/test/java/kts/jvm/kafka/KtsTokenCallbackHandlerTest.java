@@ -71,6 +71,19 @@ class KtsTokenCallbackHandlerTest {
     }
 
     @Test
+    void withoutItsOwnTrustStoreKtsIsTrustedAsTheClientTrustsItsBrokers(@TempDir Path directory) {
+        KtsTokenCallbackHandler handler = new KtsTokenCallbackHandler();
+        Path absent = directory.resolve("broker-ca.p12");
+        Map<String, Object> client = Map.of("ssl.truststore.location", absent.toString(), "ssl.truststore.password",
+                new org.apache.kafka.common.config.types.Password("store-secret"), "ssl.truststore.type", "PKCS12");
+        IllegalArgumentException error = assertThrows(IllegalArgumentException.class,
+                () -> handler.configure(client, "SCRAM-SHA-512", jaas(Map.of("kts.url", "https://kts.example",
+                        "kts.jwt.file", directory.resolve("jwt").toString(), "kts.owner", "User:trust-test"))));
+        assertEquals("kts.ssl.truststore.location (" + absent + ") cannot be loaded as PKCS12: NoSuchFileException",
+                error.getMessage());
+    }
+
+    @Test
     void refusesWhatCannotWork() {
         KtsTokenCallbackHandler handler = new KtsTokenCallbackHandler();
         assertThrows(IllegalArgumentException.class,
