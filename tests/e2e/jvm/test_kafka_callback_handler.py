@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import re
 import subprocess
+import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -55,20 +57,23 @@ def _topic_for(stack: Stack, principal: str) -> str:
     return topic
 
 
-def _check_and_report(stack: Stack, run: Run, source: str, principal: str, secrets: list[str]) -> None:
+def _check_and_report(
+    stack: Stack, run: Run, source: str, principal: str, secrets: list[str], tokens: int = TOKENS
+) -> dict[str, dict[str, Any]]:
     """The run read records with every token it logged in with, made no error, and leaked no secret; prints
     the seconds from each replacement (kts's create) to the first record read after the new token's first login."""
     print(run.stderr[-6000:])
     assert run.returncode == 0, f"exit {run.returncode}; events: {run.events[-20:]}"
     assert run.of("error") == []
     logins = run.first_logins()
-    assert len(logins) >= TOKENS, logins
+    assert len(logins) >= tokens, logins
     records = run.of("record")
-    creates = {
-        event["tokenId"]: event["timestamp"]
+    events = {
+        event["tokenId"]: event
         for event in stack.audit(principal=principal, action="token.create")
         if event["outcome"] == "succeeded"
     }
+    creates = {token_id: event["timestamp"] for token_id, event in events.items()}
     assert set(logins) <= set(creates), "every token that logged in was created by kts for this workload"
     ids = list(logins)
     for token_id in ids[1:]:
@@ -87,6 +92,7 @@ def _check_and_report(stack: Stack, run: Run, source: str, principal: str, secre
     for secret in secrets:
         assert secret not in run.stderr
     assert not _HMAC.search(run.stderr), "an HMAC in the client's log"
+    return events
 
 
 def test_a_java_consumer_with_kts_url_reads_across_two_replacements(
@@ -186,3 +192,44 @@ def test_without_the_handler_a_pasted_token_stops_working_when_it_ends(
     assert before, "it worked while the token was valid"
     assert refused, run.events[-10:]
     assert refused[0]["t"] >= ends
+
+
+def test_a_java_consumer_reads_with_tokens_it_creates_for_another_owner(
+    stack: Stack, kts_jvm_jar: Path, tmp_path: Path
+) -> None:
+    """KIP-373 by configuration: ``kts.owner`` with kts's ``CreateTokens`` grant; the workload names itself a
+    renewer (``kts.renewers``), so it renews the owner's tokens as its own."""
+    sub, jwt_file = stack.workload(tmp_path)
+    owner = f"User:alice-{uuid.uuid4().hex[:8]}"
+    admin = stack.broker.admin
+    grant = httpx.post(
+        f"{stack.url}/v1/acls",
+        json={
+            "resourceType": "User",
+            "resourceName": owner,
+            "patternType": "LITERAL",
+            "principal": f"User:{sub}",
+            "host": "*",
+            "operation": "CreateTokens",
+            "permissionType": "Allow",
+        },
+        auth=(admin.name, admin.password),
+        timeout=30,
+    )
+    assert grant.status_code in (200, 201), grant.text
+    topic = _topic_for(stack, owner)
+    config = _client_config(
+        tmp_path,
+        stack,
+        f'kts.url="{stack.url}" kts.jwt.file="{jwt_file}" kts.owner="{owner}" kts.renewers="User:{sub}" '
+        f'kts.max.lifetime.ms="{MAX_LIFETIME_MS}" kts.replace.overlap.ms="{OVERLAP_MS}"',
+    )
+    run = run_consumer(
+        stack.broker, kts_jvm_jar, config, topic, tokens=2, max_lifetime_ms=MAX_LIFETIME_MS, deadline_s=DEADLINE_S
+    )
+    events = _check_and_report(stack, run, "kts.owner", f"User:{sub}", [], tokens=2)
+    for token_id in run.first_logins():
+        assert events[token_id]["owner"] == owner
+        assert events[token_id]["tokenRequester"] == f"User:{sub}"
+    if stack.name.startswith("zookeeper"):
+        assert stack.audit(principal=f"User:{sub}", action="token.renew"), "the requester renewed the owner's tokens"
