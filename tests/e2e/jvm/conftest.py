@@ -91,7 +91,7 @@ def stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
                 KTS_DELEGATION_TOKEN_SECRET_KEY=broker.secret,
                 KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
                 KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
-                KTS_ADMIN_SASL_JAAS_CONFIG=f'{SCRAM} required username="{admin.name}" password="{admin.password}";',
+                KTS_ADMIN_SASL_JAAS_CONFIG=broker.kts_jaas,  # kts's own login, never a caller's
                 KTS_SUPER_USERS=f"User:{admin.name}",
                 KTS_AUTH_FAILURES_MAX="0",
                 **jwt_settings,

@@ -206,7 +206,7 @@ def spark_stack(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
                 KTS_DELEGATION_TOKEN_SECRET_KEY=broker.secret,
                 KTS_ADMIN_SECURITY_PROTOCOL=LISTENER,
                 KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
-                KTS_ADMIN_SASL_JAAS_CONFIG=f'{SCRAM} required username="{admin.name}" password="{admin.password}";',
+                KTS_ADMIN_SASL_JAAS_CONFIG=broker.kts_jaas,  # kts's own login, never a caller's
                 KTS_SUPER_USERS=f"User:{admin.name}",
                 KTS_AUTH_FAILURES_MAX="0",
                 **settings,
