@@ -320,4 +320,18 @@ def wait_recovered(stream: ClientStream, healed_at: float, timeout_s: float = 90
         if set(first) == names and all(replica.ready() for replica in stream.replicas):
             return max(first.values())
         time.sleep(0.1)
-    raise AssertionError(f"not every replica recovered within {timeout_s} s")
+    raise AssertionError(f"not every replica recovered within {timeout_s} s: {_since(stream, healed_at)}")
+
+
+def _since(stream: ClientStream, healed_at: float) -> str:
+    """Each replica's readiness and what its creates sent after ``healed_at`` were answered (None: no answer)."""
+    parts = []
+    for replica in stream.replicas:
+        statuses = Counter(
+            answer.status
+            for answer in stream.snapshot()
+            if answer.replica == replica.name and answer.operation == "create" and answer.sent_at >= healed_at
+        )
+        answered = ", ".join(f"{count} x {status}" for status, count in statuses.most_common()) or "none sent"
+        parts.append(f"{replica.name} {'ready' if replica.ready() else 'not ready'}, creates {answered}")
+    return "; ".join(parts)

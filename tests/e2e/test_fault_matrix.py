@@ -112,10 +112,15 @@ def ensemble(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperEnse
 
 @pytest.fixture(scope="module")
 def fault_table(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[FaultRow]]:
-    """Collects one row per fault; at the end writes the table to a file and to the terminal."""
+    """Collects one row per fault; at the end writes the table to a file and to the terminal, with the violations
+    of each row that had any: a fault that passed on its rerun (``make test`` reruns a failed test once, and does
+    not print the first attempt's failure) still says what its first attempt was told."""
     rows: list[FaultRow] = []
     yield rows
     text = table(rows)
+    for row in rows:
+        if row.problems:
+            text += f"\n\n{row.fault}:\n" + "\n".join(f"  {problem}" for problem in row.problems)
     path = tmp_path_factory.mktemp("fault-matrix") / "fault_table.txt"
     path.write_text(text + "\n", encoding="utf-8")
     # Past pytest's output capture, so that the table shows in every run, not only with -s.
@@ -181,7 +186,13 @@ def run_fault(stack: Stack, fault_table: list[FaultRow], fault: str, inject: Cal
     try:
         time.sleep(WARM_UP_S)
         healed = inject(stream)
-        recovered_at = wait_recovered(stream, healed.at)
+        try:
+            recovered_at = wait_recovered(stream, healed.at)
+        except AssertionError as exc:  # a row all the same, so that the table says why (see fault_table)
+            unrecovered = FaultRow(fault)
+            unrecovered.problem("not recovered", str(exc))
+            fault_table.append(unrecovered)
+            raise
         time.sleep(AFTER_RECOVERY_S)
     finally:
         stream.stop()
