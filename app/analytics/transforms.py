@@ -49,7 +49,6 @@ BURST_STDDEVS = 3.0
 BURST_MIN_DENIALS = 5
 BURST_BASELINE_HOURS = 24
 
-
 def details_number(field: str) -> Column:
     """The integer value of the top-level ``field`` of an event's ``details``, null when absent or not an
     integer.

@@ -257,3 +257,4 @@ class SslPrincipalMapper:
         return f"SslPrincipalMapper(rules = {self._rules_text()})"
 
     __repr__ = __str__
+

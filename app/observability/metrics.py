@@ -225,7 +225,7 @@ class _DeprecatedSessionState(Collector):
         state = readings.cluster_state()
         family = GaugeMetricFamily(
             DEPRECATED_SESSION_STATE,
-            'Deprecated, removed in the next release: use kts_cluster_connection_state{backend="zookeeper"}. '
+            "Deprecated, removed in the next release: use kts_cluster_connection_state{backend=\"zookeeper\"}. "
             "1 for the current state of this replica's ZooKeeper session.",
             labels=["state"],
         )

@@ -26,7 +26,9 @@ def _annotation(field: EventField) -> Any:
 
 # Every field is required, null included: a client sees the whole event. No length limits in the schema:
 # the service writes these values, the caller never sends them.
-Event: type[BaseModel] = create_model("Event", **{field.api_name: (_annotation(field), ...) for field in EVENT_FIELDS})
+Event: type[BaseModel] = create_model(
+    "Event", **{field.api_name: (_annotation(field), ...) for field in EVENT_FIELDS}
+)
 
 
 def event_view(stored: StoredEvent) -> BaseModel:

@@ -44,5 +44,7 @@ audit_events = Table(
     Index("ix_audit_events_action_outcome", "action", "outcome"),
 )
 
-STRING_LIMITS: dict[str, int] = {field.name: field.max_length for field in EVENT_FIELDS if field.max_length is not None}
+STRING_LIMITS: dict[str, int] = {
+    field.name: field.max_length for field in EVENT_FIELDS if field.max_length is not None
+}
 """The longest text each string column holds."""
