@@ -15,10 +15,10 @@ import argparse
 import subprocess
 from pathlib import Path
 
-from app.cli.server.kafka_broker.dev_broker import ADMIN_CONFIG, DEFAULT_DATA_DIR
+from app.cli.server.kafka_broker.dev_layout import ADMIN_CONFIG, DEFAULT_DATA_DIR, KRAFT_STACK, ZOOKEEPER_MODE_STACK
 from app.cli.server.kafka_broker.tools import TOOLS
 
-_STACKS = ("kraft", "kafka")  # kts dev --kraft's directory and --kafka's, under the data dir
+_STACKS = (KRAFT_STACK, ZOOKEEPER_MODE_STACK)
 
 
 class DevStackMissing(RuntimeError):
@@ -51,7 +51,7 @@ def run_kafka_tool(args: argparse.Namespace) -> int:
 
     tool = tool_named(args.tool)
     stack = dev_stack(args.data_dir)
-    version = KRAFT_RELEASE if stack is None or stack.name == "kraft" else ZOOKEEPER_MODE_RELEASE
+    version = KRAFT_RELEASE if stack is None or stack.name == KRAFT_STACK else ZOOKEEPER_MODE_RELEASE
     release = fetch(version)
     arguments = list(args.arguments)
     if args.admin:

@@ -20,15 +20,11 @@ from app.cli.server.kafka_broker.broker import (
     takes_its_own_login,
     write_properties,
 )
+from app.cli.server.kafka_broker.dev_layout import ADMIN_CONFIG, DEFAULT_DATA_DIR, ZOOKEEPER_MODE_STACK
 from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, cache_root, fetch, is_cached
 
 DEFAULT_PORT = 9092
-DEFAULT_DATA_DIR = Path(".kts-dev")  # kts dev's and kts kafka's --data-dir
 TOKEN_MECHANISM = "SCRAM-SHA-512"
-STACK_DIRECTORY = "kafka"
-# The admin's client properties, for a tool's --command-config (``kts kafka --admin`` passes it): written when
-# start-up knows the admin's password, mode 0600 in the stack's private directory, as the secret key is.
-ADMIN_CONFIG = "admin.properties"
 
 
 def start_dev_broker(
@@ -41,7 +37,7 @@ def start_dev_broker(
     release = fetch(ZOOKEEPER_MODE_RELEASE)
     broker = KafkaBroker(
         release,
-        data_dir / STACK_DIRECTORY,
+        data_dir / ZOOKEEPER_MODE_STACK,
         secret=secret,
         zookeeper_connect=zookeeper_connect,
         super_users=[super_user],

@@ -43,9 +43,9 @@ from app.cli.server.kafka_broker.broker import (
     takes_its_own_login,
 )
 from app.cli.server.kafka_broker.dev_broker import TOKEN_MECHANISM, write_admin_config
+from app.cli.server.kafka_broker.dev_layout import KRAFT_STACK
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE, cache_root, fetch, is_cached
 
-STACK_DIRECTORY = "kraft"
 KTS_PRINCIPAL = "kts"
 _KTS_PASSWORD_FILE = "kts.password"
 
@@ -89,7 +89,7 @@ def start_kraft_dev_broker(data_dir: Path, secret: str, port: int, say: Callable
     if not is_cached(KRAFT_RELEASE):
         say(f"fetching Kafka {KRAFT_RELEASE} with Maven into {cache_root()} (once, about 60 MB) ...")
     release = fetch(KRAFT_RELEASE)
-    directory = data_dir / STACK_DIRECTORY
+    directory = data_dir / KRAFT_STACK
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     kts = User(KTS_PRINCIPAL, _kept_password(directory / _KTS_PASSWORD_FILE))
     wanted = os.environ.get(ADMIN_PASSWORD_ENV)
