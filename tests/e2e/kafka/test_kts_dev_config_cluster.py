@@ -51,7 +51,7 @@ def test_kts_dev_config_with_bootstrap_servers_serves_that_cluster(
         text = output.read_text()
         print(text[: text.find("INFO")])
         assert f"Kafka cluster: {kafka_kraft_broker.bootstrap} (bootstrap.servers" in text
-        assert "starting ZooKeeper" not in text and "ZooKeeper:" not in text
+        assert "starting ZooKeeper" not in text and "\n  ZooKeeper: " not in text
         assert not (data_dir / "zookeeper").exists()
         admin = kafka_kraft_broker.admin
         created = httpx.post(f"{url}/v1/tokens", json={}, auth=(admin.name, admin.password), timeout=60)
