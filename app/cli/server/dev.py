@@ -75,7 +75,8 @@ def dev(
         except ListenerUnavailable as exc:
             raise ListenerUnavailable(f"{exc}; choose a free one with {option}{hint}") from exc
     cluster = _cluster_named(config_file)
-    if cluster is not None and (kraft or kafka_port is not None):
+    # --kraft's broker is the cluster; --kafka's runs on a ZooKeeper (the embedded one, or the one named).
+    if (kraft and cluster is not None) or (kafka_port is not None and cluster == "bootstrap.servers"):
         stack = "--kraft" if kraft else "--kafka"
         raise ConfigError(
             f"{cluster} is set ({_where(cluster, config_file)}) and {stack} runs a cluster of its own: drop one of them"
