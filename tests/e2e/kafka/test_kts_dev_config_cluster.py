@@ -64,10 +64,19 @@ def test_kts_dev_config_with_bootstrap_servers_serves_that_cluster(
     assert kafka_kraft_broker.admin.password not in output.read_text()
 
 
-@pytest.mark.parametrize("stack", ["--kraft", "--kafka"])
-def test_a_stack_with_a_cluster_of_its_own_refuses_bootstrap_servers_in_one_line(stack: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("stack", "line"),
+    [
+        ("--kraft", "bootstrap.servers=broker1.example.com:9093"),
+        ("--kafka", "bootstrap.servers=broker1.example.com:9093"),
+        ("--kraft", "zookeeper.connect=zk1.example.com:2181/kafka"),
+    ],
+)
+def test_a_stack_with_a_cluster_of_its_own_refuses_another_cluster_in_one_line(
+    stack: str, line: str, tmp_path: Path
+) -> None:
     config = tmp_path / "kts.properties"
-    config.write_text("bootstrap.servers=broker1.example.com:9093\n")
+    config.write_text(line + "\n")
     result = subprocess.run(
         [*KTS, "dev", stack, "--port", str(free_port()), "--kafka-port", str(free_port()), "--data-dir",
          str(tmp_path / "dev"), "--config", str(config)],
@@ -78,9 +87,9 @@ def test_a_stack_with_a_cluster_of_its_own_refuses_bootstrap_servers_in_one_line
         timeout=120,
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
+    key = line.split("=", 1)[0]
     assert result.stderr.strip() == (
-        f"kts: configuration error: bootstrap.servers is set (in {config}) and {stack} runs a cluster of its own: "
-        "drop one of them"
+        f"kts: configuration error: {key} is set (in {config}) and {stack} runs a cluster of its own: drop one of them"
     )
     assert not (tmp_path / "dev").exists()
 
