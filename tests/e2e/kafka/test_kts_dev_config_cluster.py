@@ -29,6 +29,7 @@ def _config(path: Path, broker: RunningBroker) -> Path:
     return path
 
 
+@pytest.mark.timeout(600)
 def test_kts_dev_config_with_bootstrap_servers_serves_that_cluster(
     kafka_kraft_broker: RunningBroker, tmp_path: Path
 ) -> None:
@@ -94,6 +95,7 @@ def test_a_stack_with_a_cluster_of_its_own_refuses_another_cluster_in_one_line(
     assert not (tmp_path / "dev").exists()
 
 
+@pytest.mark.timeout(900)  # a broker's start and two tools: minutes on a loaded machine
 def test_kts_kafka_admin_lists_acls_on_the_zookeeper_mode_stack(tmp_path: Path) -> None:
     """kts dev --kafka, then kafka-acls.sh of Kafka 3.9 (kafka.admin.AclCommand) as the stack's admin."""
     port, kafka_port = free_port(), free_port()

@@ -45,6 +45,7 @@ def _processes_using(path: Path) -> list[str]:
     return found
 
 
+@pytest.mark.timeout(900)  # a broker's start, a Java client's compile and run, a tool: minutes on a loaded machine
 def test_kts_dev_kraft_takes_a_kts_token_for_a_java_client_and_ctrl_c_stops_it_all(tmp_path: Path) -> None:
     port, kafka_port = free_port(), free_port()
     data_dir = tmp_path / "dev"

@@ -28,10 +28,11 @@ from app.cli.server.kafka_broker.broker import (
     LISTENER,
     SCRAM_LOGIN_MODULE,
     BrokerFailed,
+    KafkaBroker,
     client_properties,
     write_properties,
 )
-from app.cli.server.kafka_broker.release import KafkaUnavailable
+from app.cli.server.kafka_broker.release import KRAFT_RELEASE, KafkaUnavailable, fetch
 from tests.doc_blocks import CodeBlock, exported_names, values_block
 from tests.e2e import newcomer
 from tests.e2e.kafka.test_walkthrough import WALKTHROUGH, kafka_bin, runnable_blocks, section_lines
@@ -63,12 +64,17 @@ def broker(tmp_path: Path) -> Iterator[RunningBroker]:
     started.broker.stop()
 
 
-def test_the_controllers_and_brokers_settings_are_the_test_brokers(broker: RunningBroker) -> None:
+def test_the_controllers_and_brokers_settings_are_the_test_brokers(tmp_path: Path) -> None:
     """Step 1 names what the test's combined broker and controller runs with (SASL_PLAINTEXT on loopback, not
-    SASL_SSL); step 2 formats the storage with the super user as the test broker's was."""
+    SASL_SSL; start_kraft_broker's settings, read without starting one); step 2 formats the storage with the super
+    user as the test broker's is."""
     every_node, brokers, kts = _properties_blocks()
-    running = broker.broker.properties()
-    assert running["delegation.token.secret.key"] == broker.secret
+    secret = secrets.token_urlsafe(32)
+    node = KafkaBroker(
+        fetch(KRAFT_RELEASE), tmp_path, secret=secret, super_users=[ADMIN.principal], scram_users=[ADMIN]
+    )
+    running = node.properties()
+    assert running["delegation.token.secret.key"] == secret
     assert running["authorizer.class.name"] == every_node["authorizer.class.name"]
     assert set(every_node["super.users"].split(";")) <= set(running["super.users"].split(";"))
     assert "User:kts" not in running["super.users"]  # kts's principal is no super user
@@ -138,6 +144,7 @@ def _shell_variable(state: Path, name: str) -> str:
     return subprocess.run(["bash", "-c", script], capture_output=True, text=True, check=True).stdout
 
 
+@pytest.mark.timeout(900)  # a broker of its own, three tools, kts's start: minutes on a loaded machine
 def test_from_nothing_to_a_token_the_kraft_broker_accepts(broker: RunningBroker, tmp_path: Path) -> None:
     (principal_and_grants,) = runnable_blocks(KRAFT_SECTION)
     _first_super_user, user_and_token, client = runnable_blocks(ZOOKEEPER_SECTION)
