@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 from pathlib import Path
 
 from app.cli.server.kafka_broker.dev_layout import ADMIN_CONFIG, DEFAULT_DATA_DIR, KRAFT_STACK, ZOOKEEPER_MODE_STACK
@@ -46,12 +47,20 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run_kafka_tool(args: argparse.Namespace) -> int:
     from app.cli.server.kafka_broker.broker import write_tools_logging
-    from app.cli.server.kafka_broker.release import KRAFT_RELEASE, ZOOKEEPER_MODE_RELEASE, cache_root, fetch
+    from app.cli.server.kafka_broker.release import (
+        KRAFT_RELEASE,
+        ZOOKEEPER_MODE_RELEASE,
+        cache_root,
+        fetch,
+        is_cached,
+    )
     from app.cli.server.kafka_broker.tools import tool_named
 
     tool = tool_named(args.tool)
     stack = dev_stack(args.data_dir)
     version = KRAFT_RELEASE if stack is None or stack.name == KRAFT_STACK else ZOOKEEPER_MODE_RELEASE
+    if not is_cached(version):
+        print(f"fetching Kafka {version} with Maven into {cache_root()} (once) ...", file=sys.stderr)
     release = fetch(version)
     arguments = list(args.arguments)
     if args.admin:
