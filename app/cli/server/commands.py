@@ -17,7 +17,9 @@ def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     serve.add_argument("--config", type=Path, help="properties file (Kafka key names plus kts keys)")
     serve.set_defaults(handler=run_serve)
     dev = commands.add_parser(
-        "dev", help="run the local stack: embedded ZooKeeper, admin user, service (and a Kafka broker: --kafka)"
+        "dev",
+        help="run the local stack: embedded ZooKeeper, admin user, service (and a Kafka broker: --kafka; or a KRaft "
+        "broker instead of ZooKeeper: --kraft)",
     )
     dev.add_argument("--port", type=port_number, default=8080, help="the port on 127.0.0.1 to serve on")
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
