@@ -11,16 +11,18 @@ import ssl
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
+from app.auth.own_identity import OwnIdentity, ScramUsers, shared_identity_warnings
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
-from app.domain.errors import KtsError
+from app.domain.errors import KtsError, StoreUnavailable
 from app.domain.lockout import AccountLockout, LockoutPolicy
+from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.sweep_schedule import SweepSchedule
@@ -37,12 +39,13 @@ from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
+from app.service.break_glass import BreakGlass
 from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
-from app.service.readiness import Readiness
+from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
@@ -80,6 +83,7 @@ if TYPE_CHECKING:
     from app.storage.kafka.cluster import KafkaCluster
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 UNREACHED = 2**31  # a throttle limit no client reaches
 
 
@@ -101,6 +105,7 @@ class Runtime:
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
     readiness: Readiness
+    cluster_status: ClusterStatus
     cluster_connected: Callable[[], bool]
     startup: list[Callable[[], None]]  # in order, once the audit database is ready
     shutdown: list[Callable[[], None]]  # in order
@@ -285,6 +290,27 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
     return JwtAuthenticator(keys, policy)
 
 
+def own_identity(settings: Settings, learned: Callable[[], KafkaPrincipal | None] = lambda: None) -> OwnIdentity:
+    """The principals kts itself is to the cluster, which no HTTP caller may be (app/auth/own_identity.py): its
+    ``admin.sasl.jaas.config`` user and the principal the brokers answered (``learned``) through the Kafka
+    protocol; its SASL login to ZooKeeper with ZooKeeper."""
+    if settings.backend == "kafka":
+        login = settings.kafka_security.login
+        configured = [] if login is None else [KafkaPrincipal.user(login.username)]
+        return OwnIdentity(configured, learned, source="its login to the brokers, admin.sasl.jaas.config")
+    zk_login = settings.zookeeper_security.login
+    configured = [] if zk_login is None else [KafkaPrincipal.user(zk_login.username)]
+    return OwnIdentity(configured, learned, source="its SASL login to ZooKeeper")
+
+
+def warn_shared_identity(settings: Settings, identity: OwnIdentity, users: ScramUsers) -> None:
+    """The start-up warning when kts's own principal is also a login someone may present to kts."""
+    login = settings.kafka_security.login if settings.backend == "kafka" else None
+    own_scram = login.username if login is not None and login.mechanism.startswith("SCRAM-") else None
+    for warning in shared_identity_warnings(identity, settings.super_user_principals, users, own_scram_login=own_scram):
+        log.warning(warning)
+
+
 def check_cluster(settings: Settings) -> None:
     """Connect once before serving, so an unreachable cluster, a rejected login, a cluster without delegation
     tokens (StoreUnavailable) or a secret key other than the cluster's (SecretKeyMismatch) is one line from the
@@ -335,6 +361,38 @@ def build_runtime(
     if settings.backend == "kafka":
         return _kafka_runtime(settings, clock, audit_log, audit_observer)
     return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
+
+
+def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: Clock | None = None) -> T:
+    """``use`` the operators' way in (``kts lockout``): the store the replicas share their account locks in
+    (ZooKeeper; through the Kafka protocol, the audit database) and the audit database, connected for this call
+    and closed after. The brokers are not needed: the locks of either backend are not theirs. As ``kts serve``'s
+    start-up check, one ZooKeeper session within ``zookeeper.connection.timeout.ms``, kazoo's own retry warnings
+    held back: a problem is the one line of the StoreUnavailable raised."""
+    clock = clock or SystemClock()
+    engine = make_engine(settings.audit_db_url)
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+        duration_ms = settings.auth_lockout_duration_ms
+        if settings.backend == "kafka":
+            store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=lambda: 1, clock=clock)
+            return use(BreakGlass(store, store, audit_log, duration_ms=duration_ms, clock=clock))
+        zk = zk_connection(settings)
+        results: list[T] = []
+
+        def connected() -> None:
+            zk_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
+            zk_store.start()
+            results.append(use(BreakGlass(zk_store, zk_store, audit_log, duration_ms=duration_ms, clock=clock)))
+
+        zk.check(then=connected)
+        return results[0]
+    finally:
+        engine.dispose()
 
 
 def _policy(settings: Settings) -> TokenPolicy:
@@ -491,6 +549,7 @@ def _kafka_runtime(
         cluster, token_cache, secret, quota_guard=shared.quota_guard, intents=intents, requesters=shared.requesters
     )
     user_store = KafkaUserStore(cluster.wire, intents)
+    identity = own_identity(settings, lambda: cluster.known_principal)
     lockout_store = shared.lockout_store
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
@@ -507,8 +566,16 @@ def _kafka_runtime(
         auditor=auditor,
         verify_guard=verify_guard,
         quota=_quota(settings),
+        own_principal=identity.is_own,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    readiness = Readiness(
+        cluster_connected=lambda: cluster.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="kafka",
+    )
     startup, shutdown = list(shared.startup), list(shared.shutdown)
     leadership = None
     if shared.leadership_of is not None and isinstance(shared.reconciler, ClusterAuditReconciler):
@@ -548,17 +615,19 @@ def _kafka_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: cluster.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="kafka",
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: cluster.connected,
-        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *startup],
+        startup=[
+            lambda: cluster.start(secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
+            acl_cache.start,
+            token_cache.start,
+            *startup,
+        ],
         shutdown=[*shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
@@ -587,6 +656,7 @@ def _zookeeper_runtime(
     acl_cache = AclCache(zk, acl_store)
     authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
+    identity = own_identity(settings)
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
@@ -627,6 +697,7 @@ def _zookeeper_runtime(
         verify_guard=verify_guard,
         capacity=capacity,
         quota=_quota(settings),
+        own_principal=identity.is_own,
         shares=shares,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
@@ -651,6 +722,14 @@ def _zookeeper_runtime(
         leader_duties(settings, sweeper, purger, locks, audit_log, clock),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+    readiness = Readiness(
+        cluster_connected=lambda: zk.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="zookeeper",
+        cluster=lambda: cluster.state,
+    )
     return Runtime(
         settings=settings,
         backend="zookeeper",
@@ -684,21 +763,17 @@ def _zookeeper_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: zk.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="zookeeper",
-            cluster=lambda: cluster.state,
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: zk.connected,
         startup=[
             zk.start,
             cluster.start,  # before anything writes: the fence needs its first reading
             lambda: ensure_cluster_secret(zk, secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
             lockout_store.start,
             acl_cache.start,
             credentials.start,

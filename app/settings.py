@@ -205,8 +205,9 @@ class Settings(BaseSettings):
     auth_lockout_threshold: int = Field(10, ge=0, le=1_000_000)
     auth_lockout_window_ms: int = Field(900_000, ge=1)
     auth_lockout_duration_ms: int = Field(900_000, ge=1)
-    # addresses and CIDR networks the lockout never counts or refuses: the operators' way in (break glass)
-    auth_lockout_exempt_addresses: str = "127.0.0.1,::1"
+    # addresses and CIDR networks from which super users' accounts are never locked (none by default: the
+    # operators' way in is `kts lockout release`, app/cli/lockout.py); the throttle applies to them all the same
+    auth_lockout_exempt_addresses: str = ""
     auth_lockout_cleanup_interval_ms: int = Field(60_000, ge=100, le=86_400_000)  # the leader deletes ended locks
     # audit rows older than this many days are deleted by the leader (unset: kept for ever)
     audit_retention_days: int | None = Field(None, ge=1, le=36_500)

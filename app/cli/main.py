@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from app.cli import audit_export, audit_report
+from app.cli import audit_export, audit_report, lockout
 from app.cli.client import acls, audit, cluster, tokens, users
 from app.cli.server import commands as server
 from app.cli.sidecar import command as sidecar
@@ -39,7 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kts", description="A token authority for Apache Kafka.")
     commands = parser.add_subparsers(dest="command", required=True)
     server.add_parsers(commands)
-    for command in (tokens, acls, users, audit, cluster, sidecar, audit_export, audit_report):
+    for command in (tokens, acls, users, audit, cluster, sidecar, audit_export, audit_report, lockout):
         command.add_parser(commands)
     for each in (parser, *commands.choices.values()):
         each.add_argument("--version", action="version", version=f"kts {kts_version()}", help="print the version")

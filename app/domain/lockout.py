@@ -77,9 +77,20 @@ class Lock:
     locked_at_ms: int
 
 
+@dataclass(frozen=True, slots=True)
+class LockInForce:
+    """A shared lock in force: the account kept under ``key`` (None where the store keeps the key alone) and how
+    much longer the lock lasts by the store's clock."""
+
+    key: str
+    account: str | None
+    remaining_ms: int
+
+
 class ExemptAddresses:
-    """Client addresses the lockout never counts or refuses (loopback by default: the operators' way in).
-    Addresses and CIDR networks, IPv4 or IPv6; an IPv4-mapped IPv6 address is its IPv4 address."""
+    """Client addresses from which super users' accounts are never locked (none by default: the operators' way
+    in is ``kts lockout release``). Addresses and CIDR networks, IPv4 or IPv6; an IPv4-mapped IPv6 address is its
+    IPv4 address."""
 
     def __init__(self, entries: Iterable[str]) -> None:
         networks = []

@@ -6,7 +6,9 @@ Keys and limits. Each failed attempt is charged to three keys: the client addres
 Addresses are grouped as networks hand them out: an IPv6 address counts as its /64 (one host gets a whole
 /64), an IPv4-mapped IPv6 address as the IPv4 address. With a per-account lockout (``app/domain/lockout.py``)
 password logins are its to count: their failures are charged to the address alone (``count_subject``), so
-that an account has one rule, not two; ``counted_subjects`` can restrict the subject keys by prefix.
+that an account has one rule, not two, except where the lockout does not count them (a super user from an
+exempt address): those are charged to the pair as well (``count_pair``), so guessing from there is as slow as
+from anywhere; ``counted_subjects`` can restrict the subject keys by prefix.
 A key is a leaky bucket (GCRA) holding at most ``max_failures`` failures that drains one failure every
 ``window_ms / max_failures``: ``max_failures`` failures in a burst, then one more every
 ``window_ms / max_failures``; a key whose last failure is ``window_ms`` old is clean again.
@@ -216,19 +218,31 @@ class FailureThrottle:
                 record = self._attempt((address, burst_subject), subject, now, refused=True, summaries=summaries)
             return Admission(retry, AuditPlan(record, tuple(summaries)))
 
-    def failed(self, address: str, subject: str | None, *, count_subject: bool = True, known: bool = True) -> AuditPlan:
+    def failed(
+        self,
+        address: str,
+        subject: str | None,
+        *,
+        count_subject: bool = True,
+        count_pair: bool | None = None,
+        known: bool = True,
+    ) -> AuditPlan:
         """Charge a failed credential check to its keys and its burst; with ``count_subject`` False only to its
-        address (another rule, the account lockout, counts the subject). ``known`` False: the subject named no
-        known user or token, and the failure joins its address's burst of unknown names."""
+        address (another rule, the account lockout, counts the subject), and to its (subject, address) pair with
+        ``count_pair`` (default: as ``count_subject``). ``known`` False: the subject named no known user or token,
+        and the failure joins its address's burst of unknown names."""
         subject = _bounded(subject)
         address = address_group(address)
         now = self._clock.now_ms()
+        count_pair = count_subject if count_pair is None else count_pair
         with self._lock:
             summaries = self._expire(now)
             self._charge(("address", address), self._address, now)
-            if subject is not None and count_subject and self._policy.counts(subject):
-                self._charge(("subject", subject), self._pair, now)
-                self._charge(("pair", subject, address), self._pair, now)
+            if subject is not None and self._policy.counts(subject):
+                if count_subject:
+                    self._charge(("subject", subject), self._pair, now)
+                if count_pair:
+                    self._charge(("pair", subject, address), self._pair, now)
             if known or subject is None:
                 record = self._attempt((address, subject), subject, now, refused=False, summaries=summaries)
             else:

@@ -12,7 +12,9 @@ also holds the per-account lockout (``app/service/lockout.py``, ``auth.lockout.*
 the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is locked, counted
 in its burst like the throttle's own refusals; otherwise its check waits its turn (``app/service/check_gate.py``:
 one check per account at a time, each counted before the next runs), unless an identical attempt's verdict
-answers it. Logins from exempt addresses skip the lockout: the throttle's address limit alone applies.
+answers it. A super user's login from an exempt address skips the lockout, not the throttle: its failures are
+charged to its (subject, address) pair, so it is refused after ``auth.failures.max`` as a pair is anywhere;
+any other account is locked from an exempt address as from anywhere.
 """
 
 from __future__ import annotations
@@ -45,7 +47,13 @@ class AttemptRule(Protocol):
     def admit(self, address: str, subject: str | None) -> Admission: ...
 
     def failed(
-        self, address: str, subject: str | None, *, count_subject: bool = True, known: bool = True
+        self,
+        address: str,
+        subject: str | None,
+        *,
+        count_subject: bool = True,
+        count_pair: bool | None = None,
+        known: bool = True,
     ) -> AuditPlan: ...
 
     def succeeded(self, address: str, subject: str | None) -> None: ...
@@ -104,8 +112,8 @@ class AttemptGuard:
         lockout = self._lockout
         if password is None or lockout is None or not password.account.startswith(ACCOUNT_PREFIX):
             return self._checked(address, subject, describe, check, count_subject=True)
-        if lockout.exempt(address):
-            return self._checked(address, subject, describe, check, count_subject=False)
+        if lockout.exempt(address, password.account):
+            return self._checked(address, subject, describe, check, count_subject=False, count_pair=True)
         return self._locked_check(lockout, address, subject, describe, check, password)
 
     def flush(self) -> None:
@@ -115,12 +123,19 @@ class AttemptGuard:
     # -- the checks
 
     def _checked(
-        self, address: str, subject: str | None, describe: Describe, check: Callable[[], T], *, count_subject: bool
+        self,
+        address: str,
+        subject: str | None,
+        describe: Describe,
+        check: Callable[[], T],
+        *,
+        count_subject: bool,
+        count_pair: bool | None = None,
     ) -> T:
         try:
             result = check()
         except NotAuthenticated as exc:
-            self._failed(address, subject, describe, exc, count_subject=count_subject)
+            self._failed(address, subject, describe, exc, count_subject=count_subject, count_pair=count_pair)
             raise
         self._throttle.succeeded(address, subject)
         return result
@@ -192,9 +207,18 @@ class AttemptGuard:
     # -- refusals and records
 
     def _failed(
-        self, address: str, subject: str | None, describe: Describe, exc: NotAuthenticated, *, count_subject: bool
+        self,
+        address: str,
+        subject: str | None,
+        describe: Describe,
+        exc: NotAuthenticated,
+        *,
+        count_subject: bool,
+        count_pair: bool | None = None,
     ) -> None:
-        plan = self._throttle.failed(address, subject, count_subject=count_subject, known=exc.known)
+        plan = self._throttle.failed(
+            address, subject, count_subject=count_subject, count_pair=count_pair, known=exc.known
+        )
         self._write(plan, lambda: describe(exc.message))
 
     def _refuse(self, address: str, subject: str | None, describe: Describe, wait_ms: int, *, locked: bool) -> None:

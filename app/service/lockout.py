@@ -7,8 +7,10 @@ Audited: ``account.lock`` for each lock (``"shared": false`` with the reason whe
 replica), and one ``account.unlock`` with ``"reason": "expired"`` for each run of the leader that deleted ended
 locks.
 
-Exempt addresses (``auth.lockout.exempt.addresses``, loopback by default) are neither counted nor refused: an
-operator on the host, or through ``kubectl port-forward``, always has a way in to unlock.
+Exempt addresses (``auth.lockout.exempt.addresses``, none by default) exempt super users' accounts alone: a super
+user's login from one is neither counted nor refused by the lock (the throttle's per-pair limit still applies to it,
+app/service/attempts.py); every other account is locked from there as from anywhere. The operators' way in needs no
+address: ``kts lockout release``, run where the server's configuration is (app/service/break_glass.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from dataclasses import dataclass
 
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
-from app.domain.errors import ClusterAuthorizationFailed, KtsError
+from app.domain.errors import ClusterAuthorizationFailed, InvalidPrincipal, KtsError
 from app.domain.lockout import AccountLockout, ExemptAddresses, Lock, account_key
+from app.domain.principal import KafkaPrincipal
 from app.service.audit import Auditor
 from app.service.ports import LockoutStore
 
@@ -59,8 +62,16 @@ class AccountLocks:
         self._exempt = exempt or ExemptAddresses(())
         store.on_released(rule.released)
 
-    def exempt(self, address: str) -> bool:
-        return address in self._exempt
+    def exempt(self, address: str, account: str) -> bool:
+        """Whether a login as ``account`` (``User:<name>``) from ``address`` skips the lock: a super user's account
+        from an exempt address only."""
+        if address not in self._exempt:
+            return False
+        try:
+            principal = KafkaPrincipal.parse(account)
+        except InvalidPrincipal:
+            return False
+        return self._authorizer.is_super_user(principal)
 
     def wait_ms(self, key: str) -> int:
         """Milliseconds until the account kept under ``key`` may try again; 0 when it is not locked."""

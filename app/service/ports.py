@@ -14,7 +14,7 @@ from typing import Generic, Protocol, TypeVar
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
 from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential, Verdict
-from app.domain.lockout import Lock
+from app.domain.lockout import Lock, LockInForce
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
@@ -318,4 +318,13 @@ class LockoutStore(Protocol):
     def remove_ended(self) -> int:
         """Delete the locks that have ended, and releases older than their duration; how many locks. Run by
         the leader alone."""
+        ...
+
+
+class LockListing(Protocol):
+    """The shared locks in force, read from the store itself rather than a replica's view (``kts lockout list``
+    runs in a process of its own)."""
+
+    def in_force_locks(self) -> list[LockInForce]:
+        """Raises StoreUnavailable when the store cannot be read."""
         ...

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 
 from app.domain.clock import Clock
-from app.domain.lockout import Lock
+from app.domain.lockout import Lock, LockInForce
 from app.domain.token_quota import QuotaKey
 
 
@@ -116,6 +116,11 @@ class MemoryLockoutStore:
     def on_released(self, listener: Callable[[str], None]) -> None:
         with self._lock:
             self._listeners.append(listener)
+
+    def in_force_locks(self) -> list[LockInForce]:
+        now_ms = self._clock.now_ms()
+        with self._lock:
+            return [LockInForce(key, None, end - now_ms) for key, end in self._ends.items() if end > now_ms]
 
     def remove_ended(self) -> int:
         now_ms = self._clock.now_ms()

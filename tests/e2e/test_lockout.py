@@ -1,9 +1,10 @@
 """The per-account lockout against two real ``kts serve`` replicas on one ZooKeeper, attacked as the issue's
-attacker did, from loopback source addresses (127.0.0.x; 127.0.0.1 itself is the operators' exempt address):
+attacker did, from loopback source addresses (127.0.0.x: loopback is exempt from nothing):
 
 - guesses sent all at once, from many addresses or from one: at most ``threshold + replicas`` are checked;
 - the victim's own logins between the guesses: the account still locks, with its ``account.lock`` event;
-- ``admin`` locked out by a remote attacker still logs in from loopback, and unlocks;
+- ``admin`` locked out by an attacker who keeps guessing: refused from 127.0.0.1 too, and freed by
+  ``kts lockout release admin`` run with a replica's own config file, audited with the operating-system user;
 - 150 ended locks: the leader deletes them within a minute;
 - names sharing their first 251 characters: separate locks, of short znode names;
 - the shared locks at their bound: the lock stays one replica's own, its audit event says so, and an unlock
@@ -15,6 +16,8 @@ tests print are quoted in the closing note.
 
 from __future__ import annotations
 
+import getpass
+import itertools
 import re
 import subprocess
 import threading
@@ -27,12 +30,14 @@ import httpx
 import pytest
 from kazoo.client import KazooClient
 
+from app.cli.server.embedded_zookeeper import free_port
 from app.domain.lockout import account_key
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
-from tests.conftest import SECRET
-from tests.e2e.conftest import start_kts
+from tests.conftest import SECRET, write_properties
+from tests.e2e.cli_helpers import client_env, run_kts
+from tests.e2e.conftest import KTS, ROOT, start_kts, wait_ready
 
 THRESHOLD = 10
 REPLICAS = 2
@@ -48,7 +53,7 @@ def request(
 
 
 class Addresses:
-    """A new loopback source address for every request (never 127.0.0.1, which is exempt)."""
+    """A new loopback source address for every request (127.0.0.2 and up)."""
 
     def __init__(self) -> None:
         self._next = 2
@@ -232,24 +237,134 @@ def test_the_victims_own_logins_do_not_reset_the_attackers_count(replicas: list[
     assert locks and {event["owner"] for event in locks} == {"User:alice"}
 
 
-def test_admin_gets_in_from_loopback_while_an_attacker_keeps_it_locked(replicas: list[str]) -> None:
-    """Once: five wrong passwords locked admin on every replica, and a super user with only a password had no
-    way in to unlock."""
-    addresses = Addresses()
-    for url in replicas:  # the attacker locks admin on both replicas, and keeps going
-        for n in range(SHARE):
-            addresses.get(url, (ADMIN[0], f"guess-{n}"))
-    for url in replicas:
-        _assert_locked(addresses.get(url, ADMIN))
-    for url in replicas:
-        assert request(url, ADMIN, "127.0.0.1").status_code == 200  # the break-glass way in
-        _assert_locked(addresses.get(url, ADMIN))  # while it stays locked for everyone else
-    unlocked = request(replicas[1], ADMIN, "127.0.0.1", method="DELETE", path="/v1/users/admin/lockout")
-    assert unlocked.status_code == 200
-    assert unlocked.json() == {"user": "admin", "wasLocked": True, "notShared": False, "everyReplica": True}
-    for url in replicas:
-        eventually(lambda url=url: addresses.get(url, ADMIN).status_code == 200, timeout_s=30)
-    print(f"admin from 127.0.0.1 logged in on {REPLICAS} replicas while locked, and unlocked itself")
+def fresh_addresses() -> Iterator[str]:
+    """Loopback source addresses never used before, as many as asked for (127.1.0.1 and up)."""
+    for n in itertools.count():
+        yield f"127.1.{n // 250}.{n % 250 + 1}"
+
+
+class Attacker:
+    """Guesses admin's password from a new loopback address each time, on every replica in turn, ``pause_s``
+    apart, until stopped; what each guess was answered, in order."""
+
+    def __init__(self, urls: list[str], pause_s: float) -> None:
+        self.statuses: list[int] = []
+        self._urls = urls
+        self._pause_s = pause_s
+        self._addresses = fresh_addresses()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(60)
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.is_set():
+            guess = (ADMIN[0], f"guess-{n}")
+            self.statuses.append(request(self._urls[n % len(self._urls)], guess, next(self._addresses)).status_code)
+            n += 1
+            self._stop.wait(self._pause_s)
+
+
+def test_kts_lockout_release_frees_admin_while_an_attacker_keeps_guessing(
+    zk_connect: str, raw_zk: KazooClient, processes: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """Once: the only way in for a locked super user was an HTTP login from 127.0.0.1, which anyone else on loopback
+    could use to guess unchecked, or jam (the operator's right password got 429). Now loopback is locked like any
+    address, and the operator runs ``kts lockout release admin`` with the server's own config file."""
+    put_user(raw_zk, *ADMIN)
+    configs = [
+        write_properties(
+            tmp_path / f"replica-{n}.properties",
+            {
+                "zookeeper.connect": zk_connect,
+                "delegation.token.secret.key": SECRET,
+                "super.users": "User:admin",
+                "auth.lockout.threshold": str(THRESHOLD),
+                "http.listeners": f"http://127.0.0.1:{free_port()}",
+                "service.id": f"replica-{n}",
+                "audit.db.url": f"sqlite:///{tmp_path / f'audit-{n}.db'}",
+            },
+        )
+        for n in range(REPLICAS)
+    ]
+    urls = [_serve(processes, tmp_path, config) for config in configs]
+    for url in urls:
+        eventually(lambda url=url: _replicas_seen(url) == REPLICAS, timeout_s=30)
+
+    # The attacker locks admin on both replicas (a share of 5 each), and keeps guessing: a guess every 2 s, each
+    # replica in turn, so that its guesses after the release lock admin again only 20 s later (a loaded machine
+    # has run the command in 8 s), after the test has looked.
+    attacker = Attacker(urls, pause_s=2.0)
+    attacker.start()
+    operator = fresh_addresses()
+    for url in urls:
+        eventually(lambda url=url: request(url, ADMIN, next(operator)).status_code == 429, timeout_s=120)
+        _assert_locked(request(url, ADMIN, "127.0.0.1"))  # no address is a way in any more
+
+    listed = run_kts("lockout", "list", "--config", str(configs[0]))
+    assert listed.returncode == 0, listed.stderr
+    assert re.fullmatch(r"User:admin\tuntil \S+Z \(\d+ s\)\n", listed.stdout), listed.stdout
+    guesses_before = len(attacker.statuses)
+    released = run_kts("lockout", "release", "admin", "--config", str(configs[0]))
+    assert released.returncode == 0, released.stderr
+    assert released.stdout == "released User:admin on every replica (was locked); audited as lockout.release\n"
+    attacker.stop()
+    guesses_during = len(attacker.statuses) - guesses_before
+    statuses = attacker.statuses
+
+    for url in urls:  # the release reached both replicas (the attacker's last guesses counted less than a share)
+        eventually(lambda url=url: request(url, ADMIN, next(operator)).status_code == 200, timeout_s=30)
+    (event,) = _audited(urls[0], "lockout.release")
+    assert (event["owner"], event["outcome"], event["principal"]) == ("User:admin", "succeeded", None)
+    assert event["details"] == {"operatingSystemUser": getpass.getuser(), "wasLocked": True}
+    assert _audited(urls[1], "lockout.release") == []  # the audit database of the replica whose config was used
+    after = run_kts("lockout", "list", "--config", str(configs[0]))
+    assert (after.returncode, after.stdout) == (0, "no account is locked\n")
+    print(
+        f"\nkts lockout release freed admin on {REPLICAS} replicas while the attacker guessed on ({len(statuses)} "
+        f"guesses: {statuses.count(401)} checked, {statuses.count(429)} refused; {guesses_during} while the "
+        f"command ran); admin's right password from 127.0.0.1 got 429 while locked"
+    )
+
+
+def test_kts_lockout_release_refuses_without_its_audit_database(zk_connect: str, tmp_path: Path) -> None:
+    """Audited or not done: an audit database that cannot be written releases nothing, one line, exit 1."""
+    config = write_properties(
+        tmp_path / "kts.properties",
+        {
+            "zookeeper.connect": zk_connect,
+            "delegation.token.secret.key": SECRET,
+            "audit.db.url": f"sqlite:///{tmp_path / 'no-such-dir' / 'audit.db'}",
+        },
+    )
+    answer = run_kts("lockout", "release", "admin", "--config", str(config))
+    assert answer.returncode == 1
+    assert answer.stderr.startswith("kts: audit.db.url: cannot reach ") and answer.stderr.count("\n") == 1
+    missing = run_kts("lockout", "release", "admin", "--config", str(tmp_path / "missing.properties"))
+    assert missing.returncode == 2 and missing.stderr.startswith("kts: configuration error:"), missing.stderr
+
+
+def _serve(processes: list[subprocess.Popen[str]], log_dir: Path, config: Path) -> str:
+    """``kts serve --config FILE``, as a pod runs it; its URL once ready."""
+    listeners = next(line for line in config.read_text().splitlines() if line.startswith("http.listeners="))
+    url = listeners.split("=", 1)[1]
+    process = subprocess.Popen(
+        [*KTS, "serve", "--config", str(config)],
+        cwd=ROOT,
+        env=client_env(),
+        stdout=(log_dir / f"{config.stem}.log").open("a"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    processes.append(process)
+    wait_ready(url, process, timeout_s=60)
+    return url
 
 
 def test_ended_locks_are_deleted_by_the_leader_within_a_minute(

@@ -481,11 +481,13 @@ def test_super_users_a_jwt_could_be_are_warned_about_one_line_each(
 # -------------------- the lockout's exempt addresses and the audit retention
 
 
-def test_the_lockout_exempts_loopback_unless_told_otherwise(properties: Path) -> None:
+def test_the_lockout_exempts_no_address_unless_told(properties: Path) -> None:
+    """Once loopback by default: whatever shares it (a same-host proxy, a mesh sidecar, kubectl port-forward)
+    turned the lockout off for every client behind it."""
     exempt = load_file(properties, REQUIRED).lockout_exempt_addresses
-    assert "127.0.0.1" in exempt and "::1" in exempt and "192.0.2.1" not in exempt
-    none = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": ""}).lockout_exempt_addresses
-    assert "127.0.0.1" not in none
+    assert not exempt and "127.0.0.1" not in exempt and "::1" not in exempt
+    loopback = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "127.0.0.1,::1"})
+    assert "127.0.0.1" in loopback.lockout_exempt_addresses and "::1" in loopback.lockout_exempt_addresses
     networks = load_file(properties, {**REQUIRED, "auth.lockout.exempt.addresses": "203.0.113.0/24, 2001:db8::/32"})
     assert "203.0.113.4" in networks.lockout_exempt_addresses and "2001:db8::5" in networks.lockout_exempt_addresses
 

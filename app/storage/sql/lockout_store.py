@@ -27,7 +27,7 @@ from sqlalchemy import Connection, Engine, delete, insert, select
 
 from app.domain.clock import Clock
 from app.domain.errors import KtsError
-from app.domain.lockout import Lock
+from app.domain.lockout import Lock, LockInForce
 from app.storage.audit.database import translated_db_errors
 from app.storage.release_listeners import ReleaseListeners
 from app.storage.sql.db_time import db_now_ms, read_now_ms
@@ -180,6 +180,18 @@ class SqlLockoutStore:
                 delete(account_locks).where(account_locks.c.until_ms <= db_now_ms()).returning(account_locks.c.kind)
             ).all()
         return sum(1 for (kind,) in ended if kind == LOCK)
+
+    def in_force_locks(self) -> list[LockInForce]:
+        """The locks in force as the table holds them now, by the database's clock (``kts lockout list``). A row
+        keeps the account's key alone: the account is None."""
+        with translated_db_errors(), self._engine.connect() as connection:
+            now = read_now_ms(connection)
+            rows = connection.execute(
+                select(account_locks.c.account_key, account_locks.c.until_ms)
+                .where(account_locks.c.kind == LOCK, account_locks.c.until_ms > now)
+                .order_by(account_locks.c.id)
+            ).all()
+        return [LockInForce(str(key), None, int(until) - now) for key, until in rows]
 
     # -- the database's clock, and following the table
 

@@ -32,7 +32,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch
 
 from app.domain.clock import Clock
-from app.domain.lockout import Lock
+from app.domain.lockout import Lock, LockInForce
 from app.storage.release_listeners import ReleaseListeners
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import session_errors_translated
@@ -163,6 +163,28 @@ class ZkLockoutStore:
             except NoNodeError:
                 pass
         return ended_locks
+
+    def in_force_locks(self) -> list[LockInForce]:
+        """The locks in force as ZooKeeper holds them now, by a fresh reading of its clock, each with the account
+        its data names (``kts lockout list``: read from ZooKeeper, not from this replica's view)."""
+        now = self.read_clock()
+        names = self._zk.wait(self._zk.client.get_children_async(KtsZNodes.LOCKOUTS))
+        entries = {name: KtsZNodes.lockout_entry(name) for name in names}
+        reads = {
+            name: (entry, self._zk.client.get_async(f"{KtsZNodes.LOCKOUTS}/{name}"))
+            for name, entry in entries.items()
+            if entry is not None and entry.kind is LockoutKind.LOCK
+        }
+        locks = []
+        for entry, result in reads.values():
+            try:
+                data, stat = self._zk.wait(result)
+            except NoNodeError:
+                continue  # released or deleted meanwhile
+            remaining = stat.ctime + entry.duration_ms - now
+            if remaining > 0:
+                locks.append(LockInForce(entry.key, KtsZNodes.lockout_account(data), remaining))
+        return locks
 
     # -- ZooKeeper's clock
 

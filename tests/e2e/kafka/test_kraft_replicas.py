@@ -5,7 +5,9 @@ creates leave an audit trail that settles with every token kts made on the clust
 
 from __future__ import annotations
 
+import getpass
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -32,6 +34,7 @@ from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.api.backends import User, kafka_settings
 from tests.api.helpers import eventually
+from tests.e2e.cli_helpers import client_env, run_kts
 from tests.e2e.conftest import start_kts
 from tests.kafka.brokers import RunningBroker
 from tests.postgres_server import PostgresServer
@@ -83,6 +86,39 @@ def test_a_lock_taken_on_one_replica_refuses_logins_on_the_other(
     refused = second.get("/v1/tokens", headers=alice.basic)
     assert refused.json()["error"] == "ACCOUNT_LOCKED" and int(refused.headers["Retry-After"]) > 0
     print(f"\nKRaft, 2 replicas: a lock taken on one refused the right password on the other after {took_s:.2f} s")
+
+
+def test_kts_lockout_lists_and_releases_a_lock_in_the_audit_database(
+    kafka_kraft_broker: RunningBroker, replicas: list[TestClient]
+) -> None:
+    """Through the Kafka protocol the replicas share their locks in the audit database: ``kts lockout``, given the
+    replicas' KTS_* environment, lists and releases them there while every HTTP login of the account is refused,
+    and the release is audited with the operating-system user."""
+    first, second = replicas
+    alice = _user(kafka_kraft_broker, "alice")
+    admin = User(kafka_kraft_broker.admin.name, kafka_kraft_broker.admin.password)
+    eventually(lambda: _replicas_seen(first) == 2 and _replicas_seen(second) == 2, timeout_s=60)
+    wrong = User(alice.name, "not-the-password")
+    assert [first.get("/v1/tokens", headers=wrong.basic).status_code for _ in range(2)] == [401, 401]
+    eventually(lambda: second.get("/v1/tokens", headers=alice.basic).status_code == 429, timeout_s=30)
+    assert first.get("/v1/tokens", headers=alice.basic).status_code == 429
+
+    runtime = first.app.state.runtime  # type: ignore[attr-defined]
+    settings = kafka_settings(kafka_kraft_broker, runtime.settings.audit_db_url) | {"auth_lockout_threshold": 4}
+    env = client_env(**{f"KTS_{key.upper()}": str(value) for key, value in settings.items()})
+    listed = run_kts("lockout", "list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert re.fullmatch(rf"User:{alice.name}\tuntil \S+Z \(\d+ s\)\n", listed.stdout), listed.stdout
+    released = run_kts("lockout", "release", alice.name, env=env)
+    assert released.returncode == 0, released.stderr
+    assert released.stdout == f"released User:{alice.name} on every replica (was locked); audited as lockout.release\n"
+    for replica in replicas:  # each reads the table within a second
+        eventually(lambda replica=replica: replica.get("/v1/tokens", headers=alice.basic).status_code == 200)
+    events = first.get("/v1/audit?action=lockout.release", headers=admin.basic).json()["events"]
+    assert [(e["owner"], e["outcome"], e["details"]) for e in events] == [
+        (f"User:{alice.name}", "succeeded", {"operatingSystemUser": getpass.getuser(), "wasLocked": True})
+    ]
+    assert run_kts("lockout", "list", env=env).stdout == "no account is locked\n"
 
 
 def test_a_quota_holds_under_two_replicas_on_eight_threads_each(

@@ -488,3 +488,18 @@ def test_known_names_keep_their_own_bursts(clock: FakeClock) -> None:
     assert throttle.failed(HOME, user_subject("ghost"), known=False).record_attempt  # per address
     flushed = {(s.address, s.subject, s.unknown_names, s.samples) for s in throttle.flush()}
     assert flushed == {(ATTACKER, None, True, (user_subject("ghost-2"),))}
+
+
+def test_failures_the_lockout_does_not_count_are_charged_to_their_pair(clock: FakeClock) -> None:
+    """A super user's login from an exempt address skips the lockout (app/service/attempts.py): its failures are
+    charged to the pair, so that address guesses that password no faster than any other; not to the subject,
+    which the lockout counts, so others' failures never refuse a clean address."""
+    throttle = make(clock, max_failures=3, address_max=100)
+    for _ in range(3):
+        assert not throttle.admit(HOME, ALICE).refused
+        throttle.failed(HOME, ALICE, count_subject=False, count_pair=True)
+    assert throttle.admit(HOME, ALICE).refused
+    assert not throttle.admit(OTHER, ALICE).refused
+    for _ in range(3):  # the lockout's own: the address alone, as before
+        throttle.failed(ATTACKER, BOB, count_subject=False)
+    assert not throttle.admit(ATTACKER, BOB).refused

@@ -1,7 +1,8 @@
 """The login guard with the account lockout, over in-memory ports: many guesses arriving at once get at most the
 replica's share checked (one check per account at a time, each counted before the next); parallel logins with
-the same password share one verdict; a wait is bounded; exempt addresses are neither counted nor refused; a lock
-that could not be shared says so, in its audit event and in the unlock's answer."""
+the same password share one verdict; a wait is bounded; an exempt address exempts super users' accounts alone from
+the lock, and throttles their guesses per (account, address) all the same; a lock that could not be shared says so,
+in its audit event and in the unlock's answer."""
 
 from __future__ import annotations
 
@@ -23,7 +24,9 @@ from app.service.lockout import AccountLocks, Unlocked
 from tests.unit.fakes import FakeAclStore, FakeAclView, FakeAuditLog, FakeClock, FakeIntentStore, FakeLockoutStore
 
 ALICE = "User:alice"
+ADMIN = "User:admin"
 PASSWORD = "alice-pw"
+MAX_FAILURES = 10  # the throttle's per-(account, address) limit (auth.failures.max)
 THRESHOLD = 10
 DURATION = 900_000
 LOOPBACK = "127.0.0.1"
@@ -42,7 +45,7 @@ class Setup:
             authorizer=AclAuthorizer([KafkaPrincipal.user("admin")], FakeAclView(FakeAclStore()).snapshot),
             exempt=ExemptAddresses.parse("127.0.0.1,::1"),
         )
-        throttle = FailureThrottle(ThrottlePolicy(10, 1_000, 60_000, 1_000), self.clock)
+        throttle = FailureThrottle(ThrottlePolicy(MAX_FAILURES, 1_000, 60_000, 1_000), self.clock)
         self.guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION, lockout=self.locks, wait_s=wait_s)
         self.checks: list[str] = []
         self.running = 0
@@ -67,13 +70,13 @@ class Setup:
 
         return run
 
-    def login(self, address: str, password: str, hold: threading.Event | None = None) -> str:
+    def login(self, address: str, password: str, hold: threading.Event | None = None, *, account: str = ALICE) -> str:
         return self.guard.attempt(
             address,
-            ALICE,
+            account,
             lambda reason: _denied(reason),
             self.check(password, hold),
-            password=PasswordLogin(ALICE, password),
+            password=PasswordLogin(account, password),
         )
 
     def events(self, action: Action) -> list[AuditEvent]:
@@ -192,21 +195,45 @@ def test_victim_logins_between_guesses_do_not_save_the_attacker() -> None:
     assert len(setup.events(Action.ACCOUNT_LOCK)) == 1
 
 
-def test_exempt_addresses_are_neither_counted_nor_refused() -> None:
+def test_an_exempt_address_locks_an_ordinary_account_as_anywhere() -> None:
+    """Once, from loopback (then exempt for everyone): wrong passwords were never counted, and a locked account's
+    right password got in from there."""
     setup = Setup(replicas=1)
     for n in range(THRESHOLD):
         with pytest.raises(NotAuthenticated):
-            setup.login(f"192.0.2.{n + 1}", f"guess-{n}")
-    with pytest.raises(AccountLocked):
-        setup.login("198.51.100.7", PASSWORD)
-    assert setup.login(LOOPBACK, PASSWORD) == "in"  # the break-glass way in
-    assert setup.login("::1", PASSWORD) == "in"
-    for _ in range(30):
+            setup.login(LOOPBACK, f"guess-{n}")
+    (lock,) = setup.events(Action.ACCOUNT_LOCK)
+    assert lock.principal == ALICE
+    for address in (LOOPBACK, "::1", "198.51.100.7"):
+        with pytest.raises(AccountLocked):  # the right password too, from the exempt addresses too
+            setup.login(address, PASSWORD)
+    assert setup.checks == [f"guess-{n}" for n in range(THRESHOLD)]
+
+
+def test_a_super_user_from_an_exempt_address_is_not_locked_but_throttled_per_pair() -> None:
+    """Once: 60 wrong passwords in a row from an exempt address were all checked (401)."""
+    setup = Setup(replicas=1)
+    for n in range(THRESHOLD):
         with pytest.raises(NotAuthenticated):
-            setup.login(LOOPBACK, "typo")
-    assert len(setup.events(Action.ACCOUNT_LOCK)) == 1  # loopback's failures locked nothing more
-    failed = [e for e in setup.events(Action.AUTHENTICATION) if e.details.get("reason") != "Too many failed attempts."]
-    assert failed, "loopback's failures are audited"
+            setup.login(f"192.0.2.{n + 1}", f"guess-{n}", account=ADMIN)
+    with pytest.raises(AccountLocked):
+        setup.login("198.51.100.7", PASSWORD, account=ADMIN)
+    assert setup.login(LOOPBACK, PASSWORD, account=ADMIN) == "in"  # not locked from the exempt address
+    setup.checks.clear()
+    answers: list[str] = []
+    for n in range(60):
+        try:
+            setup.login(LOOPBACK, f"exempt-guess-{n}", account=ADMIN)
+        except NotAuthenticated:
+            answers.append("401")
+        except TooManyAttempts:
+            answers.append("429")
+    assert answers == ["401"] * MAX_FAILURES + ["429"] * (60 - MAX_FAILURES)
+    assert len(setup.checks) == MAX_FAILURES  # guesses checked from the exempt address
+    assert len(setup.events(Action.ACCOUNT_LOCK)) == 1  # its failures locked nothing more
+    with pytest.raises(TooManyAttempts):  # the right password waits its turn like any other from there
+        setup.login(LOOPBACK, PASSWORD, account=ADMIN)
+    assert setup.login("::1", PASSWORD, account=ADMIN) == "in"  # another exempt address has its own pair
 
 
 @pytest.mark.parametrize(

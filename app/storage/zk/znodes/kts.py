@@ -116,6 +116,16 @@ class KtsZNodes:
         return json.dumps(document, separators=(",", ":"), ensure_ascii=True).encode()
 
     @staticmethod
+    def lockout_account(data: bytes) -> str | None:
+        """The account a lock's data names (``encode_lockout``); None when the data is not such a document."""
+        try:
+            document = json.loads(data)
+        except ValueError:
+            return None
+        account = document.get("account") if isinstance(document, dict) else None
+        return account if isinstance(account, str) else None
+
+    @staticmethod
     def audit_intent(event_id: int) -> str:
         return f"{KtsZNodes.AUDIT_INTENTS}/{event_id}"
 

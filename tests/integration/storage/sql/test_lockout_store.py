@@ -203,3 +203,18 @@ def test_a_release_reaches_every_replica(make_store: MakeStore) -> None:
     second.poll()
     assert sorted(heard) == [("first", key), ("second", key)]  # once each
     assert first.release(key, DURATION) is False  # released already
+
+
+def test_an_operator_lists_the_locks_in_force_from_the_database(make_store: MakeStore) -> None:
+    """What ``kts lockout list`` reads through the Kafka protocol: the locks in force by the database's clock, by
+    key alone (the table keeps no names: the audit trail's account.lock events name them)."""
+    replica = make_store("replica-a")
+    assert replica.share(lock("User:alice"))
+    assert replica.share(lock("User:gone", duration_ms=1))
+    assert replica.share(lock("User:bob"))
+    replica.release(account_key("User:bob"), DURATION)
+    eventually(lambda: replica.locked_ms(account_key("User:gone")) == 0)
+
+    (found,) = make_store("operator").in_force_locks()
+    assert (found.key, found.account) == (account_key("User:alice"), None)
+    assert DURATION - 30_000 < found.remaining_ms <= DURATION

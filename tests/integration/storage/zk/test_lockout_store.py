@@ -169,3 +169,26 @@ def test_the_replicas_are_the_sweeper_elections_contenders(make_store: MakeStore
     for n in range(3):
         raw_zk.create(f"{KtsZNodes.SWEEPER_ELECTION}/contender-", b"", ephemeral=True, sequence=True)
         eventually(lambda n=n: store.replicas() == n + 1)
+
+
+def test_an_operator_lists_the_locks_in_force_from_zookeeper(make_store: MakeStore, raw_zk: KazooClient) -> None:
+    """What ``kts lockout list`` reads, in a process of its own whose clock runs an hour ahead: the locks in force
+    by ZooKeeper's clock, with the account each lock's data names (None when the data is no lock's document)."""
+    replica = make_store("replica-a")
+    assert replica.share(lock("User:alice"))
+    assert replica.share(lock("User:gone", duration_ms=1))
+    assert replica.share(lock("User:bob"))
+    replica.release(account_key("User:bob"), DURATION)
+    tampered = raw_zk.create(
+        f"{KtsZNodes.LOCKOUTS}/lock-{account_key('User:eve')}-{DURATION}-", b"not json", sequence=True
+    )
+    operator = make_store("operator", clock_offset_ms=HOUR)
+    eventually(lambda: operator.now_ms() > 0 and replica.locked_ms(account_key("User:gone")) == 0)
+
+    listed = operator.in_force_locks()
+    assert {(found.key, found.account) for found in listed} == {
+        (account_key("User:alice"), "User:alice"),
+        (account_key("User:eve"), None),
+    }
+    assert all(DURATION - 30_000 < found.remaining_ms <= DURATION for found in listed)
+    raw_zk.delete(tampered)
