@@ -311,16 +311,21 @@ def start_zookeeper_mode_broker(
 
 
 def start_kraft_broker(
-    directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None
+    directory: Path,
+    secret: str,
+    *,
+    extra_properties: dict[str, str] | None = None,
+    kts_super_user: bool = True,
 ) -> RunningBroker:
     """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
-    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
+    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM. ``kts_super_user=False``: only ``ADMIN`` is formatted
+    in and a super user (``KTS`` gets its password and grants as an operator gives them)."""
     broker = KafkaBroker(
         fetch(KRAFT_RELEASE),
         directory,
         secret=secret,
-        super_users=[ADMIN.principal, KTS.principal],
-        scram_users=[ADMIN, KTS],
+        super_users=[ADMIN.principal, KTS.principal] if kts_super_user else [ADMIN.principal],
+        scram_users=[ADMIN, KTS] if kts_super_user else [ADMIN],
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )

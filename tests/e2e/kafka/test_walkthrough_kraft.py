@@ -55,9 +55,10 @@ def _properties_blocks() -> list[dict[str, str]]:
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[RunningBroker]:
-    """A KRaft broker of this test's own, formatted with ``admin`` (step 2), a fresh secret."""
+    """A KRaft broker of this test's own, formatted with ``admin`` only (step 2), a fresh secret: kts's principal
+    exists only once step 3 has run, and is no super user."""
     try:
-        started = start_kraft_broker(tmp_path / "broker", secrets.token_urlsafe(32))
+        started = start_kraft_broker(tmp_path / "broker", secrets.token_urlsafe(32), kts_super_user=False)
     except (KafkaUnavailable, BrokerFailed) as exc:
         pytest.fail(f"no Kafka broker: {exc}", pytrace=False)
     yield started
@@ -186,6 +187,7 @@ def test_from_nothing_to_a_token_the_kraft_broker_accepts(broker: RunningBroker,
         created = httpx.Response(200, content=(work / "token.json").read_bytes()).json()
         described = broker.tokens("--describe", "--owner-principal", "User:alice")
         assert created["tokenId"] in described.stdout  # made by the controller, for alice
+        assert "User:kts" not in broker.broker.properties()["super.users"]  # the grants of step 3 were enough
         assert _shell_variable(state, "KTS_PASSWORD") not in log
     finally:
         for process in processes:
