@@ -30,6 +30,8 @@ FAILURES: tuple[tuple[str, str, int, Callable[[BaseException], str]], ...] = (
     ("app.cli.server.listener_check", "ListenerUnavailable", 2, str),
     ("app.cli.server.kafka_broker.release", "KafkaUnavailable", 1, str),
     ("app.cli.server.kafka_broker.broker", "BrokerFailed", 1, str),
+    ("app.cli.server.kafka_broker.tools", "UnknownTool", 2, str),
+    ("app.cli.server.kafka_tools", "DevStackMissing", 2, str),
 )
 
 

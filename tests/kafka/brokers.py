@@ -29,6 +29,7 @@ from app.cli.server.kafka_broker.broker import (
     client_properties,
     takes_its_own_login,
     write_properties,
+    write_tools_logging,
 )
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE, ZOOKEEPER_MODE_RELEASE, fetch
 
@@ -219,35 +220,44 @@ class RunningBroker:
         record to ``topic`` and read it back. Exit 0 with "produced ..." and "consumed ..." lines, or 1 with
         "refused: <what Kafka raised>"."""
         self.check_alive()
-        classes = self.directory / "java-client"
-        if not (classes / "TokenClient.class").exists():
-            subprocess.run(
-                ["javac", "-cp", self.classpath, "-d", str(classes), str(JAVA_CLIENT)],
-                check=True,
-                capture_output=True,
-                timeout=300,
-            )
-        return subprocess.run(
-            [
-                "java",
-                "-Xmx256m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j.configuration=file:{self.directory / 'tools-log4j.properties'}",
-                f"-Dlog4j2.configurationFile={self.directory / 'tools-log4j2.properties'}",
-                "-cp",
-                f"{self.classpath}:{classes}",
-                "TokenClient",
-                self.bootstrap,
-                mechanism,
-                topic,
-            ],
-            env={**os.environ, "KAFKA_TOKEN_ID": token_id, "KAFKA_TOKEN_HMAC": hmac},
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
+        return java_token_client(
+            self.broker.release.classpath, self.directory, self.bootstrap, token_id, hmac, topic, mechanism
         )
+
+
+def java_token_client(
+    classpath: str, directory: Path, bootstrap: str, token_id: str, hmac: str, topic: str, mechanism: str
+) -> subprocess.CompletedProcess[str]:
+    """TokenClient.java, compiled against ``classpath`` (a release's jars) into ``directory`` on first use, logging
+    in to ``bootstrap`` with the token (RunningBroker.java_token_client: what it prints, how it exits)."""
+    classes = directory / "java-client"
+    if not (classes / "TokenClient.class").exists():
+        subprocess.run(
+            ["javac", "-cp", classpath, "-d", str(classes), str(JAVA_CLIENT)],
+            check=True,
+            capture_output=True,
+            timeout=300,
+        )
+    return subprocess.run(
+        [
+            "java",
+            "-Xmx256m",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            *write_tools_logging(directory),
+            "-cp",
+            f"{classpath}:{classes}",
+            "TokenClient",
+            bootstrap,
+            mechanism,
+            topic,
+        ],
+        env={**os.environ, "KAFKA_TOKEN_ID": token_id, "KAFKA_TOKEN_HMAC": hmac},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
 
 def _put_scram_user(admin: KafkaAdminClient, user: User) -> None:
@@ -301,16 +311,21 @@ def start_zookeeper_mode_broker(
 
 
 def start_kraft_broker(
-    directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None
+    directory: Path,
+    secret: str,
+    *,
+    extra_properties: dict[str, str] | None = None,
+    kts_super_user: bool = True,
 ) -> RunningBroker:
     """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
-    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
+    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM. ``kts_super_user=False``: only ``ADMIN`` is formatted
+    in and a super user (``KTS`` gets its password and grants as an operator gives them)."""
     broker = KafkaBroker(
         fetch(KRAFT_RELEASE),
         directory,
         secret=secret,
-        super_users=[ADMIN.principal, KTS.principal],
-        scram_users=[ADMIN, KTS],
+        super_users=[ADMIN.principal, KTS.principal] if kts_super_user else [ADMIN.principal],
+        scram_users=[ADMIN, KTS] if kts_super_user else [ADMIN],
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )

@@ -196,8 +196,14 @@ def server_url(explicit: str | None, environ: Mapping[str, str]) -> str:
         parts.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
         parts = parts._replace(netloc="")
+    source = "--server" if explicit else SERVER_ENV
+    if "://" not in url:
+        # Kafka operators type a broker's host:port here, as for Kafka's own tools: say what kts wants instead.
+        raise ConfigError(
+            f"{source}: {url!r} looks like a Kafka broker's address; kts's commands talk to kts over HTTP: give "
+            f"kts's URL (--server, alias --bootstrap-server), e.g. --server http://127.0.0.1:8080, or set {SERVER_ENV}"
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        source = "--server" if explicit else SERVER_ENV
         raise ConfigError(f"{source}: {url!r} is not a URL such as http://127.0.0.1:8080")
     return url
 

@@ -8,27 +8,40 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from app.cli.server import kafka_tools
+from app.cli.server.kafka_broker.release import KRAFT_RELEASE
+
 
 def add_parsers(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = commands.add_parser("serve", help="run the service")
     serve.add_argument("--config", type=Path, help="properties file (Kafka key names plus kts keys)")
     serve.set_defaults(handler=run_serve)
     dev = commands.add_parser(
-        "dev", help="run the local stack: embedded ZooKeeper, admin user, service (and a Kafka broker: --kafka)"
+        "dev",
+        help="run the local stack: embedded ZooKeeper, admin user, service (and a Kafka broker: --kafka; or a KRaft "
+        "broker instead of ZooKeeper: --kraft)",
     )
     dev.add_argument("--port", type=port_number, default=8080, help="the port on 127.0.0.1 to serve on")
     dev.add_argument("--data-dir", type=Path, default=Path(".kts-dev"))
     dev.add_argument("--config", type=Path, help="optional properties file")
-    dev.add_argument(
+    stacks = dev.add_mutually_exclusive_group()
+    stacks.add_argument(
         "--kafka",
         action="store_true",
         help="also run a Kafka 3.9 broker (ZooKeeper mode) that takes kts's tokens; its jars come from Maven "
         "Central once (needs java and mvn)",
     )
+    stacks.add_argument(
+        "--kraft",
+        action="store_true",
+        help=f"run a Kafka {KRAFT_RELEASE} broker in KRaft mode instead of ZooKeeper, kts on its bootstrap.servers "
+        "as its own principal User:kts (jars from Maven Central once; needs java and mvn)",
+    )
     dev.add_argument(
         "--kafka-port", type=port_number, default=9092, help="the broker's port on 127.0.0.1 (default: 9092)"
     )
     dev.set_defaults(handler=run_dev)
+    kafka_tools.add_parser(commands)
 
 
 def port_number(text: str) -> int:
@@ -85,5 +98,6 @@ def run_dev(args: argparse.Namespace) -> int:
         args.data_dir,
         args.config,
         Console(stderr=True, soft_wrap=True),
-        kafka_port=args.kafka_port if args.kafka else None,
+        kafka_port=args.kafka_port if args.kafka or args.kraft else None,
+        kraft=args.kraft,
     )

@@ -1,28 +1,25 @@
-"""``kts dev``: the one-command local stack (embedded ZooKeeper, SQLite audit, admin user, service, and with
-``--kafka`` a real Kafka broker that takes the stack's tokens)."""
+"""``kts dev``: the one-command local stack (SQLite audit, admin user, service) on an embedded ZooKeeper, with
+``--kafka`` a real Kafka 3.9 broker on it that takes the stack's tokens; with ``--kraft`` a Kafka 4.x KRaft
+broker instead of ZooKeeper, kts on its ``bootstrap.servers``; or, with ``bootstrap.servers`` in ``--config``,
+kts on that cluster."""
 
 from __future__ import annotations
 
 import os
 import secrets
-from enum import Enum
 from pathlib import Path
 
 from rich.console import Console
 
+from app.cli.server.dev_admin import ADMIN_USER, banner_password_line, ensure_zookeeper_admin, known_password
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
-from app.cli.server.kafka_broker.broker import KafkaBroker
-from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker
+from app.cli.server.kafka_broker.broker import KafkaBroker, User
+from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker, write_admin_config
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
-from app.domain.credentials import MIN_ITERATIONS, Mechanism
-from app.domain.scram import derive, password_matches
-from app.runtime import check_zookeeper, zk_connection
-from app.settings import Settings, load_settings, read_properties
-from app.storage.zk.user_store import ZkUserStore
+from app.runtime import check_cluster
+from app.settings import ConfigError, Settings, load_settings, read_properties
 
-ADMIN_USER = "admin"
-ADMIN_PASSWORD_ENV = "KTS_ADMIN_PASSWORD"
 SECRET_FILE = "secret.key"
 DEV_HOST = "127.0.0.1"
 FREE_PORT_EXAMPLE = 8081
@@ -36,59 +33,6 @@ def _secret_key(data_dir: Path) -> str:
         with os.fdopen(descriptor, "w") as handle:
             handle.write(secrets.token_urlsafe(48))
     return path.read_text().strip()
-
-
-class AdminPassword(Enum):
-    """What start-up did to the admin's password, so the banner says exactly that."""
-
-    GENERATED = "generated"  # none existed and KTS_ADMIN_PASSWORD is unset: a new one, printed once
-    SET = "set"  # none existed: KTS_ADMIN_PASSWORD's
-    RESET = "reset"  # the admin had another one: replaced by KTS_ADMIN_PASSWORD's
-    SAME = "same"  # the admin's password already is KTS_ADMIN_PASSWORD's: nothing written
-    KEPT = "kept"  # KTS_ADMIN_PASSWORD is unset and the admin has a password: left alone
-
-
-def _ensure_admin(settings: Settings) -> tuple[AdminPassword, str | None]:
-    """Give the admin its credentials; returns what was done, and the password when it was generated."""
-    outcome: list[tuple[AdminPassword, str | None]] = []
-
-    def give(users: ZkUserStore) -> None:
-        existing = users.credentials(ADMIN_USER)
-        password = os.environ.get(ADMIN_PASSWORD_ENV)
-        if not password:
-            if existing:
-                outcome.append((AdminPassword.KEPT, None))
-                return
-            password = secrets.token_urlsafe(18)
-            outcome.append((AdminPassword.GENERATED, password))
-        elif set(existing) == set(Mechanism) and all(
-            password_matches(mechanism, credential, password) for mechanism, credential in existing.items()
-        ):
-            outcome.append((AdminPassword.SAME, None))
-            return
-        else:
-            outcome.append((AdminPassword.RESET if existing else AdminPassword.SET, None))
-        for mechanism in Mechanism:
-            users.put_credential(ADMIN_USER, mechanism, derive(mechanism, password, MIN_ITERATIONS))
-
-    zk = zk_connection(settings)
-    # check(): connect, run, disconnect, with kazoo's own log lines held back (logging is not configured yet,
-    # and "Connection dropped" on stderr before the banner reads like a failure).
-    zk.check(then=lambda: give(ZkUserStore(zk)))
-    return outcome[0]
-
-
-def banner_password_line(done: AdminPassword, generated: str | None) -> str:
-    """The banner's line about the admin's password: true whatever the data dir and the environment held."""
-    if done is AdminPassword.GENERATED:
-        return f"  super user: {ADMIN_USER}  password: [bold]{generated}[/bold]  (shown only now)"
-    if done is AdminPassword.SET:
-        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (set now)"
-    if done is AdminPassword.RESET:
-        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (it replaced the one {ADMIN_USER} had)"
-    if done is AdminPassword.SAME:
-        return f"  super user: {ADMIN_USER}  password: {ADMIN_PASSWORD_ENV}'s (unchanged)"
-    return f"  super user: {ADMIN_USER}  password: unchanged, not shown again (set {ADMIN_PASSWORD_ENV} to reset it)"
 
 
 def _keep_private(data_dir: Path) -> None:
@@ -108,8 +52,16 @@ def _keep_private(data_dir: Path) -> None:
                 path.chmod(0o600)
 
 
-def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *, kafka_port: int | None = None) -> int:
-    """``kafka_port``: also run a Kafka broker on that port (``--kafka``)."""
+def dev(
+    port: int,
+    data_dir: Path,
+    config_file: Path | None,
+    console: Console,
+    *,
+    kafka_port: int | None = None,
+    kraft: bool = False,
+) -> int:
+    """``kafka_port``: also run a Kafka broker on that port (``--kafka``, or ``--kraft`` with ``kraft``)."""
     # Before anything else: a busy port found after ZooKeeper started and the banner printed is a bind error
     # under a success message.
     for wanted, option, hint in (
@@ -122,17 +74,44 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
             check_bindable(DEV_HOST, wanted, named_by=option)
         except ListenerUnavailable as exc:
             raise ListenerUnavailable(f"{exc}; choose a free one with {option}{hint}") from exc
+    cluster = _cluster_named(config_file)
+    # --kraft's broker is the cluster; --kafka's runs on a ZooKeeper (the embedded one, or the one named).
+    if (kraft and cluster is not None) or (kafka_port is not None and cluster == "bootstrap.servers"):
+        stack = "--kraft" if kraft else "--kafka"
+        raise ConfigError(
+            f"{cluster} is set ({_where(cluster, config_file)}) and {stack} runs a cluster of its own: drop one of them"
+        )
     _keep_private(data_dir)
-    zookeeper: EmbeddedZooKeeper | None = None
-    broker: KafkaBroker | None = None
     overrides: dict[str, object] = {
         "http_listeners": f"http://{DEV_HOST}:{port}",
         "audit_db_url": f"sqlite:///{(data_dir / 'audit.db').resolve()}",
     }
-    if not os.environ.get("KTS_DELEGATION_TOKEN_SECRET_KEY"):
+    if not _given("delegation.token.secret.key", config_file):
         overrides["delegation_token_secret_key"] = _secret_key(data_dir)
+    if kraft:
+        from app.cli.server.dev_kraft import dev_kraft
+
+        assert kafka_port is not None
+        return dev_kraft(data_dir, config_file, overrides, kafka_port, console)
+    if cluster == "bootstrap.servers":
+        return _dev_on_cluster(data_dir, config_file, overrides, console)
+    return _dev_zookeeper(data_dir, config_file, overrides, kafka_port, console, own_zookeeper=cluster is None)
+
+
+def _dev_zookeeper(
+    data_dir: Path,
+    config_file: Path | None,
+    overrides: dict[str, object],
+    kafka_port: int | None,
+    console: Console,
+    *,
+    own_zookeeper: bool,
+) -> int:
+    """The ZooKeeper stack: the embedded ZooKeeper unless the file or environment names one, the admin in it."""
+    zookeeper: EmbeddedZooKeeper | None = None
+    broker: KafkaBroker | None = None
     try:
-        if not os.environ.get("KTS_ZOOKEEPER_CONNECT") and not _file_sets_connect(config_file):
+        if own_zookeeper:
             zookeeper = EmbeddedZooKeeper(data_dir / "zookeeper")
             console.print(f"starting ZooKeeper on 127.0.0.1:{zookeeper.port} ...")
             zookeeper.start()
@@ -140,9 +119,7 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
             if kafka_port is None:
                 # No broker on the embedded ZooKeeper, so no /cluster/id: the one place kts runs without one.
                 overrides["zookeeper_cluster_required"] = False
-        base = load_settings(config_file, **overrides)
-        super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
-        settings = load_settings(config_file, **overrides, super_users=super_users)
+        settings = with_admin(load_settings(config_file, **overrides), config_file, overrides)
         if kafka_port is not None:
             # First: the broker writes the /cluster/id kts requires (zookeeper.cluster.required) before it starts.
             broker = start_dev_broker(
@@ -153,14 +130,16 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
                 f"User:{ADMIN_USER}",
                 console.print,
             )
-        done, generated = _ensure_admin(settings)
-        check_zookeeper(settings)  # the secret kept in the data dir against the cluster's, before the banner
+        done, generated = ensure_zookeeper_admin(settings)
+        check_cluster(settings)  # the secret kept in the data dir against the cluster's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
         console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
         console.print(banner_password_line(done, generated))
         if broker is not None:
-            for line in banner(broker, settings.http_listeners):
-                console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping
+            password = known_password(done, generated)
+            if password is not None:
+                write_admin_config(broker, User(ADMIN_USER, password))
+            print_banner(console, banner(broker, settings.http_listeners, data_dir))
         return serve(settings, default_log_format="text")
     finally:
         if broker is not None:
@@ -169,7 +148,47 @@ def dev(port: int, data_dir: Path, config_file: Path | None, console: Console, *
             zookeeper.stop()
 
 
-def _file_sets_connect(config_file: Path | None) -> bool:
+def _dev_on_cluster(data_dir: Path, config_file: Path | None, overrides: dict[str, object], console: Console) -> int:
+    """``bootstrap.servers`` in the file or environment: kts on that cluster, as the file's ``admin.*`` login. The
+    cluster's users are its own: kts dev neither creates an admin there nor makes one a super user."""
+    settings = load_settings(config_file, **overrides)
+    check_cluster(settings)
+    console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
+    console.print(f"  Kafka cluster: {settings.bootstrap_servers} (bootstrap.servers; kts logs in with admin.*)")
+    console.print(f"  super users: {settings.super_users or 'none'} (super.users; kts dev sets no password there)")
+    return serve(settings, default_log_format="text")
+
+
+def with_admin(base: Settings, config_file: Path | None, overrides: dict[str, object]) -> Settings:
+    """The settings with the stack's admin among kts's super users."""
+    super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
+    return load_settings(config_file, **overrides, super_users=super_users)
+
+
+def print_banner(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping
+
+
+_CLUSTER_KEYS = ("zookeeper.connect", "bootstrap.servers")
+
+
+def _cluster_named(config_file: Path | None) -> str | None:
+    """The cluster key the environment or the file sets (``zookeeper.connect`` first, as kts reads them)."""
+    for key in _CLUSTER_KEYS:
+        if _given(key, config_file):
+            return key
+    return None
+
+
+def _given(key: str, config_file: Path | None) -> bool:
+    if os.environ.get("KTS_" + key.upper().replace(".", "_")):
+        return True
     if config_file is None or not config_file.is_file():
         return False
-    return bool(read_properties(config_file).get("zookeeper.connect"))
+    return bool(read_properties(config_file).get(key))
+
+
+def _where(key: str, config_file: Path | None) -> str:
+    variable = "KTS_" + key.upper().replace(".", "_")
+    return f"in {variable}" if os.environ.get(variable) else f"in {config_file}"

@@ -19,7 +19,6 @@ from tests.api.helpers import eventually
 from tests.e2e.conftest import KTS, ROOT, kts_env, wait_ready
 
 pytestmark = pytest.mark.kafka
-PRODUCER = "kafka.tools.ConsoleProducer"  # kafka-console-producer.sh in 3.9
 
 
 def _client_properties(banner: str, token_id: str, hmac: str) -> str:
@@ -35,10 +34,11 @@ def _client_properties(banner: str, token_id: str, hmac: str) -> str:
     return text.replace("<tokenId>", token_id).replace("<hmac>", hmac)
 
 
-def _tool(main_class: str, *arguments: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def _tool(tool: str, *arguments: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """One of Kafka 3.9's tools, by its script's name (kafka_broker/tools.py knows its class)."""
     release = fetch(ZOOKEEPER_MODE_RELEASE)
     return subprocess.run(
-        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", release.classpath, main_class, *arguments],
+        ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", release.classpath, release.main_class(tool), *arguments],
         input=stdin,
         capture_output=True,
         text=True,
@@ -87,7 +87,7 @@ def test_kts_dev_kafka_takes_a_kts_token_for_the_first_record(tmp_path: Path) ->
         assert f"bootstrap.servers={bootstrap}" in config.read_text()
 
         produced = _tool(
-            PRODUCER, "--bootstrap-server", bootstrap, "--topic", "first", "--producer.config", str(config),
+            "console-producer", "--bootstrap-server", bootstrap, "--topic", "first", "--producer.config", str(config),
             "--request-required-acks", "all", stdin="hello from a kts token\n",
         )  # fmt: skip
         assert produced.returncode == 0, produced.stdout + produced.stderr

@@ -34,8 +34,8 @@ from tests.kafka.brokers import RunningBroker, start_zookeeper_mode_broker
 pytestmark = pytest.mark.kafka
 
 WALKTHROUGH = ROOT / "docs" / "deployment.md"
-# Kafka's bin/ scripts the walkthrough uses, and the class each runs (as Kafka 3.9's scripts do).
-TOOLS = {"kafka-configs.sh": "ConfigCommand", "kafka-topics.sh": "TopicCommand"}
+# Kafka's bin/ scripts the walkthrough uses (each runs the class its release's script runs: kafka_broker/tools.py).
+TOOLS = ("kafka-configs.sh", "kafka-topics.sh", "kafka-acls.sh")
 
 
 def _section(heading: str) -> str:
@@ -43,6 +43,20 @@ def _section(heading: str) -> str:
     start = text.index(f"### {heading}")
     end = text.find("\n### ", start + 1)
     return text[start:end]
+
+
+def section_lines(heading: str) -> range:
+    """The lines (1-based) of the ``## heading`` section of the walkthrough's page."""
+    lines = WALKTHROUGH.read_text(encoding="utf-8").splitlines()
+    start = lines.index(f"## {heading}") + 1
+    end = next((n for n in range(start, len(lines)) if lines[n].startswith("## ")), len(lines))
+    return range(start, end + 1)
+
+
+def runnable_blocks(heading: str) -> list[CodeBlock]:
+    """The blocks marked runnable against Kafka brokers in the ``## heading`` section, in order."""
+    lines = section_lines(heading)
+    return [block for block in code_blocks(WALKTHROUGH) if block.runnable_against_brokers and block.line in lines]
 
 
 def _properties_block(heading: str) -> dict[str, str]:
@@ -63,17 +77,17 @@ def broker(zookeeper: EmbeddedZooKeeper, tmp_path: Path) -> Iterator[RunningBrok
     started.broker.stop()
 
 
-def _kafka_bin(broker: RunningBroker, directory: Path) -> Path:
+def kafka_bin(broker: RunningBroker, directory: Path) -> Path:
     """Kafka's bin/ scripts for the walkthrough's tools: the release's classes on its classpath."""
     directory.mkdir()
     log4j = directory / "log4j.properties"
     log4j.write_text("log4j.rootLogger=WARN, stderr\nlog4j.appender.stderr=org.apache.log4j.varia.NullAppender\n")
-    for script, tool in TOOLS.items():
+    for script in TOOLS:
         path = directory / script
         path.write_text(
             "#!/bin/sh\n"
             f"exec java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j.configuration=file:{log4j} "
-            f"-cp '{broker.classpath}' {broker.broker.release.main_class(tool)} \"$@\"\n"
+            f"-cp '{broker.classpath}' {broker.broker.release.main_class(script)} \"$@\"\n"
         )
         path.chmod(0o755)
     return directory
@@ -145,7 +159,7 @@ def test_the_brokers_settings_are_the_test_brokers(broker: RunningBroker) -> Non
 
 
 def test_from_nothing_to_a_token_the_broker_accepts(broker: RunningBroker, tmp_path: Path) -> None:
-    blocks = [block for block in code_blocks(WALKTHROUGH) if block.runnable_against_brokers]
+    blocks = runnable_blocks("From nothing to a token a broker accepts")
     assert len(blocks) == 3
     _first_super_user, user_and_token, client = blocks
     assert exported_names(values_block(WALKTHROUGH, "your cluster's values")) == {"PATH", "BOOTSTRAP", "KTS_SERVER"}
@@ -155,10 +169,10 @@ def test_from_nothing_to_a_token_the_broker_accepts(broker: RunningBroker, tmp_p
     # Step 2's two files: the brokers' super user's login, and how any client reaches the brokers.
     write_properties(work / "broker-admin.properties", client_properties(broker.admin))
     write_properties(work / "client.properties", {"security.protocol": LISTENER})
-    kafka_bin = _kafka_bin(broker, tmp_path / "kafka-bin")
+    tools = kafka_bin(broker, tmp_path / "kafka-bin")
     kts_bin = Path(sys.executable).parent  # where pip put the kts command
     env = newcomer.base_environment(tmp_path / "home") | {
-        "PATH": f"{kafka_bin}:{kts_bin}:{newcomer.NEWCOMER_PATH}",
+        "PATH": f"{tools}:{kts_bin}:{newcomer.NEWCOMER_PATH}",
         "BOOTSTRAP": broker.bootstrap,
     }
     port = free_port()  # where kts will serve: the operator's choice, known before it runs
@@ -186,7 +200,7 @@ def test_from_nothing_to_a_token_the_broker_accepts(broker: RunningBroker, tmp_p
         (work / "wrong-token.properties").write_text(wrong)
         refused = subprocess.run(
             [
-                str(kafka_bin / "kafka-topics.sh"),
+                str(tools / "kafka-topics.sh"),
                 "--bootstrap-server",
                 broker.bootstrap,
                 "--command-config",

@@ -101,3 +101,16 @@ _REQUIRED = {
     "audit": [],
     "sidecar": ["--output-file", "x"],
 }
+
+
+@pytest.mark.parametrize("option", ["--bootstrap-server", "--server"])
+def test_a_broker_address_for_server_says_kts_wants_its_http_url(
+    option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kafka operators type a broker's host:port, as for Kafka's tools: one line says what kts wants."""
+    assert main(["tokens", "--describe", option, "127.0.0.1:19092"]) == 2
+    assert capsys.readouterr().err == (
+        "kts: configuration error: --server: '127.0.0.1:19092' looks like a Kafka broker's address; kts's commands "
+        "talk to kts over HTTP: give kts's URL (--server, alias --bootstrap-server), e.g. --server "
+        "http://127.0.0.1:8080, or set KTS_SERVER\n"
+    )

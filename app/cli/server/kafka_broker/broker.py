@@ -96,6 +96,16 @@ rootLogger.appenderRef.stderr.ref = STDERR
 """
 
 
+def write_tools_logging(directory: Path) -> list[str]:
+    """The tools' logging configurations (both back ends) in ``directory``; the JVM options naming them."""
+    (directory / "tools-log4j.properties").write_text(_TOOLS_LOG4J)
+    (directory / "tools-log4j2.properties").write_text(_TOOLS_LOG4J2)
+    return [
+        f"-Dlog4j.configuration=file:{directory / 'tools-log4j.properties'}",
+        f"-Dlog4j2.configurationFile={directory / 'tools-log4j2.properties'}",
+    ]
+
+
 class BrokerFailed(RuntimeError):
     """The broker exited or did not become ready; the message ends with the tail of its log."""
 
@@ -256,8 +266,7 @@ class KafkaBroker:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         (self.directory / "log4j.properties").write_text(_LOG4J)
         (self.directory / "log4j2.properties").write_text(_LOG4J2)
-        (self.directory / "tools-log4j.properties").write_text(_TOOLS_LOG4J)
-        (self.directory / "tools-log4j2.properties").write_text(_TOOLS_LOG4J2)
+        write_tools_logging(self.directory)
         config = write_properties(self.directory / "server.properties", self.properties())
         if self.zookeeper_connect is None:
             self._format(config)

@@ -15,8 +15,12 @@ from app.cli.server.kafka_broker.broker import (
     LISTENER,
     SCRAM_LOGIN_MODULE,
     KafkaBroker,
+    User,
+    client_properties,
     takes_its_own_login,
+    write_properties,
 )
+from app.cli.server.kafka_broker.dev_layout import ADMIN_CONFIG, DEFAULT_DATA_DIR, ZOOKEEPER_MODE_STACK
 from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, cache_root, fetch, is_cached
 
 DEFAULT_PORT = 9092
@@ -33,7 +37,7 @@ def start_dev_broker(
     release = fetch(ZOOKEEPER_MODE_RELEASE)
     broker = KafkaBroker(
         release,
-        data_dir / "kafka",
+        data_dir / ZOOKEEPER_MODE_STACK,
         secret=secret,
         zookeeper_connect=zookeeper_connect,
         super_users=[super_user],
@@ -46,12 +50,20 @@ def start_dev_broker(
     return broker
 
 
-def banner(broker: KafkaBroker, kts_url: str) -> list[str]:
-    """How to produce a record with a token, for the stack's start-up banner (no secret in it)."""
+def write_admin_config(broker: KafkaBroker, admin: User) -> Path:
+    return write_properties(broker.directory / ADMIN_CONFIG, client_properties(admin, TOKEN_MECHANISM))
+
+
+def banner(broker: KafkaBroker, kts_url: str, data_dir: Path) -> list[str]:
+    """How to produce a record with a token, and to run Kafka's tools, for the stack's banner (no secret in it)."""
     jaas = f'{SCRAM_LOGIN_MODULE} required username="<tokenId>" password="<hmac>" tokenauth="true";'
+    mode = "ZooKeeper mode" if broker.release.zookeeper_mode else "KRaft, broker and controller"
+    where = "" if data_dir == DEFAULT_DATA_DIR else f" --data-dir {data_dir}"
     return [
-        f"  Kafka {broker.release.version}: {broker.bootstrap} ({LISTENER}, SCRAM-SHA-256/512, delegation tokens "
-        f"from kts; data in {broker.directory})",
+        f"  Kafka {broker.release.version} ({mode}): {broker.bootstrap} ({LISTENER}, SCRAM-SHA-256/512, "
+        f"delegation tokens from kts; data in {broker.directory})",
+        f"  Kafka's tools as the admin: kts kafka{where} --admin acls --list "
+        f"(--admin: --command-config {broker.directory / ADMIN_CONFIG})",
         "  a token's client properties, for kafka-console-producer.sh --producer.config FILE "
         f"(its id and HMAC: kts tokens --create --server {kts_url}):",
         f"    bootstrap.servers={broker.bootstrap}",

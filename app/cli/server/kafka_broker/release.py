@@ -21,6 +21,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Final
 
+from app.cli.server.kafka_broker.tools import tool_named
+
 ZOOKEEPER_MODE_RELEASE: Final = "3.9.1"  # the last release with ZooKeeper mode
 KRAFT_RELEASE: Final = "4.4.0"
 PINNED_RELEASES: Final = (ZOOKEEPER_MODE_RELEASE, KRAFT_RELEASE)  # each a profile of pom.xml
@@ -59,13 +61,8 @@ class KafkaRelease:
         return int(self.version.split(".", 1)[0]) < 4
 
     def main_class(self, tool: str) -> str:
-        """A tool's class: ``AclCommand`` and ``ConfigCommand`` moved from Scala (``kafka.admin``) to Java
-        (``org.apache.kafka.tools``) in 4.0; the others are Java classes in both."""
-        if tool in ("AclCommand", "ConfigCommand") and self.zookeeper_mode:
-            return f"kafka.admin.{tool}"
-        if tool == "StorageTool":
-            return "kafka.tools.StorageTool"
-        return f"org.apache.kafka.tools.{tool}"
+        """A tool's class in this release, by script or class name (``acls``, ``AclCommand``: ``tools.py``)."""
+        return tool_named(tool).main_class(self.zookeeper_mode)
 
 
 def require_tools(*commands: str) -> None:

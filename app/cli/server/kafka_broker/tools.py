@@ -1,0 +1,72 @@
+"""Kafka's command-line tools as the release's ``bin/*.sh`` scripts run them: the main class of each, per release.
+
+The jars from Maven Central have no ``bin/`` directory, so kts runs a tool as its script would
+(``java -cp 'libs/*' <class>``). Some classes moved between the pinned releases: ``AclCommand`` and
+``ConfigCommand`` from Scala (``kafka.admin``) to Java (``org.apache.kafka.tools``) in 4.0, and
+``ConsoleProducer`` from ``kafka.tools`` to ``org.apache.kafka.tools``; the others are the same class in both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class KafkaTool:
+    """One of Kafka's scripts: ``kafka-<name>.sh`` runs ``kraft_class`` from 4.0 on, ``zookeeper_mode_class`` in
+    3.x. ``config_option`` is the option naming a client properties file (a login), when the tool takes one."""
+
+    name: str
+    kraft_class: str
+    zookeeper_mode_class: str
+    config_option: str | None = "--command-config"
+
+    @property
+    def script(self) -> str:
+        return f"kafka-{self.name}.sh"
+
+    @property
+    def short_class(self) -> str:
+        return self.kraft_class.rsplit(".", 1)[1]
+
+    def main_class(self, zookeeper_mode: bool) -> str:
+        return self.zookeeper_mode_class if zookeeper_mode else self.kraft_class
+
+
+_TOOLS = "org.apache.kafka.tools"
+TOOLS: tuple[KafkaTool, ...] = (
+    KafkaTool("acls", f"{_TOOLS}.AclCommand", "kafka.admin.AclCommand"),
+    KafkaTool("configs", f"{_TOOLS}.ConfigCommand", "kafka.admin.ConfigCommand"),
+    KafkaTool("console-producer", f"{_TOOLS}.ConsoleProducer", "kafka.tools.ConsoleProducer", "--producer.config"),
+    KafkaTool(
+        "console-consumer",
+        f"{_TOOLS}.consumer.ConsoleConsumer",
+        f"{_TOOLS}.consumer.ConsoleConsumer",
+        "--consumer.config",
+    ),
+    KafkaTool(
+        "consumer-groups",
+        f"{_TOOLS}.consumer.group.ConsumerGroupCommand",
+        f"{_TOOLS}.consumer.group.ConsumerGroupCommand",
+    ),
+    KafkaTool("delegation-tokens", f"{_TOOLS}.DelegationTokenCommand", f"{_TOOLS}.DelegationTokenCommand"),
+    KafkaTool("features", f"{_TOOLS}.FeatureCommand", f"{_TOOLS}.FeatureCommand"),
+    KafkaTool("get-offsets", f"{_TOOLS}.GetOffsetShell", f"{_TOOLS}.GetOffsetShell", "--command-config"),
+    KafkaTool("metadata-quorum", f"{_TOOLS}.MetadataQuorumCommand", f"{_TOOLS}.MetadataQuorumCommand"),
+    KafkaTool("storage", "kafka.tools.StorageTool", "kafka.tools.StorageTool", None),
+    KafkaTool("topics", f"{_TOOLS}.TopicCommand", f"{_TOOLS}.TopicCommand"),
+)
+
+
+class UnknownTool(ValueError):
+    """Not one of ``TOOLS``: the message lists them."""
+
+
+def tool_named(name: str) -> KafkaTool:
+    """A tool by its script's name with or without ``kafka-`` and ``.sh`` (``acls``, ``kafka-acls.sh``) or by
+    its class's short name (``AclCommand``)."""
+    wanted = name.removesuffix(".sh").removeprefix("kafka-")
+    for tool in TOOLS:
+        if wanted in (tool.name, tool.short_class):
+            return tool
+    raise UnknownTool(f"no Kafka tool named {name!r}; one of: {', '.join(tool.name for tool in TOOLS)}")
