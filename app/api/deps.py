@@ -23,7 +23,7 @@ from app.domain.errors import StoreUnavailable
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
 from app.service.metrics_access import MetricsAccess
-from app.service.readiness import Readiness
+from app.service.readiness import ClusterStatus, Readiness, ReadinessChecks
 from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -73,6 +73,9 @@ class Services(Protocol):
     @property
     def readiness(self) -> Readiness: ...
 
+    @property
+    def cluster_status(self) -> ClusterStatus: ...
+
 
 SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 
@@ -85,16 +88,6 @@ class Starting:
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}
-
-
-class ReadinessChecks(Protocol):
-    @property
-    def backend(self) -> str | None: ...
-
-    @property
-    def cluster(self) -> Callable[[], ClusterState] | None: ...
-
-    def checks(self) -> dict[str, str]: ...
 
 
 async def get_services(request: Request) -> Services:
@@ -144,6 +137,10 @@ async def get_audit_trail(services: ServicesDep) -> AuditTrail:
     return services.audit_trail
 
 
+async def get_cluster_status(services: ServicesDep) -> ClusterStatus:
+    return services.cluster_status
+
+
 async def get_readiness(request: Request) -> ReadinessChecks:
     services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
     return Starting() if services is None else services.readiness
@@ -156,3 +153,4 @@ Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
 Audit = Annotated[AuditTrail, Depends(get_audit_trail)]
 ReadinessView = Annotated[ReadinessChecks, Depends(get_readiness)]
+ClusterStatusView = Annotated[ClusterStatus, Depends(get_cluster_status)]

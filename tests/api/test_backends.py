@@ -53,7 +53,7 @@ def test_create_describe_verify_and_bearer_login(cluster: Cluster) -> None:
     assert token["tokenRequester"] == alice.principal  # the HTTP caller, not kts's own principal
     assert len(token["tokenId"]) == 22 and token["maxTimestamp"] - token["issueTimestamp"] == 3_600_000
     if cluster.protocol:  # kts adds its own principal so that it can renew and expire for its callers
-        assert token["renewers"] == [cluster.admin.principal]
+        assert token["renewers"] == [cluster.kts_principal]
     else:
         assert token["renewers"] == []
     assert [t["tokenId"] for t in owned_by(client, alice, alice)] == [token["tokenId"]]
@@ -253,10 +253,16 @@ def test_the_owner_quota_holds(cluster: Cluster) -> None:
     create(client, alice)  # room again once one is gone
 
 
-def test_readiness_names_the_backend(cluster: Cluster) -> None:
-    """An operator tells from /readyz how a replica reaches the cluster (``kafka``: the Kafka protocol, whatever
-    mode the brokers run in), and which connection a failing ``cluster`` check means."""
-    ready = cluster.client().get("/readyz")
+def test_the_cluster_status_names_the_backend(cluster: Cluster) -> None:
+    """An operator tells from the cluster's status how a replica reaches the cluster (``kafka``: the Kafka
+    protocol, whatever mode the brokers run in), and which connection a failing ``cluster`` check means; /readyz
+    tells strangers neither."""
+    client = cluster.client()
+    ready = client.get("/readyz")
     assert ready.status_code == 200, ready.text
-    assert ready.json()["backend"] == ("kafka" if cluster.protocol else "zookeeper")
-    assert ready.json()["checks"]["cluster"] == "ok"
+    assert ready.json() == {"status": "ready", "reason": "ok"}
+    status = client.get("/v1/cluster/status", headers=cluster.admin.basic)
+    assert status.status_code == 200, status.text
+    assert status.json()["backend"] == ("kafka" if cluster.protocol else "zookeeper")
+    assert status.json()["checks"]["cluster"] == "ok"
+    assert (status.json()["migration"] is None) == cluster.protocol  # ZooKeeper's view of the migration
