@@ -1,0 +1,104 @@
+"""A normal session logs no ERROR or WARNING line, on both backends (issue 34, item 3): ``kts serve`` beside the
+real brokers, logins right and wrong, a token created, described, renewed and expired; the test reads kts's own log
+(JSON lines: kts's loggers and kafka-python's alike) and fails on any line at WARNING or above.
+
+Before the fix, on KRaft every first Basic login logged kafka-python's ``Abort (KafkaConnectionError)`` and
+``Connection lost`` at ERROR (kts closed its password-check connection before kafka-python counted it as set up),
+and a wrong password logged six ERROR lines (the broker closing the connection, as it answers a refused login)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.cli.server.kafka_broker.broker import User
+from tests.e2e.conftest import start_kts
+from tests.e2e.kafka.conftest import Kts, stop_all
+from tests.kafka.brokers import RunningBroker
+
+LOUD = ("WARNING", "ERROR", "CRITICAL")
+
+
+def _session(kts: Kts, owner: User) -> None:
+    wrong = User(owner.name, owner.password + "-wrong")
+    assert kts.request("GET", "/v1/tokens", wrong).status_code == 401
+    token = kts.create_token(owner)
+    assert kts.request("GET", "/v1/tokens", wrong).status_code == 401
+    described = kts.request("GET", f"/v1/tokens/{token['tokenId']}", owner)
+    assert described.status_code == 200, described.text
+    renewed = kts.request("POST", "/v1/tokens/renew", owner, json={"hmac": token["hmac"], "renewTimePeriodMs": 60_000})
+    assert renewed.status_code == 200, renewed.text
+    expired = kts.request("POST", "/v1/tokens/expire", owner, json={"hmac": token["hmac"], "expiryTimePeriodMs": -1})
+    assert expired.status_code == 200, expired.text
+    unknown = User(f"nobody-{owner.name}", "not-a-password")
+    assert kts.request("GET", "/v1/tokens", unknown).status_code == 401
+
+
+def _loud_lines(log_path: Path) -> list[str]:
+    loud = []
+    for line in log_path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:  # anything but a JSON line (a traceback, a library printing) is loud too
+            loud.append(line)
+            continue
+        if entry.get("level") in LOUD:
+            loud.append(line)
+    return loud
+
+
+def _assert_quiet(log_path: Path) -> None:
+    text = log_path.read_text()
+    print(f"kts's log:\n{text}")
+    assert _loud_lines(log_path) == []
+    assert '"level": "INFO"' in text  # the log was written (and read) at all
+
+
+@pytest.mark.kafka
+def test_a_normal_session_on_kraft_logs_no_error_or_warning(kafka_kraft_broker: RunningBroker, tmp_path: Path) -> None:
+    processes: list[subprocess.Popen[str]] = []
+    broker = kafka_kraft_broker
+    try:
+        url = start_kts(
+            processes,
+            tmp_path,
+            "kts-quiet-kraft",
+            KTS_BOOTSTRAP_SERVERS=broker.bootstrap,
+            KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+            KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
+            KTS_ADMIN_SASL_JAAS_CONFIG=broker.kts_jaas,
+            KTS_DELEGATION_TOKEN_SECRET_KEY=broker.secret,
+            KTS_SUPER_USERS=f"User:{broker.admin.name}",
+            KTS_AUTH_FAILURES_MAX="0",
+        )
+        kts = Kts(url, tmp_path / "kts-quiet-kraft.log")
+        made = broker.new_user("quiet")
+        _session(kts, User(made.name, made.password))
+    finally:
+        stop_all(processes)
+    _assert_quiet(tmp_path / "kts-quiet-kraft.log")
+
+
+@pytest.mark.kafka
+def test_a_normal_session_on_zookeeper_logs_no_error_or_warning(kafka_zk_broker: RunningBroker, tmp_path: Path) -> None:
+    assert kafka_zk_broker.zookeeper_connect is not None
+    processes: list[subprocess.Popen[str]] = []
+    try:
+        url = start_kts(
+            processes,
+            tmp_path,
+            "kts-quiet-zk",
+            KTS_ZOOKEEPER_CONNECT=kafka_zk_broker.zookeeper_connect,
+            KTS_DELEGATION_TOKEN_SECRET_KEY=kafka_zk_broker.secret,
+            KTS_SUPER_USERS=f"User:{kafka_zk_broker.admin.name}",
+            KTS_AUTH_FAILURES_MAX="0",
+        )
+        kts = Kts(url, tmp_path / "kts-quiet-zk.log")
+        made = kafka_zk_broker.new_user("quiet")
+        _session(kts, User(made.name, made.password))
+    finally:
+        stop_all(processes)
+    _assert_quiet(tmp_path / "kts-quiet-zk.log")
