@@ -13,6 +13,7 @@ from __future__ import annotations
 import hmac
 import logging
 
+from app.domain.cluster_facts import ClusterFacts
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.own_grants import NEEDED, missing_grants, missing_grants_message
 from app.domain.principal import KafkaPrincipal
@@ -79,6 +80,22 @@ class KafkaCluster:
 
     def stop(self) -> None:
         self.wire.stop()
+
+    def facts(self) -> ClusterFacts:
+        """What the cluster is, as the brokers answer now (``kts cluster status``): StoreUnavailable when they do
+        not. A cluster with a finalized ``metadata.version`` runs KRaft; without one, ZooKeeper mode."""
+        described = self.wire.describe()
+        level = described.features.get("metadata.version")
+        return ClusterFacts(
+            mode="kraft" if level is not None else "zookeeper",
+            cluster_id=described.cluster_id,
+            nodes=described.brokers,
+            metadata_version=None if level is None else f"feature level {level}",
+            principal=None if self._principal is None else str(self._principal),
+            secret_check="matches the cluster's (a token kts minted at start had the HMAC kts computes)"
+            if self._principal is not None
+            else "not checked yet",
+        )
 
     def list_tokens(self) -> list[TokenInformation]:
         """Every token kts's principal may see, as the cluster records it (``ClusterTokens`` of the audit

@@ -34,6 +34,7 @@ from kafka.net.connection import KafkaConnection
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.sasl import get_sasl_mechanism
 from kafka.net.selector import NetworkSelector
+from kafka.protocol.metadata import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_int16
@@ -71,6 +72,15 @@ class KioMessage(Protocol):
     __api_key__: Any
     __version__: Any
     __header_schema__: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """The cluster as the brokers describe it: its id, its brokers (``id host:port``) and finalized features."""
+
+    cluster_id: str | None
+    brokers: tuple[str, ...]
+    features: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +289,18 @@ class KafkaWire:
             ) from None
         self._outcome(True)
         return response
+
+    def describe(self) -> Described:
+        """The cluster's id and brokers from kafka-python's metadata, and its finalized features (``metadata.version``
+        on KRaft) from a fresh ApiVersions answer (v3, Kafka 2.4+; kafka-python keeps only the API versions)."""
+        manager = self._started()
+        answer = self.send(ApiVersionsRequest[3](client_software_name=CLIENT_ID, client_software_version="1"))
+        features = {feature.name: int(feature.max_version_level) for feature in answer.finalized_features or ()}
+        brokers = tuple(
+            f"{broker.node_id} {broker.host}:{broker.port}"
+            for broker in sorted(manager.cluster.brokers(), key=lambda broker: broker.node_id)
+        )
+        return Described(manager.cluster.cluster_id, brokers, features)
 
     def token_request(self, message: Q, response_type: type[A]) -> TokenAnswer[A]:
         answer: TokenAnswer[A] = self.send(KioRequest(message, response_type))

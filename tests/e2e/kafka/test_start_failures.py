@@ -69,3 +69,21 @@ def test_unreachable_brokers_are_named_and_the_wait_shown(kafka_kraft_broker: Ru
     assert f"waiting for {unreachable}" in finished.stdout
     assert f"cannot reach the brokers at {unreachable}" in finished.stderr
     _no_traceback(finished)
+
+
+@pytest.mark.kafka
+def test_a_principal_without_its_grants_is_told_every_one_missing_in_one_line(
+    kafka_kraft_broker: RunningBroker,
+) -> None:
+    bare = kafka_kraft_broker.new_user("kts-bare")
+    jaas = f'{SCRAM_LOGIN_MODULE} required username="{bare.name}" password="{bare.password}";'
+    finished, _ = _start(kafka_kraft_broker.bootstrap, jaas, kafka_kraft_broker.secret)
+    print(f"stdout:\n{finished.stdout}\nstderr:\n{finished.stderr}")
+    assert finished.returncode == 1
+    line = finished.stderr.strip().splitlines()[-1]
+    assert line.startswith(f"kts: kts's principal User:{bare.name} lacks grants on the cluster")
+    for grant in ("CreateTokens on User", "DescribeTokens on User", "Alter on Cluster", "Describe on Cluster"):
+        assert grant in line
+    assert f"kafka-acls.sh --bootstrap-server {kafka_kraft_broker.bootstrap}" in line
+    _no_traceback(finished)
+    assert bare.password not in finished.stdout + finished.stderr
