@@ -407,6 +407,6 @@ class KafkaWire:
 
 
 def _cause(exc: BaseException) -> str:
-    """A connection failure in a few words (kafka-python wraps the socket's error in its own)."""
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    """A connection failure in a few words, led by its kind (kafka-python's errors already say theirs)."""
+    text, kind = str(exc).strip(), type(exc).__name__
+    return text if text.startswith(kind) else f"{kind}: {text}" if text else kind

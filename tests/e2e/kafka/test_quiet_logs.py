@@ -1,6 +1,7 @@
-"""A normal session logs no ERROR or WARNING line, on both backends (issue 34, item 3): ``kts serve`` beside the
-real brokers, logins right and wrong, a token created, described, renewed and expired; the test reads kts's own log
-(JSON lines: kts's loggers and kafka-python's alike) and fails on any line at WARNING or above.
+"""A normal session logs no ERROR or WARNING line, on both backends (issue 34, item 3), and ``GET /v1/cluster/status``
+(what ``kts cluster status`` prints, item 5) tells what the cluster is. ``kts serve`` beside the real brokers:
+logins right and wrong, a token created, described, renewed and expired; the test reads kts's own log (JSON lines:
+kts's loggers and kafka-python's alike) and fails on any line at WARNING or above.
 
 Before the fix, on KRaft every first Basic login logged kafka-python's ``Abort (KafkaConnectionError)`` and
 ``Connection lost`` at ERROR (kts closed its password-check connection before kafka-python counted it as set up),
@@ -11,9 +12,11 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from app.cli.client.cluster import status_text
 from app.cli.server.kafka_broker.broker import User
 from tests.e2e.conftest import start_kts
 from tests.e2e.kafka.conftest import Kts, stop_all
@@ -35,6 +38,16 @@ def _session(kts: Kts, owner: User) -> None:
     assert expired.status_code == 200, expired.text
     unknown = User(f"nobody-{owner.name}", "not-a-password")
     assert kts.request("GET", "/v1/tokens", unknown).status_code == 401
+
+
+def _status(kts: Kts, admin: User) -> dict[str, Any]:
+    """``GET /v1/cluster/status`` as a super user (issue 34 item 5: what ``kts cluster status`` prints)."""
+    answer = kts.request("GET", "/v1/cluster/status", admin)
+    assert answer.status_code == 200, answer.text
+    body: dict[str, Any] = answer.json()
+    print(f"cluster status: {body}")
+    print(status_text(body))
+    return body
 
 
 def _loud_lines(log_path: Path) -> list[str]:
@@ -77,8 +90,17 @@ def test_a_normal_session_on_kraft_logs_no_error_or_warning(kafka_kraft_broker: 
         kts = Kts(url, tmp_path / "kts-quiet-kraft.log")
         made = broker.new_user("quiet")
         _session(kts, User(made.name, made.password))
+        status = _status(kts, User(broker.admin.name, broker.admin.password))
     finally:
         stop_all(processes)
+    facts = status["cluster"]
+    assert facts["mode"] == "kraft"
+    assert facts["clusterId"]
+    assert facts["nodes"] == [f"1 {broker.bootstrap}"]
+    assert facts["metadataVersion"].startswith("feature level ")
+    assert facts["principal"] == f"User:{broker.kts.name}"
+    assert facts["secretCheck"].startswith("matches")
+    assert status["checks"] == {"cluster": "ok", "tokens": "ok", "acls": "ok", "audit_database": "ok"}
     _assert_quiet(tmp_path / "kts-quiet-kraft.log")
 
 
@@ -99,6 +121,14 @@ def test_a_normal_session_on_zookeeper_logs_no_error_or_warning(kafka_zk_broker:
         kts = Kts(url, tmp_path / "kts-quiet-zk.log")
         made = kafka_zk_broker.new_user("quiet")
         _session(kts, User(made.name, made.password))
+        status = _status(kts, User(kafka_zk_broker.admin.name, kafka_zk_broker.admin.password))
     finally:
         stop_all(processes)
+    facts = status["cluster"]
+    assert facts["mode"] == "zookeeper"
+    assert facts["clusterId"] == status["migration"]["clusterId"]
+    assert facts["nodes"] == kafka_zk_broker.zookeeper_connect.partition("/")[0].split(",")
+    assert facts["metadataVersion"] is None
+    assert facts["secretCheck"].startswith("matches")
+    assert status["migration"]["phase"] == "zookeeper"
     _assert_quiet(tmp_path / "kts-quiet-zk.log")
