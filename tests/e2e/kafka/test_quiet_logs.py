@@ -18,9 +18,11 @@ import pytest
 
 from app.cli.client.cluster import status_text
 from app.cli.server.kafka_broker.broker import User
+from tests.api.helpers import eventually
+from tests.conftest import SECRET
 from tests.e2e.conftest import start_kts
 from tests.e2e.kafka.conftest import Kts, stop_all
-from tests.kafka.brokers import RunningBroker
+from tests.kafka.brokers import ADMIN, READY_TIMEOUT_S, RunningBroker, _scram_login_succeeds, start_kraft_broker
 
 LOUD = ("WARNING", "ERROR", "CRITICAL")
 
@@ -132,3 +134,36 @@ def test_a_normal_session_on_zookeeper_logs_no_error_or_warning(kafka_zk_broker:
     assert facts["secretCheck"].startswith("matches")
     assert status["migration"]["phase"] == "zookeeper"
     _assert_quiet(tmp_path / "kts-quiet-zk.log")
+
+
+@pytest.mark.kafka
+def test_a_broker_restart_under_kts_logs_no_error_or_warning(tmp_path: Path) -> None:
+    """A KRaft broker of the test's own, restarted under a running kts: kts's connections are lost and reopened,
+    and the sessions before and after log nothing louder than INFO."""
+    broker = start_kraft_broker(tmp_path / "broker", SECRET)
+    processes: list[subprocess.Popen[str]] = []
+    admin = User(broker.admin.name, broker.admin.password)
+    try:
+        url = start_kts(
+            processes,
+            tmp_path,
+            "kts-quiet-restart",
+            KTS_BOOTSTRAP_SERVERS=broker.bootstrap,
+            KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
+            KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
+            KTS_ADMIN_SASL_JAAS_CONFIG=broker.kts_jaas,
+            KTS_DELEGATION_TOKEN_SECRET_KEY=broker.secret,
+            KTS_SUPER_USERS=f"User:{broker.admin.name}",
+            KTS_AUTH_FAILURES_MAX="0",
+        )
+        kts = Kts(url, tmp_path / "kts-quiet-restart.log")
+        made = broker.new_user("quiet")
+        _session(kts, User(made.name, made.password))
+        broker.broker.stop()
+        broker.broker.start(_scram_login_succeeds(ADMIN), timeout_s=READY_TIMEOUT_S)
+        eventually(lambda: kts.request("GET", "/v1/tokens", admin).status_code == 200, timeout_s=120)
+        _session(kts, User(made.name, made.password))
+    finally:
+        stop_all(processes)
+        broker.broker.stop()
+    _assert_quiet(tmp_path / "kts-quiet-restart.log")
