@@ -8,7 +8,8 @@ itself, once, in its own words:
 - a broker answers a refused login by closing the connection, so kts's password checks (``wire.py``) end that way
   on every wrong password: their lines go to DEBUG;
 - a broker restart closes kts's own connections, which kafka-python reopens: one INFO line per lost connection
-  (the transport's two lines say the same, at DEBUG);
+  (the transport's two lines and the metadata refresh's say the same, at DEBUG; kts's caches say it once,
+  ``refresh_outage.py``);
 - a start that cannot reach or log in to the brokers is named by kts (``wire.py``'s StoreUnavailable, its
   ``waiting for ...`` lines): the bootstrap retries go to INFO;
 - SCRAM over SASL_PLAINTEXT sends no password, only proofs; PLAIN over it does, which kts says once at start.
@@ -38,7 +39,9 @@ LEVELS: Final[dict[tuple[str, str], int]] = {
     ("kafka.net.manager", "Bootstrap connection to %s failed"): logging.INFO,
     ("kafka.net.manager", "Bootstrap attempt to "): logging.INFO,
     ("kafka.net.manager", "Bootstrap failed: "): logging.INFO,
-    ("kafka.net.manager", "Connection failed: "): logging.INFO,
+    ("kafka.net.manager", "Connection failed: "): logging.DEBUG,  # the connection's Connection lost says it
+    ("kafka.cluster", "Metadata refresh: failed "): logging.DEBUG,  # likewise
+    ("kafka.cluster", "No node available for metadata refresh"): logging.DEBUG,  # every retry while none is up
     ("kafka.net.sasl.scram", "Exchanging credentials in the clear"): logging.DEBUG,
     ("kafka.net.sasl.plain", "Sending username and password in the clear"): logging.DEBUG,
 }
