@@ -20,6 +20,7 @@ from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
+from app.domain.cluster_facts import ClusterFacts
 from app.domain.errors import KtsError, StoreUnavailable
 from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.principal import KafkaPrincipal
@@ -337,6 +338,22 @@ def kafka_cluster(settings: Settings) -> KafkaCluster:
     )
 
 
+def zookeeper_facts(settings: Settings, cluster_id: str | None, identity: OwnIdentity) -> ClusterFacts:
+    """What ``kts cluster status`` tells of a cluster kts reaches through ZooKeeper: the ensemble of
+    ``zookeeper.connect`` (its chroot apart) and the principal of kts's SASL login to ZooKeeper, if any."""
+    assert settings.zookeeper_connect is not None
+    hosts, _, _chroot = settings.zookeeper_connect.partition("/")
+    principals = sorted(str(principal) for principal in identity.principals())
+    return ClusterFacts(
+        mode="zookeeper",
+        cluster_id=cluster_id,
+        nodes=tuple(host.strip() for host in hosts.split(",") if host.strip()),
+        metadata_version=None,
+        principal=", ".join(principals) or None,
+        secret_check="matches the fingerprint the cluster keeps (checked at start)",  # noqa: S106 - a result
+    )
+
+
 def ensure_cluster_secret(zk: ZkConnection, secret: TokenSecret) -> None:
     """Refuse (SecretKeyMismatch) a secret other than the one whose fingerprint the cluster keeps; record it
     when the cluster keeps none yet (docs/configuration.md#a-brokers-serverproperties)."""
@@ -575,6 +592,7 @@ def _kafka_runtime(
         acls_loaded=lambda: acl_cache.loaded,
         audit_log=audit_log,
         backend="kafka",
+        facts=cluster.facts,
     )
     startup, shutdown = list(shared.startup), list(shared.shutdown)
     leadership = None
@@ -729,6 +747,7 @@ def _zookeeper_runtime(
         audit_log=audit_log,
         backend="zookeeper",
         cluster=lambda: cluster.state,
+        facts=lambda: zookeeper_facts(settings, cluster.state.view.cluster_id, identity),
     )
     return Runtime(
         settings=settings,

@@ -18,6 +18,7 @@ from fastapi.security.base import SecurityBase
 
 from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
+from app.domain.cluster_facts import ClusterFacts
 from app.domain.cluster_migration import ClusterState
 from app.domain.errors import StoreUnavailable
 from app.service.acls import AclService
@@ -85,6 +86,7 @@ class Starting:
 
     backend: str | None = None  # not known before the runtime is built
     cluster: Callable[[], ClusterState] | None = None  # not read yet
+    facts: Callable[[], ClusterFacts] | None = None  # not read yet
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}

@@ -10,10 +10,11 @@ controller and migration offsets) are for callers with ``Describe`` on the clust
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from app.domain.authorization import Authorizer, Caller, Operation, ensure_cluster_permission
+from app.domain.cluster_facts import ClusterFacts
 from app.domain.cluster_migration import ClusterState
 from app.domain.errors import KtsError
 from app.service.audit import AuditLog
@@ -32,6 +33,8 @@ class Readiness:
     # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
     # ready and /readyz says what it sees (ZooKeeper backend only: app/storage/zk/cluster_watch.py).
     cluster: Callable[[], ClusterState] | None = None
+    # The cluster's mode, id, brokers or ensemble, version and kts's principal, for ClusterStatus only.
+    facts: Callable[[], ClusterFacts] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""
@@ -61,6 +64,9 @@ class ReadinessChecks(Protocol):
     @property
     def cluster(self) -> Callable[[], ClusterState] | None: ...
 
+    @property
+    def facts(self) -> Callable[[], ClusterFacts] | None: ...
+
     def checks(self) -> dict[str, str]: ...
 
 
@@ -71,6 +77,7 @@ class ReadinessReport:
     backend: str | None
     checks: dict[str, str]
     cluster: ClusterState | None  # the ZooKeeper backend's view of the cluster and its migration
+    facts: ClusterFacts | None = None  # ClusterStatus only: what the cluster is (never for /readyz)
 
     @property
     def ready(self) -> bool:
@@ -105,4 +112,12 @@ class ClusterStatus:
 
     def report(self, caller: Caller) -> ReadinessReport:
         ensure_cluster_permission(self._authorizer, caller, Operation.DESCRIBE, to="read the cluster's status")
-        return readiness_report(self._readiness)
+        report = readiness_report(self._readiness)
+        probe = self._readiness.facts
+        if probe is None:
+            return report
+        try:
+            facts = probe()
+        except KtsError as exc:  # the cluster cannot be asked right now: say so among the checks
+            return replace(report, checks={**report.checks, "cluster_facts": exc.message})
+        return replace(report, facts=facts)

@@ -54,16 +54,35 @@ def status_text(body: dict[str, Any]) -> str:
         lines.append(("details", DETAILS_HINT))
     else:
         lines.append(("backend", str(body.get("backend") or "-")))
+    facts = body.get("cluster")
+    if isinstance(facts, dict):
+        kraft = facts.get("mode") == "kraft"
+        lines += [
+            ("mode", "KRaft" if kraft else "ZooKeeper"),
+            ("cluster id", str(facts.get("clusterId") or "-")),
+            (
+                "brokers" if body.get("backend") == "kafka" else "ZooKeeper ensemble",
+                ", ".join(facts.get("nodes") or ()) or "-",
+            ),
+            ("metadata.version", str(facts.get("metadataVersion") or "-")),
+            ("kts's principal", str(facts.get("principal") or "-")),
+            ("secret", str(facts.get("secretCheck") or "-")),
+        ]
+        if kraft and not isinstance(body.get("migration"), dict):
+            lines.append(("phase", "KRaft (no migration: kts reaches the brokers)"))
     migration = body.get("migration")
     if isinstance(migration, dict):
         lines += [
             ("phase", f"{migration.get('phase')} (writes {migration.get('writes')})"),
             ("reason", str(migration.get("reason"))),
-            ("cluster id", str(migration.get("clusterId") or "-")),
+            *([] if isinstance(facts, dict) else [("cluster id", str(migration.get("clusterId") or "-"))]),
             ("controller", _controller(migration.get("controller"))),
             ("KRaft metadata offset", _optional(migration.get("kraftMetadataOffset"))),
             ("brokers in ZooKeeper", str(migration.get("zookeeperBrokers"))),
         ]
+    if "backend" in body:
+        wrong = [f"{name}: {value}" for name, value in (body.get("checks") or {}).items() if value != "ok"]
+        lines.append(("wrong", "; ".join(wrong) or "nothing"))
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name + ':':<{width + 1}} {value}" for name, value in lines)
 

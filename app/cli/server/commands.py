@@ -74,6 +74,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     from app.cli.server.listener_check import check_bindable
+    from app.cli.server.logging_config import configure_logging
     from app.cli.server.serve import prepare_audit_database, serve
     from app.runtime import check_cluster
     from app.settings import load_settings
@@ -84,6 +85,8 @@ def _serve(args: argparse.Namespace) -> int:
     if settings.http_management_listeners:
         check_bindable(settings.management_host, settings.management_port, named_by="http.management.listeners")
     prepare_audit_database(settings)
+    # Logging before the cluster check, so that its wait for unreachable brokers is shown as it goes.
+    configure_logging(settings.log_format or "json")
     check_cluster(settings)
     return serve(settings)
 

@@ -20,6 +20,7 @@ from app.domain.acl import AccessControlEntry, AclSnapshot, PatternType, Resourc
 from app.domain.errors import KtsError
 from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
+from app.storage.kafka.refresh_outage import RefreshOutage
 from app.storage.kafka.wire import KafkaWire
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,7 @@ class KafkaAclCache:
     def __init__(self, acls: KafkaAcls, *, interval_ms: int) -> None:
         self._acls = acls
         self._interval_s = interval_ms / 1000
+        self._outage = RefreshOutage("ACL cache", log)
         self._snapshot = AclSnapshot()
         self._refreshing = threading.Lock()
         self._stopped = threading.Event()
@@ -166,7 +168,9 @@ class KafkaAclCache:
             try:
                 self.reload()
             except KtsError as exc:
-                log.warning("ACL cache not refreshed: %s", exc.message)
+                self._outage.failed(exc.message)
+            else:
+                self._outage.succeeded()
 
 
 class KafkaAclStore:

@@ -39,6 +39,13 @@ from app.domain.errors import (
 )
 
 NONE = 0
+
+
+class ClusterRefused(StoreUnavailable):
+    """CLUSTER_AUTHORIZATION_FAILED: kts's principal lacks a grant on the cluster (the start's preflight names
+    them all, app/storage/kafka/cluster.py)."""
+
+
 _RETRIABLE: Final = {
     7: "REQUEST_TIMED_OUT",
     15: "COORDINATOR_NOT_AVAILABLE",
@@ -64,7 +71,7 @@ _TABLE: Final[dict[int, Callable[[str], KtsError]]] = {
     ),
     66: lambda what: TokenExpired(f"{what}: the token has already expired."),
     67: lambda what: InvalidPrincipalType(f"{what}: the cluster refused a principal type (renewers must be User)."),
-    31: lambda what: StoreUnavailable(
+    31: lambda what: ClusterRefused(
         f"{what}: the cluster refused kts's principal (grant it Alter and Describe on the cluster)."
     ),
     58: lambda what: StoreUnavailable(f"{what}: the brokers refused kts's login."),

@@ -28,6 +28,7 @@ from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import RecentCreate, StoredToken, TokenRequesters
 from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.refresh_outage import RefreshOutage
 from app.storage.token_index import TokenIndex
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class KafkaTokenCache:
         self._requesters = requesters
         self._interval_s = interval_ms / 1000
         self._timer = timer
+        self._outage = RefreshOutage("token cache", log)
         self._index = TokenIndex(secret)
         self._lock = threading.Lock()  # guards the index; the brokers are asked outside it
         self._refreshing = threading.Lock()  # one refresh at a time; waiters share its outcome
@@ -166,7 +168,7 @@ class KafkaTokenCache:
             try:
                 self._refresh()
             except KtsError as exc:
-                log.warning("token cache not refreshed for an unknown token: %s", exc.message)
+                self._outage.failed(exc.message)
 
     def _refresh(self) -> None:
         began = self._timer()
@@ -268,7 +270,9 @@ class KafkaTokenCache:
             try:
                 self.refresh_all()
             except KtsError as exc:
-                log.warning("token cache not refreshed: %s", exc.message)
+                self._outage.failed(exc.message)
+            else:
+                self._outage.succeeded()
 
 
 def _lately(seen: dict[str, float], now: float) -> dict[str, float]:

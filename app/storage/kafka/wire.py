@@ -34,12 +34,14 @@ from kafka.net.connection import KafkaConnection
 from kafka.net.manager import KafkaConnectionManager
 from kafka.net.sasl import get_sasl_mechanism
 from kafka.net.selector import NetworkSelector
+from kafka.protocol.metadata import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 from kio.serial.readers import read_int16
 from kio.static.primitive import i16, i32
 
 from app.domain.errors import StoreUnavailable
+from app.storage.kafka import client_logging
 from app.storage.kafka.client_config import KafkaClientSecurity
 from app.storage.kafka.sasl import LoginRefused, converse_async, mechanism_for, sasl_login
 
@@ -70,6 +72,15 @@ class KioMessage(Protocol):
     __api_key__: Any
     __version__: Any
     __header_schema__: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Described:
+    """The cluster as the brokers describe it: its id, its brokers (``id host:port``) and finalized features."""
+
+    cluster_id: str | None
+    brokers: tuple[str, ...]
+    features: dict[str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,9 +212,15 @@ class KafkaWire:
         }
 
     def start(self) -> None:
-        """Connect and read the cluster's metadata; StoreUnavailable naming the cause when it cannot."""
+        """Connect and read the cluster's metadata; StoreUnavailable naming the cause when it cannot.
+
+        One login of kts's own comes first (``_preflight``), so that a refused login ends the start at once: left to
+        itself, kafka-python's bootstrap retries a refused login until ``admin.request.timeout.ms`` is over (27
+        failed authentications in the broker's log in 33 s), which a broker-side lockout or alert would take for an
+        attack. While no broker answers, the wait is logged as it goes."""
         self._check_own_mechanism()
         _quiet_version_guess()
+        client_logging.install()
         with self._lock:
             if self._manager is not None:
                 return
@@ -211,13 +228,51 @@ class KafkaWire:
             manager = KafkaConnectionManager(net, **self._options())
             net.start()
             self._net, self._manager = net, manager
+        deadline = time.monotonic() + self._timeout_ms / 1000
         try:
-            manager.bootstrap(self._timeout_ms)
+            self._preflight(manager, deadline)
+        except StoreUnavailable:
+            self.stop()
+            raise
+        try:
+            manager.bootstrap(max(1_000, int((deadline - time.monotonic()) * 1000)))
         except Exception as exc:
             cause = self._diagnose() or f"cannot reach the brokers at {','.join(self._servers)} ({type(exc).__name__})"
             self.stop()
             raise StoreUnavailable(cause) from None
         self._outcome(True)
+
+    def _preflight(self, manager: KafkaConnectionManager, deadline: float) -> None:
+        """Log in once as kts at a bootstrap broker, trying each in turn until one answers or ``deadline``:
+        StoreUnavailable at the first refusal (one failed authentication), or naming every broker that did not
+        answer in time. Without a login (PLAINTEXT, a TLS certificate) the same connection answers reachability."""
+        login = self._security.login
+        credentials = None if login is None else (login.mechanism, login.username, login.password)
+        nodes = list(manager.cluster.bootstrap_brokers())
+        unanswered: dict[str, str] = {}
+        while True:
+            for node in nodes:
+                address = f"{node.host}:{node.port}"
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    causes = "; ".join(f"{where}: {why}" for where, why in unanswered.items())
+                    raise StoreUnavailable(
+                        f"cannot reach the brokers at {','.join(self._servers)} within admin.request.timeout.ms "
+                        f"({self._timeout_ms} ms): {causes}"
+                    )
+                try:
+                    refusal = manager.run(lambda node=node: self._exchange(node, credentials, deadline))
+                except UNREACHABLE as exc:
+                    unanswered[address] = _cause(exc)
+                    log.info("waiting for %s … (%s; giving up in %.0f s)", address, unanswered[address], max(0, left))
+                    continue
+                if refusal is not None:
+                    raise StoreUnavailable(
+                        f"the brokers at {','.join(self._servers)} refused kts's login as {self._security.identity} "
+                        f"({address} {refusal})"
+                    )
+                return
+            time.sleep(min(1.0, max(0.0, deadline - time.monotonic())))
 
     def stop(self) -> None:
         with self._lock:
@@ -252,6 +307,18 @@ class KafkaWire:
         self._outcome(True)
         return response
 
+    def describe(self) -> Described:
+        """The cluster's id and brokers from kafka-python's metadata, and its finalized features (``metadata.version``
+        on KRaft) from a fresh ApiVersions answer (v3, Kafka 2.4+; kafka-python keeps only the API versions)."""
+        manager = self._started()
+        answer = self.send(ApiVersionsRequest[3](client_software_name=CLIENT_ID, client_software_version="1"))
+        features = {feature.name: int(feature.max_version_level) for feature in answer.finalized_features or ()}
+        brokers = tuple(
+            f"{broker.node_id} {broker.host}:{broker.port}"
+            for broker in sorted(manager.cluster.brokers(), key=lambda broker: broker.node_id)
+        )
+        return Described(manager.cluster.cluster_id, brokers, features)
+
     def token_request(self, message: Q, response_type: type[A]) -> TokenAnswer[A]:
         answer: TokenAnswer[A] = self.send(KioRequest(message, response_type))
         return answer
@@ -260,23 +327,25 @@ class KafkaWire:
         """Whether a broker accepts this SCRAM login: a fresh connection that authenticates as ``username`` and
         is closed. StoreUnavailable when no broker could be asked (then nothing is known of the password)."""
         manager = self._started()
+        brokers = list(manager.cluster.brokers()) or list(manager.cluster.bootstrap_brokers())
+        node = random.choice(brokers)  # noqa: S311 - spreading logins over brokers, not a secret
+        deadline = time.monotonic() + self._timeout_ms / 1000
         try:
-            return bool(manager.run(lambda: self._scram_exchange(mechanism, username, password)))
+            refusal = manager.run(lambda: self._exchange(node, (mechanism, username, password), deadline))
         except UNREACHABLE as exc:
             raise StoreUnavailable(
                 f"No broker could check the password ({type(exc).__name__}); retry shortly."
             ) from None
+        return refusal is None
 
-    async def _scram_exchange(self, mechanism: str, username: str, password: str) -> bool:
-        """A client's SCRAM login as ``username`` (sasl.py's conversation), on a connection of its own rather than
-        through kafka-python's ``initialize``, which can report a refused login as a lost connection: a broker
-        answers a wrong proof or an unknown user by closing the connection, with or without an error answer first,
-        so a connection lost once the broker has taken the mechanism is a refusal, and one lost before it is an
-        unreachable broker."""
+    async def _exchange(self, node: Any, credentials: tuple[str, str, str] | None, timeout_at: float) -> str | None:
+        """A client's login at ``node`` (sasl.py's conversation) as ``credentials`` (mechanism, user, password), or
+        only ApiVersions when None: None when the broker accepted, else the broker's refusal. On a connection of its
+        own rather than through kafka-python's ``initialize``, which can report a refused login as a lost
+        connection: a broker answers a wrong proof or an unknown user by closing the connection, with or without an
+        error answer first, so a connection lost once the broker has taken the mechanism is a refusal, and one lost
+        before it is an unreachable broker (raised)."""
         manager = self._started()
-        brokers = list(manager.cluster.brokers()) or list(manager.cluster.bootstrap_brokers())
-        node = random.choice(brokers)  # noqa: S311 - spreading logins over brokers, not a secret
-        timeout_at = time.monotonic() + self._timeout_ms / 1000
         plain = self._security.client_options() | {"security_protocol": self._security.protocol.replace("SASL_", "")}
         connection = KafkaConnection(
             manager._net,
@@ -284,18 +353,24 @@ class KafkaWire:
             broker_version_data=manager.broker_version_data,
             **(self._options() | plain),
         )
+        client_logging.mark_login_check(connection)
         transport = await manager._build_transport(node, timeout_at=timeout_at)
         try:
             connection.connection_made(transport)
             await connection._get_api_versions(timeout_at)
+            if credentials is None:
+                return None
+            mechanism, username, password = credentials
             login = sasl_login(mechanism, mechanism_for(mechanism, username, password))
             try:
                 await converse_async(login, lambda request: connection._send_request(request, timeout_at=timeout_at))
-            except LoginRefused:
-                return False
-            return True
+            except LoginRefused as refused:
+                return str(refused)
+            return None
         finally:
-            connection.close()
+            # Close the transport, not the connection: kafka-python counts a connection whose own initialisation
+            # never ran as failed, and its close() aborts it with ERROR lines (every first login logged two).
+            transport.close()
 
     def _check_own_mechanism(self) -> None:
         """kafka-python's connections log kts in with the class its process-wide registry holds for kts's
@@ -318,16 +393,21 @@ class KafkaWire:
             )
 
     def _diagnose(self) -> str | None:
-        """Why a bootstrap failed, by logging in once as kts: a refused login, else None (unreachable)."""
+        """Why a bootstrap failed after the preflight's login succeeded, by logging in once more as kts: a refused
+        login, else None (unreachable)."""
         manager = self._manager
         login = self._security.login
-        if manager is None or login is None or not login.mechanism.startswith("SCRAM-"):
+        if manager is None or login is None:
             return None
+        node = manager.cluster.bootstrap_brokers()[0]
+        deadline = time.monotonic() + self._timeout_ms / 1000
         try:
-            refused = not manager.run(lambda: self._scram_exchange(login.mechanism, login.username, login.password))
+            refusal = manager.run(
+                lambda: self._exchange(node, (login.mechanism, login.username, login.password), deadline)
+            )
         except Exception:
             return None
-        if refused:
+        if refusal is not None:
             return f"the brokers at {','.join(self._servers)} refused kts's login as {self._security.identity}"
         return None
 
@@ -341,3 +421,9 @@ class KafkaWire:
         self.connected = reached
         if self._on_outcome is not None:
             self._on_outcome(reached)
+
+
+def _cause(exc: BaseException) -> str:
+    """A connection failure in a few words, led by its kind (kafka-python's errors already say theirs)."""
+    text, kind = str(exc).strip(), type(exc).__name__
+    return text if text.startswith(kind) else f"{kind}: {text}" if text else kind

@@ -31,6 +31,7 @@ def test_a_migrating_cluster_one_fact_a_line() -> None:
         "controller:            KRaft controller 3000 (KRaft epoch 1)",
         "KRaft metadata offset: 57",
         "brokers in ZooKeeper:  1",
+        "wrong:                 nothing",
     ]
 
 
@@ -51,7 +52,49 @@ def test_the_kafka_backend_has_no_migration_to_follow() -> None:
     assert status_text({"status": "ready", "reason": "ok", "backend": "kafka", "checks": {}}).splitlines() == [
         "replica: ready",
         "backend: kafka",
+        "wrong:   nothing",
     ]
+
+
+KRAFT_FACTS = {
+    "mode": "kraft",
+    "clusterId": "MkU3OEVBNTcwNTJENDM2Qg",
+    "nodes": ["1 127.0.0.1:19092"],
+    "metadataVersion": "feature level 27",
+    "principal": "User:kts",
+    "secretCheck": "matches the cluster's (a token kts minted at start had the HMAC kts computes)",
+}
+
+
+def test_a_kraft_cluster_mode_id_brokers_version_principal_secret_and_what_is_wrong() -> None:
+    body = {
+        "status": "not-ready",
+        "reason": "tokens",
+        "backend": "kafka",
+        "checks": {"cluster": "ok", "tokens": "not loaded"},
+        "cluster": KRAFT_FACTS,
+    }
+    assert status_text(body).splitlines() == [
+        "replica:          not ready: tokens: not loaded",
+        "backend:          kafka",
+        "mode:             KRaft",
+        "cluster id:       MkU3OEVBNTcwNTJENDM2Qg",
+        "brokers:          1 127.0.0.1:19092",
+        "metadata.version: feature level 27",
+        "kts's principal:  User:kts",
+        "secret:           matches the cluster's (a token kts minted at start had the HMAC kts computes)",
+        "phase:            KRaft (no migration: kts reaches the brokers)",
+        "wrong:            tokens: not loaded",
+    ]
+
+
+def test_a_zookeeper_cluster_names_its_ensemble_and_its_phase() -> None:
+    facts = {**KRAFT_FACTS, "mode": "zookeeper", "nodes": ["zk1:2181", "zk2:2181"], "metadataVersion": None}
+    text = status_text({**MIGRATING, "cluster": facts})
+    assert "ZooKeeper ensemble:    zk1:2181, zk2:2181" in text
+    assert "mode:                  ZooKeeper" in text
+    assert "phase:                 migrating (writes refused)" in text
+    assert text.count("cluster id:") == 1
 
 
 def test_without_credentials_only_what_readyz_tells() -> None:
