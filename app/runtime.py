@@ -45,6 +45,7 @@ from app.service.metrics_access import MetricsAccess
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
+from app.service.token_bridge import TokenBridge
 from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -72,6 +73,7 @@ from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.token_cache import TokenCache
+from app.storage.zk.token_changes import ZkTokenChanges
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
@@ -244,13 +246,16 @@ def leader_duties(
     locks: AccountLocks,
     audit_log: AuditLog,
     clock: Clock,
+    bridge: TokenBridge | None = None,
 ) -> Duty:
     """What the elected leader does, side by side: sweep expired tokens, purge old notifications, delete ended
-    account locks and, with ``audit.retention.days``, old audit events."""
+    account locks, during a migration's dual-write bridge the KRaft controller's token changes to the brokers still
+    in ZooKeeper mode and, with ``audit.retention.days``, delete old audit events."""
     interval_ms = settings.auth_lockout_cleanup_interval_ms
     duties: list[tuple[str, Duty]] = [
         ("sweeper", sweeper.run),
         ("notification-purger", purger.run),
+        *([("token-bridge", bridge.run)] if bridge is not None else []),
         ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
     ]
     if settings.audit_retention_days is not None:
@@ -677,12 +682,13 @@ def _zookeeper_runtime(
         shares=shares,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
+    bridge = TokenBridge(ZkTokenChanges(zk), lambda: cluster.state, auditor=auditor, clock=clock)
     # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
         zk,
         KtsZNodes.SWEEPER_ELECTION,
         settings.service_id,
-        leader_duties(settings, sweeper, purger, locks, audit_log, clock),
+        leader_duties(settings, sweeper, purger, locks, audit_log, clock, bridge),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     return Runtime(
@@ -764,5 +770,6 @@ def _zookeeper_runtime(
             replicas=lockout_store.replicas,
             account_locks=lockout_store.in_force,
             cluster_phase=lambda: cluster.state.phase.value,
+            bridged_notifications=lambda: bridge.notifications_total,
         ),
     )
