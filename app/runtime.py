@@ -376,11 +376,13 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
         engine.dispose()
 
 
-def _policy(settings: Settings) -> TokenPolicy:
+def _policy(settings: Settings, *, added_renewers: bool = False) -> TokenPolicy:
+    """``added_renewers``: name ``token.renewers.add`` renewers of every token created (ZooKeeper mode)."""
     return TokenPolicy(
         max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
         default_renew_ms=settings.delegation_token_expiry_time_ms,
         create_for_super_users=settings.token_create_for_super_users,
+        added_renewers=settings.added_renewers if added_renewers else (),
     )
 
 
@@ -659,7 +661,7 @@ def _zookeeper_runtime(
         token_store,
         token_cache,
         secret=secret,
-        policy=_policy(settings),
+        policy=_policy(settings, added_renewers=True),
         authorizer=authorizer,
         clock=clock,
         auditor=auditor,
