@@ -42,6 +42,7 @@ from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
+from app.service.migration_prep import MigrationPreparation
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
@@ -369,6 +370,38 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
             zk_store = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
             zk_store.start()
             results.append(use(BreakGlass(zk_store, zk_store, audit_log, duration_ms=duration_ms, clock=clock)))
+
+        zk.check(then=connected)
+        return results[0]
+    finally:
+        engine.dispose()
+
+
+def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation], T], clock: Clock | None = None) -> T:
+    """``use`` kts's token writes in ZooKeeper mode from a command (``kts cluster prepare-migration``), connected for
+    this call and closed after: the same store, write fence, intent markers and audit database as ``kts serve``, so
+    each change carries its notification, is audited, and is refused once a KRaft controller has claimed the cluster
+    (ClusterMigrating)."""
+    clock = clock or SystemClock()
+    engine = make_engine(settings.audit_db_url)
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+        zk = zk_connection(settings)
+        results: list[T] = []
+
+        def connected() -> None:
+            cluster = ClusterWatch(zk)
+            state = cluster.refresh()
+            if not state.writes_allowed:
+                raise state.refusal()
+            zk.write_fence = cluster
+            store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
+            auditor = Auditor(audit_log, ZkIntentStore(zk))
+            results.append(use(MigrationPreparation(store, auditor=auditor, clock=clock)))
 
         zk.check(then=connected)
         return results[0]

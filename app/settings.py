@@ -25,6 +25,7 @@ from app.config_names.typos import likely_intended
 from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
 from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
+from app.domain.jaas import JaasSyntaxError, parse_login_module
 from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -493,6 +494,24 @@ class Settings(BaseSettings):
     @property
     def super_user_principals(self) -> list[KafkaPrincipal]:
         return [KafkaPrincipal.parse(p.strip()) for p in self.super_users.split(";") if p.strip()]
+
+    @property
+    def kafka_login_principal(self) -> KafkaPrincipal | None:
+        """``User:<username>`` of ``admin.sasl.jaas.config`` (kts's login on bootstrap.servers, PLAIN or SCRAM), read
+        in ZooKeeper mode too, for ``kts cluster prepare-migration``; None when the key is not set. ValueError naming
+        the key when it names no user."""
+        if self.admin_sasl_jaas_config is None or not self.admin_sasl_jaas_config.get_secret_value().strip():
+            return None
+        try:
+            module = parse_login_module(self.admin_sasl_jaas_config.get_secret_value())
+        except JaasSyntaxError as exc:
+            raise ValueError(f"admin.sasl.jaas.config: {exc.reason}") from None
+        username = module.options.get("username")
+        if not username:
+            raise ValueError(
+                "admin.sasl.jaas.config: names no user (a username option, as PLAIN and SCRAM logins have)"
+            )
+        return KafkaPrincipal.user(username)
 
     @property
     def added_renewers(self) -> tuple[KafkaPrincipal, ...]:
