@@ -42,7 +42,7 @@ from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
-from app.service.migration_prep import MigrationPreparation
+from app.service.migration_prep import MigrationPreparation, unrenewable
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
 from app.service.readiness import Readiness
 from app.service.revocation import TokenRevocation
@@ -409,6 +409,20 @@ def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation]
         engine.dispose()
 
 
+def _unrenewable(settings: Settings, view: TokenCache, clock: Clock) -> Callable[[], int] | None:
+    """How many live tokens kts's principal on bootstrap.servers could not renew (None: that principal is unknown,
+    or ``admin.sasl.jaas.config`` names none, which prepare-migration reports)."""
+    try:
+        principal = settings.kafka_login_principal
+    except ValueError:
+        principal = None
+    principal = principal or next(iter(settings.added_renewers), None)
+    if principal is None:
+        return None
+    known = principal
+    return lambda: unrenewable(view, known, clock.now_ms())
+
+
 def _policy(settings: Settings, *, added_renewers: bool = False) -> TokenPolicy:
     """``added_renewers``: name ``token.renewers.add`` renewers of every token created (ZooKeeper mode)."""
     return TokenPolicy(
@@ -768,6 +782,7 @@ def _zookeeper_runtime(
             audit_log=audit_log,
             backend="zookeeper",
             cluster=lambda: cluster.state,
+            unrenewable=_unrenewable(settings, token_cache, clock),
         ),
         cluster_connected=lambda: zk.connected,
         startup=[

@@ -82,6 +82,7 @@ class Starting:
 
     backend: str | None = None  # not known before the runtime is built
     cluster: Callable[[], ClusterState] | None = None  # not read yet
+    unrenewable: Callable[[], int] | None = None
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}
@@ -93,6 +94,9 @@ class ReadinessChecks(Protocol):
 
     @property
     def cluster(self) -> Callable[[], ClusterState] | None: ...
+
+    @property
+    def unrenewable(self) -> Callable[[], int] | None: ...
 
     def checks(self) -> dict[str, str]: ...
 

@@ -26,6 +26,8 @@ class Readiness:
     # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
     # ready and /readyz says what it sees (ZooKeeper backend only: app/storage/zk/cluster_watch.py).
     cluster: Callable[[], ClusterState] | None = None
+    # With ZooKeeper: live tokens kts could not renew after a switch (app/service/migration_prep.py)
+    unrenewable: Callable[[], int] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""

@@ -36,7 +36,8 @@ def readyz(readiness: ReadinessView) -> JSONResponse:
     state = probe() if probe is not None else None
     extra: dict[str, Any] = {"backend": readiness.backend, "checks": checks}
     if state is not None:
-        extra["migration"] = migration_json(state).model_dump()
+        unrenewable = readiness.unrenewable() if readiness.unrenewable is not None else None
+        extra["migration"] = migration_json(state, unrenewable).model_dump()
     failing = [f"{name}: {value}" for name, value in checks.items() if value != OK]
     if failing:
         return JSONResponse(

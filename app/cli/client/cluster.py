@@ -64,6 +64,8 @@ def status_text(body: dict[str, Any]) -> str:
             ("KRaft metadata offset", _optional(migration.get("kraftMetadataOffset"))),
             ("brokers in ZooKeeper", str(migration.get("zookeeperBrokers"))),
         ]
+        if migration.get("tokensKtsCannotRenew") is not None:
+            lines.append(("tokens kts cannot renew after a switch", str(migration["tokensKtsCannotRenew"])))
     width = max(len(name) for name, _ in lines)
     return "\n".join(f"{name + ':':<{width + 1}} {value}" for name, value in lines)
 
