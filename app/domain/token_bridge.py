@@ -13,6 +13,13 @@ uncovered when no notification naming its token was created at or after the chan
   creation, so a change older than that (less a margin for clocks) may have had one that is gone. Such a change
   is left alone: a second notification would be harmless, but "once per change" is the rule.
 
+Brokers care for a token's content, not for its znode: a write that leaves the content as the brokers already have it
+needs no notification. The KRaft controller rewrites every token znode as it is at its claim (its first sync of
+ZooKeeper with its log), which would otherwise cost a notification per token at once, more than brokers can list in a
+large cluster. So the bridge looks already while the controller waits for the brokers (pre-migration, when every
+change is notified by whoever makes it, so what it reads is what the brokers have) and compares each write's content
+with the content seen at the previous look.
+
 A deletion leaves no znode to read: it is seen as a token present at one look and absent at the next. Its zxid is
 not known, only bounded: ``/delegation_token/tokens``'s ``pzxid`` (the zxid of the last change to its children), read
 after the look, is at or after it. So a deletion needs a notification unless one naming the token was created after
@@ -29,6 +36,7 @@ from typing import Final
 
 from app.domain.capacity import NOTIFICATION_RETENTION_MS
 from app.domain.cluster_migration import ClusterState, Phase
+from app.domain.token import TokenInformation
 
 # Leaves room for the clocks of the ZooKeeper servers (mtime) and of the brokers that purge (ctime) to differ.
 CLOCK_MARGIN_MS: Final = 120_000
@@ -41,10 +49,12 @@ class ChangeKind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class TokenVersion:
-    """What ZooKeeper's Stat says of a token znode: the zxid and server time of its last change."""
+    """A token znode as read: the zxid and server time of its last change (its Stat), and its content (None when it
+    cannot be read as Kafka writes it; brokers then drop the token)."""
 
     mzxid: int
     mtime_ms: int
+    content: TokenInformation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,9 +65,15 @@ class BridgedChange:
 
 
 def bridging(state: ClusterState) -> bool:
-    """The bridge works while a KRaft controller owns the metadata and a broker is still in ZooKeeper mode; it
-    stops once none is left (``MIGRATED``), and has nothing to do before the claim."""
+    """The bridge writes while a KRaft controller owns the metadata and a broker is still in ZooKeeper mode; it
+    stops once none is left (``MIGRATED``)."""
     return state.phase is Phase.MIGRATING
+
+
+def watching(state: ClusterState) -> bool:
+    """The bridge looks (without writing) from the controller's provisioning on, to know what brokers have at the
+    claim."""
+    return state.phase in (Phase.PRE_MIGRATION, Phase.MIGRATING)
 
 
 def uncovered_changes(
@@ -83,6 +99,9 @@ def uncovered_changes(
             continue
         if notified.get(token_id, -1) >= version.mzxid:
             continue  # a notification made with the change or after it (kts's own are in the same transaction)
+        seen = previous.get(token_id)
+        if seen is not None and version.content is not None and seen.content == version.content:
+            continue  # rewritten as it was: the brokers have this content already
         changes.append(BridgedChange(token_id, ChangeKind.WRITTEN, version.mzxid))
     for token_id in previous.keys() - current.keys():
         if notified.get(token_id, -1) > listed_zxid:

@@ -86,17 +86,26 @@ class TokenBridge:
         try:
             while not lost.is_set():
                 try:
-                    if not token_bridge.bridging(self._cluster()):
+                    state = self._cluster()
+                    if not token_bridge.watching(state):
                         self._stop_bridging()
                         lost.wait(self._idle_check_s)
                         continue
-                    self.bridge()
+                    if token_bridge.bridging(state):
+                        self.bridge()
+                    else:
+                        self.observe()
                     self._changes.wait(self._idle_check_s)  # lost is checked at least this often
                 except KtsError as exc:
                     log.warning("token bridge interrupted: %s", exc.message)
                     lost.wait(RETRY_S)
         finally:
             self._stop_bridging()
+
+    def observe(self) -> None:
+        """One look without writing (pre-migration): what the brokers have when the controller claims the cluster,
+        so that its rewriting every token znode then, unchanged, costs no notification."""
+        self._previous = self._changes.look().tokens
 
     def bridge(self) -> int:
         """One look: write a notification for every change not covered yet; returns how many were written."""

@@ -23,11 +23,12 @@ from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
 from app.domain.errors import KtsError
+from app.domain.token import TokenInformation
 from app.domain.token_bridge import TokenVersion
 from app.storage.zk.children_list import list_children_async
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read, refused_write
-from app.storage.zk.znodes import ControllerEpochZNode, MigrationZNode, TokenChangeZNode, TokenZNode
+from app.storage.zk.znodes import ControllerEpochZNode, MalformedZNode, MigrationZNode, TokenChangeZNode, TokenZNode
 
 FULL_LOOK_S: Final = 60.0
 PREFIX_NAME: Final = TokenChangeZNode.PREFIX.rsplit("/", 1)[1]  # token_change_
@@ -133,11 +134,11 @@ class ZkTokenChanges:
         ]
         for token_id, result in pending:
             try:
-                _, stat = self._zk.wait(result)
+                data, stat = self._zk.wait(result)
             except NoNodeError:
                 self._tokens.pop(token_id, None)
                 continue
-            self._tokens[token_id] = _version(stat)
+            self._tokens[token_id] = _version(data, stat)
 
     def _read_notifications(self) -> dict[str, int]:
         names = [
@@ -189,7 +190,10 @@ class ZkTokenChanges:
 
     def _on_token(self, event: WatchedEvent) -> None:
         with self._lock:
-            self._marks.dirty.add(event.path.rsplit("/", 1)[1])
+            if event.path:
+                self._marks.dirty.add(event.path.rsplit("/", 1)[1])
+            else:  # a session event, not a change: read everything again
+                self._marks.full = True
         self._wake.set()
 
     def _on_token_list(self, _event: WatchedEvent) -> None:
@@ -207,5 +211,9 @@ class ZkTokenChanges:
         self._wake.set()
 
 
-def _version(stat: ZnodeStat) -> TokenVersion:
-    return TokenVersion(mzxid=int(stat.mzxid), mtime_ms=int(stat.mtime))
+def _version(data: bytes, stat: ZnodeStat) -> TokenVersion:
+    try:
+        content: TokenInformation | None = TokenZNode.decode(data)
+    except MalformedZNode:
+        content = None
+    return TokenVersion(mzxid=int(stat.mzxid), mtime_ms=int(stat.mtime), content=content)

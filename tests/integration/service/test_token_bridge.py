@@ -6,9 +6,11 @@ new leader does not notify again what the last one bridged."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -184,6 +186,34 @@ def test_the_running_bridge_follows_the_controller_at_once_and_stops_when_the_la
         ("WhileRunningAAAAAAAAAA", {"change": "deleted"}),
         ("WhileRunningAAAAAAAAAA", {"change": "written"}),
     ]
+
+
+def test_the_controllers_rewrite_of_every_token_at_its_claim_costs_no_notification(
+    zk: ZkConnection, cluster: ClusterWatch, raw_zk: KazooClient, engine: Engine
+) -> None:
+    """Looked at in pre-migration, the tokens are known as the brokers have them; the controller's first sync
+    rewrites each znode (as a KRaft 3.9 controller does, in its own key order), which changes nothing brokers see."""
+    store = ZkTokenStore(zk)
+    tokens = [_token(f"BeforeTheClaim{index:02d}AAAAAAA") for index in range(20)]
+    for token in tokens:
+        store.create(token)
+    kafka_znodes.provision_kraft_quorum(raw_zk)
+    eventually(lambda: cluster.state.phase is Phase.PRE_MIGRATION)
+    leader = Leader(zk, cluster, engine)
+    leader.bridge.observe()
+    notifications = len(_named(raw_zk))
+    kafka_znodes.claim_for_kraft(raw_zk)
+    eventually(lambda: cluster.state.phase is Phase.MIGRATING)
+    for token in tokens:
+        data = json.loads(raw_zk.get(TokenZNode.path(token.token_id))[0])
+        raw_zk.set(TokenZNode.path(token.token_id), json.dumps(dict(sorted(data.items()))).encode())
+    time.sleep(1)  # the watches' callbacks have run
+    assert leader.bridge.bridge() == 0
+    assert len(_named(raw_zk)) == notifications
+    # A real change among them is announced.
+    raw_zk.set(TokenZNode.path(tokens[3].token_id), TokenZNode.encode(replace(tokens[3], renewers=(ALICE,))))
+    _bridge_until(leader, 1)
+    assert _named(raw_zk)[notifications:] == [tokens[3].token_id]
 
 
 def test_nothing_is_bridged_before_the_controller_claims_the_cluster(
