@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from app.domain.capacity import NOTIFICATION_RETENTION_MS
+from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
 from app.domain.token_bridge import BridgedChange, ChangeKind, TokenVersion, uncovered_changes
 
 NOW = 1_800_000_000_000
@@ -52,3 +54,18 @@ def test_changes_come_in_the_order_they_were_made() -> None:
     previous = {"c": TokenVersion(210, NOW)} | current
     kinds = [(change.token_id, change.kind) for change in _changes(current, {}, previous=previous, listed_zxid=260)]
     assert kinds == [("a", ChangeKind.WRITTEN), ("b", ChangeKind.WRITTEN), ("c", ChangeKind.DELETED)]
+
+
+def test_a_rewrite_that_leaves_the_content_as_it_was_needs_none_but_a_changed_content_does() -> None:
+    alice = KafkaPrincipal.user("alice")
+    token = TokenInformation("a", alice, alice, (), NOW, NOW + 1, NOW + 2)
+    previous = {"a": TokenVersion(50, NOW, token)}  # seen before the claim, as brokers have it
+    assert _changes({"a": TokenVersion(200, NOW, token)}, {}, previous=previous) == []
+    renewed = token.with_expiry(NOW + 2)
+    assert _changes({"a": TokenVersion(200, NOW, renewed)}, {}, previous=previous) == [
+        BridgedChange("a", ChangeKind.WRITTEN, 200)
+    ]
+    # Unreadable now: brokers drop it on a notification, so one is due.
+    assert _changes({"a": TokenVersion(200, NOW, None)}, {}, previous=previous) == [
+        BridgedChange("a", ChangeKind.WRITTEN, 200)
+    ]
