@@ -1,6 +1,7 @@
 # make run   - install what kts dev needs (ZooKeeper, the kts package), then start the local stack on 127.0.0.1:$(PORT)
 #              (make run PORT=8081 for another port)
 # make test  - install everything the tests need as well, then run every test on real ZooKeeper
+# make jars  - build the JVM library (jvm/) into build/kts-jvm.jar
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -19,7 +20,7 @@ TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-j
 KAFKA_TOOLS := mvn:maven javac:default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
+.PHONY: run test jars jvm-tools fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
 	bench-report bench-memory bench-login bench-broker-login clean
 
 run: run-deps
@@ -29,8 +30,21 @@ run: run-deps
 # ZooKeeper and PostgreSQL from under another test run on the same machine.
 # A failed test runs once more: real servers on a loaded 2-core machine time out now and then. A test that
 # passes only the second time still shows in the summary ("R" lines, "N rerun"): treat it as a bug to fix.
-test: deps
+test: deps jars
 	$(PY) -m pytest --reruns 1 --reruns-delay 2 --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
+
+# The JVM library jobs load (docs/orchestrators.md): Maven builds it from jvm/ with its unit tests; every framework
+# it plugs into is `provided`, so the jar holds only its own classes. Rebuilt when a source or the pom changes.
+JVM_SOURCES := jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
+
+jars: build/kts-jvm.jar
+
+build/kts-jvm.jar: $(JVM_SOURCES) | jvm-tools
+	mvn -B -q -f jvm/pom.xml package
+	cp build/jvm/kts-jvm.jar $@
+
+jvm-tools:
+	$(call install_missing_commands,$(KAFKA_TOOLS))
 
 # The long property-based fuzz run of every endpoint (make test runs a few thousand cases of it).
 fuzz: deps

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
+from app.auth.own_identity import OwnIdentity, ScramUsers, shared_identity_warnings
 from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action
 from app.domain.capacity import CapacityPolicy, Purpose, with_notifications_to_come
 from app.domain.clock import Clock, SystemClock
 from app.domain.errors import KtsError, StoreUnavailable
 from app.domain.lockout import AccountLockout, LockoutPolicy
+from app.domain.principal import KafkaPrincipal
 from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
 from app.domain.sweep_schedule import SweepSchedule
@@ -44,7 +46,7 @@ from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.migration_prep import MigrationPreparation, unrenewable
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
-from app.service.readiness import Readiness
+from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_bridge import TokenBridge
 from app.service.token_shares import TokenShares
@@ -106,6 +108,7 @@ class Runtime:
     authenticator: Authenticator
     attempt_guards: list[AttemptGuard]
     readiness: Readiness
+    cluster_status: ClusterStatus
     cluster_connected: Callable[[], bool]
     startup: list[Callable[[], None]]  # in order, once the audit database is ready
     shutdown: list[Callable[[], None]]  # in order
@@ -291,6 +294,27 @@ def jwt_authenticator(settings: Settings, clock: Clock) -> JwtAuthenticator | No
         max_lifetime_s=settings.sasl_oauthbearer_max_lifetime_seconds,
     )
     return JwtAuthenticator(keys, policy)
+
+
+def own_identity(settings: Settings, learned: Callable[[], KafkaPrincipal | None] = lambda: None) -> OwnIdentity:
+    """The principals kts itself is to the cluster, which no HTTP caller may be (app/auth/own_identity.py): its
+    ``admin.sasl.jaas.config`` user and the principal the brokers answered (``learned``) through the Kafka
+    protocol; its SASL login to ZooKeeper with ZooKeeper."""
+    if settings.backend == "kafka":
+        login = settings.kafka_security.login
+        configured = [] if login is None else [KafkaPrincipal.user(login.username)]
+        return OwnIdentity(configured, learned, source="its login to the brokers, admin.sasl.jaas.config")
+    zk_login = settings.zookeeper_security.login
+    configured = [] if zk_login is None else [KafkaPrincipal.user(zk_login.username)]
+    return OwnIdentity(configured, learned, source="its SASL login to ZooKeeper")
+
+
+def warn_shared_identity(settings: Settings, identity: OwnIdentity, users: ScramUsers) -> None:
+    """The start-up warning when kts's own principal is also a login someone may present to kts."""
+    login = settings.kafka_security.login if settings.backend == "kafka" else None
+    own_scram = login.username if login is not None and login.mechanism.startswith("SCRAM-") else None
+    for warning in shared_identity_warnings(identity, settings.super_user_principals, users, own_scram_login=own_scram):
+        log.warning(warning)
 
 
 def check_cluster(settings: Settings) -> None:
@@ -579,6 +603,7 @@ def _kafka_runtime(
         cluster, token_cache, secret, quota_guard=shared.quota_guard, intents=intents, requesters=shared.requesters
     )
     user_store = KafkaUserStore(cluster.wire, intents)
+    identity = own_identity(settings, lambda: cluster.known_principal)
     lockout_store = shared.lockout_store
     locks = account_locks(settings, lockout_store, auditor, authorizer, clock)
     verify_guard = attempt_guard(settings, auditor, clock, Action.TOKEN_VERIFY)
@@ -595,8 +620,16 @@ def _kafka_runtime(
         auditor=auditor,
         verify_guard=verify_guard,
         quota=_quota(settings),
+        own_principal=identity.is_own,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor)
+    readiness = Readiness(
+        cluster_connected=lambda: cluster.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="kafka",
+    )
     startup, shutdown = list(shared.startup), list(shared.shutdown)
     leadership = None
     if shared.leadership_of is not None and isinstance(shared.reconciler, ClusterAuditReconciler):
@@ -636,17 +669,19 @@ def _kafka_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: cluster.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="kafka",
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: cluster.connected,
-        startup=[lambda: cluster.start(secret), acl_cache.start, token_cache.start, *startup],
+        startup=[
+            lambda: cluster.start(secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
+            acl_cache.start,
+            token_cache.start,
+            *startup,
+        ],
         shutdown=[*shutdown, token_cache.stop, acl_cache.stop, cluster.stop],
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
@@ -675,6 +710,7 @@ def _zookeeper_runtime(
     acl_cache = AclCache(zk, acl_store)
     authorizer = _authorizer(settings, acl_cache)
     user_store = ZkUserStore(zk)
+    identity = own_identity(settings)
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
     token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
@@ -715,6 +751,7 @@ def _zookeeper_runtime(
         verify_guard=verify_guard,
         capacity=capacity,
         quota=_quota(settings),
+        own_principal=identity.is_own,
         shares=shares,
     )
     revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
@@ -740,6 +777,15 @@ def _zookeeper_runtime(
         leader_duties(settings, sweeper, purger, locks, audit_log, clock, bridge),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
+    readiness = Readiness(
+        cluster_connected=lambda: zk.connected,
+        tokens_loaded=lambda: token_cache.loaded,
+        acls_loaded=lambda: acl_cache.loaded,
+        audit_log=audit_log,
+        backend="zookeeper",
+        cluster=lambda: cluster.state,
+        unrenewable=_unrenewable(settings, token_cache, clock),
+    )
     return Runtime(
         settings=settings,
         backend="zookeeper",
@@ -773,22 +819,17 @@ def _zookeeper_runtime(
             auditor=auditor,
             guard=login_guard,
             jwt=jwt_authenticator(settings, clock),
+            own=identity,
         ),
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
-        readiness=Readiness(
-            cluster_connected=lambda: zk.connected,
-            tokens_loaded=lambda: token_cache.loaded,
-            acls_loaded=lambda: acl_cache.loaded,
-            audit_log=audit_log,
-            backend="zookeeper",
-            cluster=lambda: cluster.state,
-            unrenewable=_unrenewable(settings, token_cache, clock),
-        ),
+        readiness=readiness,
+        cluster_status=ClusterStatus(readiness, authorizer=authorizer),
         cluster_connected=lambda: zk.connected,
         startup=[
             zk.start,
             cluster.start,  # before anything writes: the fence needs its first reading
             lambda: ensure_cluster_secret(zk, secret),
+            lambda: warn_shared_identity(settings, identity, user_store),
             lockout_store.start,
             acl_cache.start,
             credentials.start,

@@ -11,6 +11,7 @@ What the trail looks like:
 - tokens that ask for various maximum lifetimes (the server clamps to 7 days, renews by 1 day), some
   renewed, some expired by their owner, the rest removed by the sweeper after their expiry with a lag of
   up to its interval, and much longer while a leader is missing;
+- the services' creates name the job they are for (``SERVICE_JOBS``), as the JVM plug-ins do; users' do not;
 - refusals with Kafka's codes (63, 64, 65, 66), describes, occasional failed logins of users, and bursts
   of hundreds of failed logins from a few addresses against a few principals, which the service's
   brute-force throttle records as its first attempt plus ``throttled`` summaries of ``attempts``.
@@ -39,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from app.analytics.event_files import ARROW_EVENT_SCHEMA, MS_PER_DAY, partition_dirs, write_partitioned
+from app.domain.audit import JOB_COLUMNS
 
 HOUR_MS = 3_600_000
 MAX_LIFETIME_MS = 7 * MS_PER_DAY  # delegation.token.max.lifetime.ms default
@@ -66,6 +68,16 @@ REQUESTED_LIFETIMES_MS = np.array(
 REQUESTED_LIFETIME_SHARES = np.array([0.35, 0.12, 0.1, 0.15, 0.1, 0.12, 0.06])
 
 SERVICES = ("svc-stream-etl", "svc-connect", "svc-flink", "svc-airflow", "svc-ci-runner", "svc-ksql")
+# The job each service's plug-in names in its creates (framework, job name), None for services that name none.
+# A job is one per service, owner and day; derived from the rest, so it draws nothing from the random streams.
+SERVICE_JOBS: tuple[tuple[str, str] | None, ...] = (
+    ("spark", "stream-etl"),
+    ("kafka-connect", "s3-sink"),
+    ("flink", "sessionize"),
+    ("spark", "daily-report"),
+    None,
+    None,
+)
 SUPER_USER = "admin"
 REPLICAS = ("kts-0", "kts-1", "kts-2")
 FIRST_NAMES = (
@@ -278,6 +290,7 @@ def _lifecycles(rng: np.random.Generator, people: Population, day_start: int, co
             owner=owner,
             requester=requester,
             token_id=token_ids,
+            job=_jobs(people, day_start, owner, requester),
             details=_json(
                 '{"expiryTimestamp": ',
                 np.minimum(max_ts, created + RENEW_MS),
@@ -501,8 +514,9 @@ def _table(
     service_id: pa.Array | None = None,
     address: pa.Array | None = None,
     from_request: bool = True,
+    job: dict[str, pa.Array] | None = None,
 ) -> pa.Table:
-    """One batch of events of one action; principal indexes of -1 (or None) are null."""
+    """One batch of events of one action; principal indexes of -1 (or None) are null; no job unless given."""
     count = len(timestamp)
     nothing = pa.nulls(count, pa.string())
     if address is None:
@@ -522,8 +536,27 @@ def _table(
         "request_id": _request_ids(rng, count) if from_request else nothing,
         "client_address": address,
         "details": details,
+        **(job or {}),
     }
+    columns |= {name: nothing for name in JOB_COLUMNS if name not in columns}
     return pa.Table.from_arrays([columns[field.name] for field in _UNSORTED_SCHEMA], schema=_UNSORTED_SCHEMA)
+
+
+def _jobs(people: Population, day_start: int, owner: np.ndarray, requester: np.ndarray) -> dict[str, pa.Array]:
+    """The job columns of creates: a service's job for each owner, one a day (``SERVICE_JOBS``); users name none."""
+    per_principal = [None] * people.users + list(SERVICE_JOBS) + [None]
+    requesters = pa.array(requester)
+    framework = pc.take(pa.array([job and job[0] for job in per_principal], pa.string()), requesters)
+    name = pc.take(pa.array([job and job[1] for job in per_principal], pa.string()), requesters)
+    day = datetime.fromtimestamp(day_start / 1000, tz=UTC).strftime("%Y%m%d")
+    job_id = pc.binary_join_element_wise(framework, pa.scalar(day), pc.cast(pa.array(owner), pa.string()), "-")
+    user = pc.utf8_slice_codeunits(pc.take(people.names, pa.array(owner)), len("User:"))
+    return {
+        "job_framework": framework,
+        "job_id": job_id,
+        "job_name": name,
+        "job_user": pc.if_else(pc.is_null(framework), pa.scalar(None, pa.string()), user),
+    }
 
 
 def _principals(names: pa.Array, index: np.ndarray | None, count: int) -> pa.Array:

@@ -18,6 +18,7 @@ from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import BrokerFailed
 from app.cli.server.kafka_broker.release import KafkaUnavailable
 from tests.kafka.brokers import RunningBroker, start_kraft_broker, start_zookeeper_mode_broker
+from tests.kts_jvm import JarBuildFailed, build_jar
 from tests.postgres_server import PostgresServer
 
 SECRET = "test12345"
@@ -69,9 +70,7 @@ def seed_kafka_cluster(hosts: str, chroot: str, cluster_id: str = CLUSTER_ID) ->
     client = KazooClient(hosts=hosts)
     client.start(10)
     try:
-        client.create(
-            f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True
-        )
+        client.create(f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True)
     finally:
         client.stop()
         client.close()
@@ -219,6 +218,15 @@ def kafka_kraft_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run
     broker = _started(lambda: start_kraft_broker(directory, SECRET))
     yield broker
     _stopped(broker)
+
+
+@pytest.fixture(scope="session")
+def kts_jvm_jar() -> Path:
+    """``build/kts-jvm.jar`` (the JVM library jobs load), rebuilt by ``make jars`` when jvm/ changed."""
+    try:
+        return build_jar()
+    except JarBuildFailed as exc:
+        pytest.fail(f"no kts-jvm.jar: {exc}", pytrace=False)
 
 
 # A broker starts in 5-25 s, and its tools take seconds each, on a loaded 2-core machine: a test on one gets more

@@ -25,6 +25,8 @@ The tables, with their columns (each built by the ``transforms`` function of the
   is_burst`` (the rule is in ``transforms``' docstring)
 - ``top_owners``: ``rank, owner, tokens, impersonated, requesters, renewals``
 - ``top_requesters``: ``rank, token_requester, tokens, for_others, owners, refused``
+- ``tokens_by_job``: ``job_framework, job_id, job_name, job_user, tokens, first_at, last_at`` (tokens issued
+  per job their create named: which job holds which tokens)
 
 Counts cover events in ``[since, until)``; facts about a token that predate ``since`` come from the
 history before ``until``. The report is a function of its input and ``as_of`` (when lingering tokens are
@@ -73,6 +75,7 @@ TABLES: tuple[str, ...] = (
     "denial_bursts",
     "top_owners",
     "top_requesters",
+    "tokens_by_job",
 )
 """Every table ``run_report`` writes, in report order."""
 
@@ -200,6 +203,7 @@ def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: 
         ),
         "top_owners": transforms.top_owners(lifecycle, since_ms=covered.since_ms, top_n=top_n),
         "top_requesters": transforms.top_requesters(issued, denied, top_n=top_n),
+        "tokens_by_job": transforms.tokens_by_job(issued),
     }
 
 

@@ -39,6 +39,8 @@ SUMMARY_LABELS = {
     "swept_tokens": "tokens removed by the sweeper",
     "expired_tokens": "tokens removed by an expire request",
     "lingering_tokens": "tokens past expiry, still present",
+    "jobs": "jobs named by token creates",
+    "tokens_with_job": "tokens issued for a named job",
 }
 OVERDUE_STATUSES = ("swept", "expired", "lingering")
 

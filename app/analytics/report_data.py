@@ -21,6 +21,7 @@ from pyspark.sql import functions as F
 
 from app.analytics.charts import NONE, OTHERS
 from app.analytics.side_by_side import side_by_side
+from app.domain.audit import JOB_COLUMNS
 
 MAX_DAYS_CHARTED = 366
 MAX_RENEW_COUNTS = 50
@@ -50,6 +51,7 @@ class ReportData:
     bursts: list[dict[str, Any]] = field(default_factory=list)
     top_owners: list[dict[str, Any]] = field(default_factory=list)
     top_requesters: list[dict[str, Any]] = field(default_factory=list)
+    top_jobs: list[dict[str, Any]] = field(default_factory=list)  # the jobs with the most tokens issued
 
 
 # --- collecting ----------------------------------------------------------------------------------------
@@ -168,6 +170,16 @@ def collect(
         ),
         "denials_by_principal": lambda: _denials_top(tables["denials_by_principal"], "principal", top_n),
         "denials_by_address": lambda: _denials_top(tables["denials_by_principal"], "client_address", top_n),
+        "top_jobs": lambda: _rows(
+            tables["tokens_by_job"]
+            .orderBy(F.desc("tokens"), F.desc("last_at"), *(F.asc_nulls_first(column) for column in JOB_COLUMNS))
+            .limit(top_n)
+        ),
+        "jobs": lambda: (
+            tables["tokens_by_job"]
+            .agg(F.count(F.lit(1)).alias("jobs"), F.coalesce(F.sum("tokens"), F.lit(0)).alias("tokens"))
+            .first()
+        ),
         "bursts": lambda: _rows(
             bursts.filter(F.col("is_burst"))
             .orderBy(F.desc("denials"), "hour_start", "principal")
@@ -197,6 +209,8 @@ def collect(
         "swept_tokens": sum(overdue.get("swept", {}).values()),
         "expired_tokens": sum(overdue.get("expired", {}).values()),
         "lingering_tokens": sum(overdue.get("lingering", {}).values()),
+        "jobs": int(found["jobs"]["jobs"]),
+        "tokens_with_job": int(found["jobs"]["tokens"]),
     }
     return ReportData(
         summary=summary,
@@ -223,4 +237,5 @@ def collect(
         bursts=[row.asDict() for row in found["bursts"]],
         top_owners=sorted(small["top_owners"], key=lambda row: row["rank"]),
         top_requesters=sorted(small["top_requesters"], key=lambda row: row["rank"]),
+        top_jobs=[row.asDict() for row in found["top_jobs"]],
     )

@@ -35,6 +35,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from app.analytics.events_schema import partition_date_column
+from app.domain.audit import JOB_COLUMNS  # a create's job (app/domain/token_job.py)
 
 MINUTE_MS = 60_000
 HOUR_MS = 3_600_000
@@ -48,6 +49,7 @@ REFUSAL = "refusal"  # the kind of a denial that is not a failed login
 BURST_STDDEVS = 3.0
 BURST_MIN_DENIALS = 5
 BURST_BASELINE_HOURS = 24
+
 
 def details_number(field: str) -> Column:
     """The integer value of the top-level ``field`` of an event's ``details``, null when absent or not an
@@ -313,6 +315,7 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
         on_create(details_number("issueTimestamp")).alias("issued"),
         on_create(details_number("maxTimestamp")).alias("maximum"),
         details_number("expiryTimestamp").alias("expiry"),
+        *(on_create(F.col(column)).alias(column) for column in JOB_COLUMNS),
     )
     code, key, expiry = F.col("change"), F.col("order_key"), F.col("expiry")
     at = F.shiftright(key, _ID_BITS)
@@ -333,6 +336,7 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
             F.min(F.when(removal, at)).alias("removed_at"),
             F.min_by(code == _SWEPT, F.when(removal, key)).alias("removed_by_sweep"),
             F.min_by(expiry, F.when(removal, key)).alias("removal_expiry_timestamp"),
+            *(F.max(column).alias(column) for column in JOB_COLUMNS),
         )
     )
 
@@ -340,6 +344,18 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
 def issued(lifecycle: DataFrame, *, since_ms: int | None = None) -> DataFrame:
     """The tokens created in the window, with their creation ``date`` (UTC)."""
     return lifecycle.filter(_since("created_at", since_ms)).withColumn("date", partition_date_column("created_at"))
+
+
+def tokens_by_job(issued_: DataFrame) -> DataFrame:
+    """Tokens issued in the window per job their create named: ``job_framework, job_id, job_name, job_user,
+    tokens, first_at, last_at`` (the first and last creation). Tokens whose create named no job are left out;
+    a job is its four fields, so the same id under another name or user is another row."""
+    named = issued_.filter(F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
+    return named.groupBy(*JOB_COLUMNS).agg(
+        F.count(F.lit(1)).alias("tokens"),
+        F.min("created_at").alias("first_at"),
+        F.max("created_at").alias("last_at"),
+    )
 
 
 def issued_per_day(issued_: DataFrame, by: str) -> DataFrame:

@@ -18,7 +18,7 @@ from app.api.limits import BodySizeLimit
 from app.api.metrics import MetricsMiddleware
 from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
-from app.api.routers import acls, audit, ops, tokens, users
+from app.api.routers import acls, audit, cluster, ops, tokens, users
 from app.api.security_headers import SecurityHeaders
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
@@ -67,7 +67,7 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(SecurityHeaders)  # outermost: also on responses other middleware make (413)
     app.state.metrics = metrics
-    for router in (tokens.router, acls.router, users.router, audit.router, ops.router, metrics_router):
+    for router in (tokens.router, acls.router, users.router, audit.router, cluster.router, ops.router, metrics_router):
         app.include_router(router)
     install_docs(app)
     return app

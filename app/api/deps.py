@@ -23,7 +23,7 @@ from app.domain.errors import StoreUnavailable
 from app.service.acls import AclService
 from app.service.audit_trail import AuditTrail
 from app.service.metrics_access import MetricsAccess
-from app.service.readiness import Readiness
+from app.service.readiness import ClusterStatus, Readiness, ReadinessChecks
 from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -73,6 +73,9 @@ class Services(Protocol):
     @property
     def readiness(self) -> Readiness: ...
 
+    @property
+    def cluster_status(self) -> ClusterStatus: ...
+
 
 SERVICES_STATE = "runtime"  # the app.state attribute the lifespan sets
 
@@ -82,23 +85,10 @@ class Starting:
 
     backend: str | None = None  # not known before the runtime is built
     cluster: Callable[[], ClusterState] | None = None  # not read yet
-    unrenewable: Callable[[], int] | None = None
+    unrenewable: Callable[[], int] | None = None  # no tokens loaded yet
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}
-
-
-class ReadinessChecks(Protocol):
-    @property
-    def backend(self) -> str | None: ...
-
-    @property
-    def cluster(self) -> Callable[[], ClusterState] | None: ...
-
-    @property
-    def unrenewable(self) -> Callable[[], int] | None: ...
-
-    def checks(self) -> dict[str, str]: ...
 
 
 async def get_services(request: Request) -> Services:
@@ -148,6 +138,10 @@ async def get_audit_trail(services: ServicesDep) -> AuditTrail:
     return services.audit_trail
 
 
+async def get_cluster_status(services: ServicesDep) -> ClusterStatus:
+    return services.cluster_status
+
+
 async def get_readiness(request: Request) -> ReadinessChecks:
     services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
     return Starting() if services is None else services.readiness
@@ -160,3 +154,4 @@ Users = Annotated[UserCredentialService, Depends(get_user_service)]
 Acls = Annotated[AclService, Depends(get_acl_service)]
 Audit = Annotated[AuditTrail, Depends(get_audit_trail)]
 ReadinessView = Annotated[ReadinessChecks, Depends(get_readiness)]
+ClusterStatusView = Annotated[ClusterStatus, Depends(get_cluster_status)]

@@ -9,6 +9,10 @@ With an ``AttemptGuard`` (the brute-force defence, ``app/domain/throttle.py``), 
 principal (Basic user name, Bearer token id, or a JWT's unverified subject) that failed too often are refused
 with 429 before any password hashing, ZooKeeper read or JWT check, and failures are audited once per burst
 rather than per attempt.
+
+No caller is ever kts's own cluster principal (``OwnIdentity``, app/auth/own_identity.py): whatever scheme
+authenticated it, a caller that comes out as that principal is refused here, in ``_authenticate``, and a Basic
+login naming it before its password is checked.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
 from app.auth.basic import BasicAuthenticator, Verdict
+from app.auth.own_identity import OwnIdentity
 from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
@@ -49,8 +54,11 @@ class Authenticator:
         auditor: Auditor | None = None,
         guard: AttemptGuard | None = None,
         jwt: JwtAuthenticator | None = None,
+        own: OwnIdentity | None = None,
     ) -> None:
-        """``jwt`` checks Bearer JWTs; without it they are refused (no JWKS endpoint configured)."""
+        """``jwt`` checks Bearer JWTs; without it they are refused (no JWKS endpoint configured). ``own``: the
+        principals kts itself is to the cluster, refused to every caller."""
+        self._own = own or OwnIdentity()
         self._basic = basic
         self._jwt = jwt
         self._tokens = tokens
@@ -90,6 +98,11 @@ class Authenticator:
             raise
 
     def _authenticate(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
+        caller = self._identify(presented, host, client_cert_pem)
+        self._own.refuse(caller.principal)
+        return caller
+
+    def _identify(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
         if self._client_auth == "required" and client_cert_pem is None:
             raise NotAuthenticated("This listener requires a TLS client certificate.")
         if not presented.present:
@@ -100,6 +113,8 @@ class Authenticator:
         if login is None:
             raise NotAuthenticated(presented.problem or "Malformed credentials.")
         if isinstance(login, BasicLogin):
+            # Before the password: a guess at kts's own cluster password must not learn whether it was right.
+            self._own.refuse(KafkaPrincipal.user(login.user_name))
             verdict = self._basic.check(login.user_name, login.password)
             if verdict is not Verdict.ACCEPTED:
                 raise NotAuthenticated("Invalid user name or password.", known=verdict is Verdict.REFUSED)

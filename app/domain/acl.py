@@ -272,9 +272,7 @@ class AclSnapshot:
         aside): without one, no resource of the type is granted to it, whatever its name."""
         allowed = self._allowed.get(resource_type, set())
         operations = {*_IMPLIED_BY.get(operation, frozenset({operation})), Operation.ALL}
-        return any(
-            (who, what) in allowed for who in (str(principal), WILDCARD_PRINCIPAL) for what in operations
-        )
+        return any((who, what) in allowed for who in (str(principal), WILDCARD_PRINCIPAL) for what in operations)
 
 
 def acls_allow(

@@ -16,6 +16,9 @@ What Kafka 3.4 to 3.9 writes, in order (``KRaftMigrationDriver``, ``KafkaZkClien
    controllers were finalized cannot be seen from ZooKeeper.
 
 So a KRaft controller in ``/controller``, or a ``/migration`` that records a finished copy, ends kts's writes.
+So does a ``/controller_epoch`` missing while brokers are registered: every controller election writes it before
+brokers can have run long, and nothing in Kafka deletes it, so its absence means the cluster is not what kts
+knows, and without it the write fence below would have no version to check (fail closed, named as such).
 The claim changes ``/controller_epoch``, so a write that carries a check of that znode's version, as read while
 the cluster was in ZooKeeper mode, cannot land after the claim (app/storage/zk/cluster_watch.py).
 Pure: no I/O.
@@ -118,6 +121,14 @@ def judge(view: ClusterView) -> ClusterState:
                 Phase.MIGRATING, f"{owner}; {view.zookeeper_brokers} {plural} still in ZooKeeper mode", view
             )
         return ClusterState(Phase.MIGRATED, f"{owner}; no broker is registered in ZooKeeper", view)
+    if view.controller_epoch_version is None and view.zookeeper_brokers:
+        plural = "brokers are" if view.zookeeper_brokers > 1 else "broker is"
+        return ClusterState(
+            Phase.UNKNOWN,
+            f"{view.zookeeper_brokers} {plural} registered in /brokers/ids but /controller_epoch is missing, which a "
+            "controller always writes: kts cannot fence its writes against a KRaft controller's claim",
+            view,
+        )
     if migration is not None:
         known = migration.kraft_controller_id >= 0  # -1 until the controller records itself at its claim
         who = f"KRaft controller {migration.kraft_controller_id}" if known else "A KRaft controller"

@@ -257,4 +257,3 @@ class SslPrincipalMapper:
         return f"SslPrincipalMapper(rules = {self._rules_text()})"
 
     __repr__ = __str__
-

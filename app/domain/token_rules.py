@@ -21,6 +21,7 @@ from app.domain.errors import (
 )
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.domain.token_job import TokenJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +47,7 @@ class CreateRequest:
     owner: KafkaPrincipal | None
     renewers: tuple[KafkaPrincipal, ...]
     max_lifetime_ms: int
+    job: TokenJob | None = None  # for the audit trail only: no rule reads it, the cluster never sees it
 
 
 @dataclass(frozen=True, slots=True)

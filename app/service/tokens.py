@@ -10,7 +10,7 @@ from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Authorizer, Caller
 from app.domain.clock import Clock
-from app.domain.errors import NotAuthenticated, TokenNotFound
+from app.domain.errors import NotAuthenticated, TokenAuthorizationFailed, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.throttle import token_subject
 from app.domain.token import TokenInformation
@@ -61,7 +61,11 @@ class TokenService:
         capacity: CapacityGuard | None = None,
         quota: TokenQuota = TokenQuota(),  # noqa: B008 - frozen
         shares: TokenShares | None = None,
+        own_principal: Callable[[KafkaPrincipal], bool] = lambda _: False,
     ) -> None:
+        """``own_principal`` tells kts's own principal toward the cluster (app/auth/own_identity.py): no token is
+        made for it, since a token authenticates as its owner to the brokers as well as to kts."""
+        self._own_principal = own_principal
         self._store = store
         self._capacity = capacity
         self._shares = shares
@@ -88,9 +92,16 @@ class TokenService:
                 "requestedMaxLifetimeMs": request.max_lifetime_ms,
                 "renewers": [str(renewer) for renewer in request.renewers],
             },
+            job=request.job,
         )
 
         def plan() -> TokenInformation:
+            owner = request.owner or caller.principal
+            if self._own_principal(owner):
+                raise TokenAuthorizationFailed(
+                    f"{owner} is the principal kts itself uses toward the Kafka cluster: kts makes no token for it "
+                    "(a token authenticates as its owner, to the brokers as well)."
+                )
             token = token_rules.plan_create(
                 caller,
                 request,

@@ -6,8 +6,8 @@
   RPCs exist from 3.3 on).
 
 The brokers are shared by the whole session: a test isolates itself by users of its own (``user()``), never by
-chroots, and filters what it lists by those users. kts logs in to a broker as the broker's super user, which is
-also kts's super user ``admin`` for HTTP callers.
+chroots, and filters what it lists by those users. kts logs in to a broker as ``kts``, a broker super user of its own
+that no HTTP caller may be (app/auth/own_identity.py); ``admin`` is kts's super user for HTTP callers.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ class Cluster:
     admin: User
     new_user: Callable[[str], User]
     broker: RunningBroker | None = None
+    kts_principal: str | None = None  # who kts is to the cluster (the Kafka protocol only)
     clients: list[TestClient] = field(default_factory=list)
 
     @property
@@ -80,15 +81,14 @@ class Cluster:
 
 
 def kafka_settings(broker: RunningBroker, audit_db_url: str) -> dict[str, Any]:
-    admin = broker.admin
+    """kts on ``broker``: logged in as its own principal (``broker.kts``), ``admin`` its super user for callers."""
     return {
         "bootstrap_servers": broker.bootstrap,
         "admin_security_protocol": "SASL_PLAINTEXT",
         "admin_sasl_mechanism": "SCRAM-SHA-512",
-        "admin_sasl_jaas_config": "org.apache.kafka.common.security.scram.ScramLoginModule required "
-        f'username="{admin.name}" password="{admin.password}";',
+        "admin_sasl_jaas_config": broker.kts_jaas,
         "delegation_token_secret_key": broker.secret,
-        "super_users": f"User:{admin.name}",
+        "super_users": f"User:{broker.admin.name}",
         "service_id": "test",
         "audit_db_url": audit_db_url,
         "cluster_cache_refresh_ms": 500,
@@ -107,6 +107,7 @@ def protocol_cluster(backend: str, broker: RunningBroker, tmp_path: Path) -> Ite
         User(broker.admin.name, broker.admin.password),
         new_user,
         broker,
+        broker.kts.principal,
     )
     yield cluster
     cluster.close()

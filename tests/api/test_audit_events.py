@@ -232,6 +232,7 @@ def test_no_secret_in_audit_rows_logs_or_responses(client: TestClient, caplog: p
         client.get("/v1/tokens", headers=bearer(token)),
         client.get("/v1/audit?limit=1000", headers=basic(ADMIN)),
         client.get("/readyz"),
+        client.get("/v1/cluster/status", headers=basic(ADMIN)),
     ):
         bodies.append(response.text)
     everything = "\n".join([*bodies, caplog.text])

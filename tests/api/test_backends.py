@@ -53,7 +53,7 @@ def test_create_describe_verify_and_bearer_login(cluster: Cluster) -> None:
     assert token["tokenRequester"] == alice.principal  # the HTTP caller, not kts's own principal
     assert len(token["tokenId"]) == 22 and token["maxTimestamp"] - token["issueTimestamp"] == 3_600_000
     if cluster.protocol:  # kts adds its own principal so that it can renew and expire for its callers
-        assert token["renewers"] == [cluster.admin.principal]
+        assert token["renewers"] == [cluster.kts_principal]
     else:
         assert token["renewers"] == []
     assert [t["tokenId"] for t in owned_by(client, alice, alice)] == [token["tokenId"]]
@@ -87,6 +87,31 @@ def test_another_owner_needs_create_tokens_and_token_callers_cannot_mint(cluster
     assert token_caller.status_code == 403 and token_caller.json()["code"] == 64
     bad_renewer = client.post("/v1/tokens", json={"renewers": ["Group:ops"]}, headers=alice.basic)
     assert bad_renewer.status_code in (400, 422) or bad_renewer.json().get("code") == 67
+
+
+def test_the_create_events_keep_the_job_and_find_it(cluster: Cluster) -> None:
+    """The job a create names is kept in its audit events (succeeded and denied), never on the cluster; the
+    token's id leads to it, and its id to the token (issue 33)."""
+    alice, bob = cluster.user("alice"), cluster.user("bob")
+    client = cluster.client()
+    job = {"framework": "spark", "id": f"app-{alice.name}", "name": "nightly-etl", "user": "joe"}
+    token = create(client, alice, job=job)
+    refused = client.post("/v1/tokens", json={"owner": bob.principal, "job": job}, headers=alice.basic)
+    assert refused.status_code == 403
+
+    def audit(**filters: str) -> list[dict[str, Any]]:
+        response = client.get("/v1/audit", params=filters, headers=cluster.admin.basic)
+        assert response.status_code == 200, response.text
+        return list(response.json()["events"])
+
+    (made,) = audit(tokenId=token["tokenId"], action="token.create")
+    assert (made["outcome"], made["tokenId"], made["job"]) == ("succeeded", token["tokenId"], job)
+    found = audit(jobId=job["id"])
+    assert [(event["outcome"], event["owner"], event["job"]) for event in found] == [
+        ("denied", bob.principal, job),
+        ("succeeded", alice.principal, job),
+    ]
+    assert found[1]["tokenId"] == token["tokenId"]
 
 
 def test_renew_and_expire_by_id_and_by_hmac(cluster: Cluster) -> None:
@@ -253,10 +278,16 @@ def test_the_owner_quota_holds(cluster: Cluster) -> None:
     create(client, alice)  # room again once one is gone
 
 
-def test_readiness_names_the_backend(cluster: Cluster) -> None:
-    """An operator tells from /readyz how a replica reaches the cluster (``kafka``: the Kafka protocol, whatever
-    mode the brokers run in), and which connection a failing ``cluster`` check means."""
-    ready = cluster.client().get("/readyz")
+def test_the_cluster_status_names_the_backend(cluster: Cluster) -> None:
+    """An operator tells from the cluster's status how a replica reaches the cluster (``kafka``: the Kafka
+    protocol, whatever mode the brokers run in), and which connection a failing ``cluster`` check means; /readyz
+    tells strangers neither."""
+    client = cluster.client()
+    ready = client.get("/readyz")
     assert ready.status_code == 200, ready.text
-    assert ready.json()["backend"] == ("kafka" if cluster.protocol else "zookeeper")
-    assert ready.json()["checks"]["cluster"] == "ok"
+    assert ready.json() == {"status": "ready", "reason": "ok"}
+    status = client.get("/v1/cluster/status", headers=cluster.admin.basic)
+    assert status.status_code == 200, status.text
+    assert status.json()["backend"] == ("kafka" if cluster.protocol else "zookeeper")
+    assert status.json()["checks"]["cluster"] == "ok"
+    assert (status.json()["migration"] is None) == cluster.protocol  # ZooKeeper's view of the migration

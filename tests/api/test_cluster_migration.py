@@ -1,7 +1,8 @@
 """kts in ZooKeeper mode beside a cluster that starts migrating to KRaft (the znodes written as Kafka 3.9 writes
 them, tests/kafka_znodes.py): from the KRaft controller's claim on, every token, ACL and credential write answers
-503 CLUSTER_MIGRATING and is audited as failed, reads go on, /readyz and the metrics say why; a write in flight
-at the claim is never answered 201."""
+503 CLUSTER_MIGRATING and is audited as failed, reads go on, /readyz (a status and a reason word), the cluster's
+status (``GET /v1/cluster/status``, for operators) and the metrics say why; a write in flight at the claim is never
+answered 201. A cluster with brokers but no ``/controller_epoch`` is judged the same way (fail closed)."""
 
 from __future__ import annotations
 
@@ -29,15 +30,20 @@ def cluster(raw_zk: KazooClient) -> KazooClient:
     return raw_zk
 
 
+def _status(client: TestClient) -> dict[str, Any]:
+    """``GET /v1/cluster/status`` as the super user: the details /readyz tells no stranger."""
+    response = client.get("/v1/cluster/status", headers=basic(ADMIN))
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
 def _phase(client: TestClient) -> str:
-    body: dict[str, Any] = client.get("/readyz").json()
-    return str(body["migration"]["phase"])
+    return str(_status(client)["migration"]["phase"])
 
 
-def test_readyz_tells_the_mode_and_the_clusters_phase(cluster: KazooClient, client: TestClient) -> None:
-    ready = client.get("/readyz")
-    assert ready.status_code == 200
-    body = ready.json()
+def test_the_cluster_status_tells_the_mode_and_the_clusters_phase(cluster: KazooClient, client: TestClient) -> None:
+    assert client.get("/readyz").json() == {"status": "ready", "reason": "ok"}
+    body = _status(client)
     assert (body["status"], body["backend"]) == ("ready", "zookeeper")
     assert body["migration"] == {
         "phase": "zookeeper",
@@ -52,11 +58,11 @@ def test_readyz_tells_the_mode_and_the_clusters_phase(cluster: KazooClient, clie
     assert 'kts_cluster_migration_phase{phase="zookeeper"} 1.0' in client.get("/metrics").text
 
 
-def test_readyz_counts_the_live_tokens_kts_could_not_renew_after_a_switch(
+def test_the_cluster_status_counts_the_live_tokens_kts_could_not_renew_after_a_switch(
     cluster: KazooClient, make_client: Any, raw_zk: KazooClient
 ) -> None:
     """token.renewers.add names kts's principal on bootstrap.servers a renewer of the tokens made from now on; those
-    made before lack it, and ``kts cluster status`` (from /readyz) says how many are left to prepare."""
+    made before lack it, and ``kts cluster status`` says how many are left to prepare."""
     for name, password in (ADMIN, ALICE):
         put_user(raw_zk, name, password)
     before = make_client()
@@ -65,8 +71,9 @@ def test_readyz_counts_the_live_tokens_kts_could_not_renew_after_a_switch(
     prepared = make_client(token_renewers_add="User:kts", admin_sasl_jaas_config=jaas)
     made = prepared.post("/v1/tokens", json={"renewers": ["User:bob"]}, headers=basic(ALICE))
     assert made.json()["renewers"] == ["User:bob", "User:kts"]
-    eventually(lambda: prepared.get("/readyz").json()["migration"]["tokensKtsCannotRenew"] == 1)
-    status = status_text(prepared.get("/readyz").json())
+    eventually(lambda: _status(prepared)["migration"]["tokensKtsCannotRenew"] == 1)
+    assert "tokensKtsCannotRenew" not in prepared.get("/readyz").text  # never told a stranger, never counted there
+    status = status_text(_status(prepared))
     assert "tokens kts cannot renew after a switch: 1" in status
 
 
@@ -119,10 +126,12 @@ def test_from_the_claim_on_writes_answer_503_and_reads_go_on(cluster: KazooClien
     assert client.get(f"/v1/tokens/{token_id}", headers=bearer).status_code == 200
 
     ready = client.get("/readyz")
-    assert ready.status_code == 200  # ready to serve reads; the body says writes are refused, and why
-    assert ready.json()["status"] == "read-only"
-    assert ready.json()["migration"]["writes"] == "refused"
-    assert ready.json()["migration"]["controller"] == {"nodeId": 3000, "kraftControllerEpoch": 1}
+    assert ready.status_code == 200  # ready to serve reads; the body says writes are refused, in a word
+    assert ready.json() == {"status": "read-only", "reason": "migrating"}
+    status = _status(client)
+    assert (status["status"], status["reason"]) == ("read-only", "migrating")
+    assert status["migration"]["writes"] == "refused"
+    assert status["migration"]["controller"] == {"nodeId": 3000, "kraftControllerEpoch": 1}
     metrics = client.get("/metrics").text
     assert 'kts_cluster_migration_phase{phase="migrating"} 1.0' in metrics
     assert 'kts_cluster_migration_phase{phase="zookeeper"} 0.0' in metrics
@@ -164,6 +173,7 @@ def test_a_replica_started_on_a_migrated_cluster_refuses_writes_from_the_first_r
     from tests.api.conftest import put_user
 
     put_user(cluster, *ALICE)
+    put_user(cluster, *ADMIN)  # reads the cluster's status
     kafka_znodes.provision_kraft_quorum(cluster)
     kafka_znodes.claim_for_kraft(cluster)
     kafka_znodes.record_migration_done(cluster)
@@ -173,4 +183,26 @@ def test_a_replica_started_on_a_migrated_cluster_refuses_writes_from_the_first_r
     response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
     assert response.status_code == 503
     assert response.json()["error"] == "CLUSTER_MIGRATING"
-    assert client.get("/readyz").json()["migration"]["kraftMetadataOffset"] == 57
+    assert _status(client)["migration"]["kraftMetadataOffset"] == 57
+    assert client.get("/readyz").json() == {"status": "read-only", "reason": "migrated"}
+
+
+def test_brokers_without_a_controller_epoch_refuse_writes_and_say_why(raw_zk: KazooClient, client: TestClient) -> None:
+    """Brokers registered but no /controller_epoch (deleted, or a cluster kts does not understand): the fence has no
+    version to check, so kts refuses writes as during a migration, names the cause, and writes again once a
+    controller election writes the epoch."""
+    kafka_znodes.register_broker(raw_zk, 0)
+    kafka_znodes.register_broker(raw_zk, 1)
+    eventually(lambda: _phase(client) == "unknown")
+    refused = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    assert refused.status_code == 503, refused.text
+    assert refused.json()["error"] == "CLUSTER_MIGRATING"
+    assert "2 brokers are registered in /brokers/ids but /controller_epoch is missing" in refused.json()["message"]
+    assert int(refused.headers["retry-after"]) > 0
+    assert client.get("/readyz").json() == {"status": "read-only", "reason": "unknown"}
+    assert _status(client)["migration"]["writes"] == "refused"
+    assert raw_zk.get_children(TokenZNode.ROOT) == []
+
+    kafka_znodes.elect_zookeeper_controller(raw_zk, 0)
+    eventually(lambda: _phase(client) == "zookeeper")
+    assert client.post("/v1/tokens", json={}, headers=basic(ALICE)).status_code == 201

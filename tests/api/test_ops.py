@@ -1,4 +1,5 @@
-"""Liveness, readiness, and the 503 answer when ZooKeeper goes away."""
+"""Liveness, readiness (a status and a reason word for anyone; the details for callers with Describe on the cluster),
+and the 503 answer when ZooKeeper goes away."""
 
 from __future__ import annotations
 
@@ -13,15 +14,48 @@ from app.api.app import create_app
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.settings import load_settings
 from app.version import DISTRIBUTION
-from tests.api.conftest import ALICE, basic, put_user
-from tests.conftest import SECRET, seed_kafka_cluster
+from tests.api.conftest import ADMIN, ALICE, basic, put_user
+from tests.conftest import CLUSTER_ID, SECRET, seed_kafka_cluster
 
 
 def test_healthz_and_readyz(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok", "version": version(DISTRIBUTION)}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json()["checks"]["cluster"] == "ok" and ready.json()["backend"] == "zookeeper"
+    assert ready.json() == {"status": "ready", "reason": "ok"}
+
+
+def test_readyz_tells_a_stranger_nothing_of_the_cluster_and_the_status_endpoint_tells_operators(
+    client: TestClient,
+) -> None:
+    """The attack: /readyz needs no login, and used to tell anyone who reached it the cluster's id, its controller,
+    the migration's offsets and how kts reaches the cluster."""
+    stranger = client.get("/readyz")
+    assert set(stranger.json()) == {"status", "reason"}
+    for detail in (CLUSTER_ID, "clusterId", "controller", "kraftMetadataOffset", "zookeeper", "backend", "checks"):
+        assert detail not in stranger.text
+
+    assert client.get("/v1/cluster/status").status_code == 401
+    refused = client.get("/v1/cluster/status", headers=basic(ALICE))  # no Describe on the cluster
+    assert (refused.status_code, refused.json()["code"]) == (403, 31), refused.text
+    assert "needs Describe on Cluster:kafka-cluster" in refused.json()["message"]
+    status = client.get("/v1/cluster/status", headers=basic(ADMIN))
+    assert status.status_code == 200, status.text
+    body = status.json()
+    assert (body["status"], body["reason"], body["backend"]) == ("ready", "ok", "zookeeper")
+    assert body["checks"] == {"cluster": "ok", "tokens": "ok", "acls": "ok", "audit_database": "ok"}
+    assert body["migration"]["clusterId"] == CLUSTER_ID and body["migration"]["phase"] == "zookeeper"
+    grant = {
+        "resourceType": "Cluster",
+        "resourceName": "kafka-cluster",
+        "patternType": "LITERAL",
+        "principal": "User:alice",
+        "host": "*",
+        "operation": "Describe",
+        "permissionType": "Allow",
+    }
+    assert client.post("/v1/acls", json=grant, headers=basic(ADMIN)).status_code == 201
+    assert client.get("/v1/cluster/status", headers=basic(ALICE)).json() == body
 
 
 def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
@@ -47,7 +81,13 @@ def test_zookeeper_outage_answers_503_with_retry_after(tmp_path: Path) -> None:
                 time.sleep(0.05)
             ready = client.get("/readyz")
             assert ready.status_code == 503
-            assert "zookeeper" in ready.json()["message"]
+            assert ready.headers["retry-after"]
+            assert ready.json() == {
+                "error": "NOT_READY",
+                "message": "Not ready: cluster.",
+                "status": "not-ready",
+                "reason": "cluster",
+            }
             response = client.post("/v1/tokens", json={}, headers=basic(ALICE))
             assert response.status_code == 503
             assert response.headers["retry-after"]

@@ -270,16 +270,35 @@ def test_deployment_probes_liveness_and_readiness_on_the_management_listener(
     assert kts["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "management", "scheme": "HTTP"}
     assert kts["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "management", "scheme": "HTTP"}
     assert kts["startupProbe"]["httpGet"] == {"path": "/healthz", "port": "management", "scheme": "HTTP"}
-    service_ports = {port["name"]: port for port in defaults["Service"]["spec"]["ports"]}
-    assert service_ports["management"] == {
-        "name": "management",
-        "port": 9090,
-        "targetPort": "management",
-        "protocol": "TCP",
-    }
+    # the kubelet probes the pod's port: the Service leaves the management port off (nothing scrapes it)
+    assert [port["name"] for port in defaults["Service"]["spec"]["ports"]] == ["http"]
     settings, _ = settings_in_pod(defaults, tmp_path, monkeypatch)
     assert settings.http_management_listeners == "http://0.0.0.0:9090"
     assert settings.management_port == kts["ports"][1]["containerPort"]
+
+
+@pytest.mark.parametrize(
+    ("values", "on_service"),
+    [
+        ({}, False),
+        ({"serviceMonitor": {"enabled": True}}, True),
+        ({"management": {"enabled": True, "port": 9090, "onService": True}}, True),
+        ({"management": {"enabled": True, "port": 9090, "onService": False}}, False),
+    ],
+    ids=["defaults", "service-monitor", "on-service", "off"],
+)
+def test_the_service_carries_the_management_port_only_for_metrics_scraping(
+    chart: helm.Chart, values: dict[str, Any], on_service: bool
+) -> None:
+    """The management listener answers /readyz and /metrics to anyone who reaches it: the Service, which every pod
+    of the cluster may reach when the NetworkPolicy is off, carries its port only when a scraper goes through it."""
+    objects = by_kind(render(chart, values))
+    ports = {port["name"]: port for port in objects["Service"]["spec"]["ports"]}
+    assert ("management" in ports) is on_service
+    if on_service:
+        expected = {"name": "management", "port": 9090, "targetPort": "management", "protocol": "TCP"}
+        assert ports["management"] == expected
+    assert container(objects)["readinessProbe"]["httpGet"]["port"] == "management"  # the probes, either way
 
 
 def test_without_the_management_listener_the_probes_and_scrapes_use_the_main_port(

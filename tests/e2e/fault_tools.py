@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -86,6 +87,15 @@ class Replica:
             self.process.kill()
             self.process.wait()
 
+    def cached_tokens(self) -> int:
+        """The tokens in the replica's cache (its ``kts_tokens`` gauge); -1 while it does not answer."""
+        try:
+            text = httpx.get(f"{self.url}/metrics", timeout=2).text
+        except httpx.HTTPError:
+            return -1
+        found = re.search(r"^kts_tokens (\S+)$", text, re.MULTILINE)
+        return -1 if found is None else int(float(found.group(1)))
+
     def ready(self) -> bool:
         try:
             return httpx.get(f"{self.url}/readyz", timeout=2).status_code == 200
@@ -154,10 +164,18 @@ def heal(ensemble: ZooKeeperEnsemble) -> None:
     ensemble.wait_for_quorum()
 
 
-def load_tokens(zk: KazooClient, count: int, *, expiry_ms: int, per_transaction: int = 250) -> list[str]:
+def load_tokens(
+    zk: KazooClient,
+    count: int,
+    *,
+    expiry_ms: int,
+    owner: KafkaPrincipal | None = None,
+    per_transaction: int = 250,
+) -> list[str]:
     """Write ``count`` tokens expiring at ``expiry_ms`` straight into ZooKeeper, as bench/harness.py's
     ``load_tokens`` does, each with the change notification a broker writes beside it (so running replicas
-    cache them); several tokens per transaction, pipelined, so the caches take them in a few gulps."""
+    cache them); several tokens per transaction, pipelined, so the caches take them in a few gulps. Owned by
+    ``owner``, else by a hundred users in turn."""
     zk.ensure_path(TokenZNode.ROOT)
     zk.ensure_path(TokenChangeZNode.ROOT)
     now = int(time.time() * 1000)
@@ -167,8 +185,8 @@ def load_tokens(zk: KazooClient, count: int, *, expiry_ms: int, per_transaction:
         transaction = zk.transaction()
         for n in range(start, min(count, start + per_transaction)):
             token_id = new_token_id()
-            owner = KafkaPrincipal.user(f"u{n % 100}")
-            token = TokenInformation(token_id, owner, owner, (), now - 2000, expiry_ms, now + 604_800_000)
+            holder = owner or KafkaPrincipal.user(f"u{n % 100}")
+            token = TokenInformation(token_id, holder, holder, (), now - 2000, expiry_ms, now + 604_800_000)
             transaction.create(TokenZNode.path(token_id), TokenZNode.encode(token))
             transaction.create(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id), sequence=True)
             ids.append(token_id)
@@ -302,4 +320,18 @@ def wait_recovered(stream: ClientStream, healed_at: float, timeout_s: float = 90
         if set(first) == names and all(replica.ready() for replica in stream.replicas):
             return max(first.values())
         time.sleep(0.1)
-    raise AssertionError(f"not every replica recovered within {timeout_s} s")
+    raise AssertionError(f"not every replica recovered within {timeout_s} s: {_since(stream, healed_at)}")
+
+
+def _since(stream: ClientStream, healed_at: float) -> str:
+    """Each replica's readiness and what its creates sent after ``healed_at`` were answered (None: no answer)."""
+    parts = []
+    for replica in stream.replicas:
+        statuses = Counter(
+            answer.status
+            for answer in stream.snapshot()
+            if answer.replica == replica.name and answer.operation == "create" and answer.sent_at >= healed_at
+        )
+        answered = ", ".join(f"{count} x {status}" for status, count in statuses.most_common()) or "none sent"
+        parts.append(f"{replica.name} {'ready' if replica.ready() else 'not ready'}, creates {answered}")
+    return "; ".join(parts)

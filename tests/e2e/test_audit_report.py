@@ -34,6 +34,9 @@ from tests.conftest import SECRET
 from tests.e2e.conftest import ROOT, start_kts
 
 NIMBUS = ("nimbus", "nimbus-pw")  # a scheduler that gets tokens for the users whose jobs it runs
+# The jobs the scheduler names in its creates, as the JVM plug-ins do (issue 33); lee's create names none.
+JOE_JOB = {"framework": "spark", "id": "app-20261128093000-0001", "name": "nightly-etl", "user": "joe"}
+KIM_JOB = {"framework": "flink", "id": "4f3c2b1a", "name": "sessionize", "user": "kim"}
 IMPERSONATED = ("User:joe", "User:kim", "User:lee")
 FAILED_LOGINS = 6  # wrong passwords for User:mallory, all from this test's address
 HOUR_MS = 3_600_000
@@ -81,9 +84,9 @@ def perform_script(url: str) -> dict[str, Any]:
     alice_dropped = _create(url, ALICE)
     bob_short = _create(url, BOB, maxLifetimeMs=HOUR_MS)
     carol_doomed = _create(url, CAROL, maxLifetimeMs=1_000)  # expires in a second; the sweeper removes it
-    joe_job = _create(url, NIMBUS, owner="User:joe", renewers=["User:nimbus"])
-    _create(url, NIMBUS, owner="User:joe", renewers=["User:nimbus"])
-    _create(url, NIMBUS, owner="User:kim", renewers=["User:nimbus"])
+    joe_job = _create(url, NIMBUS, owner="User:joe", renewers=["User:nimbus"], job=JOE_JOB)
+    _create(url, NIMBUS, owner="User:joe", renewers=["User:nimbus"], job=JOE_JOB)
+    _create(url, NIMBUS, owner="User:kim", renewers=["User:nimbus"], job=KIM_JOB)
     _create(url, NIMBUS, owner="User:lee", renewers=["User:nimbus"])
 
     for _ in range(2):  # the scheduler keeps its job's token alive, as a renewer
@@ -207,6 +210,8 @@ def test_report_counts_exactly_what_was_done(
         "swept_tokens": 1,
         "expired_tokens": 1,
         "lingering_tokens": 0,
+        "jobs": 2,
+        "tokens_with_job": 3,
     }
     for key, value in expected_summary.items():
         assert f"{key}: {value}" in report.stdout.splitlines()
@@ -283,6 +288,13 @@ def test_report_counts_exactly_what_was_done(
         for row in table(report_dir, "denial_bursts")
     }
     assert hours["User:mallory"] == (1, None, False)
+
+    by_job = {
+        (row["job_framework"], row["job_id"], row["job_name"], row["job_user"]): row["tokens"]
+        for row in table(report_dir, "tokens_by_job")
+    }
+    assert by_job == {tuple(JOE_JOB.values()): 2, tuple(KIM_JOB.values()): 1}
+    assert "<td>app-20261128093000-0001</td><td>nightly-etl</td><td>joe</td>" in page
 
     top_owners = [
         (row["rank"], row["owner"], row["tokens"], row["renewals"]) for row in table(report_dir, "top_owners")

@@ -122,14 +122,11 @@ def backend(request: pytest.FixtureRequest) -> Backend:
     broker: RunningBroker = request.getfixturevalue("kafka_kraft_broker")
     alice = broker.new_user("alice")
     admin = (broker.admin.name, broker.admin.password)
-    jaas = (
-        f'org.apache.kafka.common.security.scram.ScramLoginModule required username="{admin[0]}" password="{admin[1]}";'
-    )
     settings = {
         "KTS_BOOTSTRAP_SERVERS": broker.bootstrap,
         "KTS_ADMIN_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
         "KTS_ADMIN_SASL_MECHANISM": "SCRAM-SHA-512",
-        "KTS_ADMIN_SASL_JAAS_CONFIG": jaas,
+        "KTS_ADMIN_SASL_JAAS_CONFIG": broker.kts_jaas,  # kts's own login, never a caller's
         "KTS_SUPER_USERS": f"User:{admin[0]}",
     }
     return Backend(settings, admin, (alice.name, alice.password), KRAFT_EXAMPLES)

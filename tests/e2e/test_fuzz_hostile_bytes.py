@@ -119,8 +119,7 @@ def target(
             "KTS_BOOTSTRAP_SERVERS": broker.bootstrap,
             "KTS_ADMIN_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
             "KTS_ADMIN_SASL_MECHANISM": "SCRAM-SHA-512",
-            "KTS_ADMIN_SASL_JAAS_CONFIG": "org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="{admin[0]}" password="{admin[1]}";',
+            "KTS_ADMIN_SASL_JAAS_CONFIG": broker.kts_jaas,  # kts's own login, never a caller's
             "KTS_SUPER_USERS": f"User:{admin[0]}",
         }
     url = start_kts(processes, tmp_path, f"hostile-{request.param}", **settings)

@@ -5,16 +5,18 @@ from __future__ import annotations
 import socket
 import subprocess
 import threading
+import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper, free_port
-from tests.api.conftest import ALICE, basic, put_user
+from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.conftest import SECRET, write_properties
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts, wait_ready
 
@@ -345,5 +347,26 @@ def test_a_chroot_where_no_kafka_cluster_lives_is_refused_in_one_line_naming_it(
         KTS_ZOOKEEPER_CONNECT=connect,
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_ZOOKEEPER_CLUSTER_REQUIRED="false",
+        KTS_SUPER_USERS="User:admin",
     )
-    assert httpx.get(f"{url}/readyz").json()["migration"]["clusterId"] is None
+    assert httpx.get(f"{url}/readyz").json() == {"status": "ready", "reason": "ok"}
+    raw = KazooClient(hosts=connect)
+    raw.start(10)
+    try:
+        put_user(raw, *ADMIN)  # an operator, to read the details /readyz no longer tells
+    finally:
+        raw.stop()
+        raw.close()
+    status = _eventually_ok(lambda: httpx.get(f"{url}/v1/cluster/status", headers=basic(ADMIN)))
+    assert status["migration"]["clusterId"] is None
+
+
+def _eventually_ok(get: Callable[[], httpx.Response], timeout_s: float = 60.0) -> dict[str, Any]:
+    """The body of the first 200 ``get`` answers (a user written to ZooKeeper reaches kts a moment later)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = get()
+        if response.status_code == 200 or time.monotonic() > deadline:
+            assert response.status_code == 200, response.text
+            return dict(response.json())
+        time.sleep(0.2)

@@ -21,6 +21,7 @@ from kafka.admin import KafkaAdminClient, NewTopic, ScramMechanism, UserScramCre
 from app.cli.client.kafka_login import BrokerLogin, Credentials, LoginError, login
 from app.cli.server.kafka_broker.broker import (
     LISTENER,
+    SCRAM_LOGIN_MODULE,
     SCRAM_MECHANISMS,
     BrokerFailed,
     KafkaBroker,
@@ -33,6 +34,9 @@ from app.cli.server.kafka_broker.release import KRAFT_RELEASE, ZOOKEEPER_MODE_RE
 
 JAVA_CLIENT = Path(__file__).with_name("TokenClient.java")
 ADMIN = User("admin", "admin-kafka-pw")  # a super user on both brokers, with SCRAM-SHA-256 and -512
+# kts's own login to the brokers (admin.sasl.jaas.config): a principal of its own, never a caller's
+# (app/auth/own_identity.py); a super user on both brokers, with SCRAM-SHA-256 and -512
+KTS = User("kts", "kts-kafka-pw")
 # Tokens expire within a second of their expiry, not within the hour (the default sweep period).
 TEST_PROPERTIES = {"delegation.token.expiry.check.interval.ms": "1000"}
 HEAP = "384m"
@@ -45,16 +49,24 @@ class RunningBroker:
     - ``bootstrap``: ``127.0.0.1:<port>``, one ``SASL_PLAINTEXT`` listener (PLAIN, SCRAM-SHA-256/512);
     - ``secret``: its ``delegation.token.secret.key`` (give kts the same one);
     - ``admin``: a super user's name and password (SCRAM); ``new_user()`` makes more;
+    - ``kts``: the login kts itself uses toward the broker (``kts_jaas``: as admin.sasl.jaas.config), a super user
+      of the broker that no HTTP caller may be;
     - ``zookeeper_connect``: ZooKeeper mode only, the connect string with the broker's chroot (give kts the same);
     - ``classpath``, ``version``: the release's jars, for a Java program compiled in a test;
     - ``tool(...)``, ``acls(...)``, ``configs(...)``, ``tokens(...)``: Kafka's own tools against this broker;
     - ``java_token_client(...)``: a Java client logging in with a token, producing and consuming a record.
     """
 
-    def __init__(self, broker: KafkaBroker, admin: User = ADMIN) -> None:
+    def __init__(self, broker: KafkaBroker, admin: User = ADMIN, kts: User = KTS) -> None:
         self.broker = broker
         self.admin = admin
+        self.kts = kts
         self._configs = 0
+
+    @property
+    def kts_jaas(self) -> str:
+        """kts's ``admin.sasl.jaas.config`` (SCRAM-SHA-512) for this broker."""
+        return f'{SCRAM_LOGIN_MODULE} required username="{self.kts.name}" password="{self.kts.password}";'
 
     @property
     def bootstrap(self) -> str:
@@ -263,24 +275,25 @@ def _scram_login_succeeds(user: User) -> Callable[[KafkaBroker], bool]:
 def start_zookeeper_mode_broker(
     directory: Path, zookeeper_connect: str, secret: str, *, extra_properties: dict[str, str] | None = None
 ) -> RunningBroker:
-    """A 3.9 broker on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` logs in with SCRAM.
+    """A 3.9 broker on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` and ``KTS`` log in with SCRAM.
 
-    The super user's SCRAM credentials are made by the broker itself (AlterUserScramCredentials over its PLAIN
+    The super users' SCRAM credentials are made by the broker itself (AlterUserScramCredentials over its PLAIN
     login), then both SCRAM mechanisms must log in."""
     broker = KafkaBroker(
         fetch(ZOOKEEPER_MODE_RELEASE),
         directory,
         secret=secret,
         zookeeper_connect=zookeeper_connect,
-        super_users=[ADMIN.principal],
+        super_users=[ADMIN.principal, KTS.principal],
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )
     broker.start(takes_its_own_login, timeout_s=READY_TIMEOUT_S)
     try:
         bootstrap = RunningBroker(broker, User(broker.broker_user.name, broker.broker_user.password))
-        _put_scram_user(bootstrap.admin_client(mechanism="PLAIN"), ADMIN)
-        _wait(broker, _scram_login_succeeds(ADMIN))
+        for user in (ADMIN, KTS):
+            _put_scram_user(bootstrap.admin_client(mechanism="PLAIN"), user)
+            _wait(broker, _scram_login_succeeds(user))
     except BaseException:
         broker.stop()
         raise
@@ -290,14 +303,14 @@ def start_zookeeper_mode_broker(
 def start_kraft_broker(
     directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None
 ) -> RunningBroker:
-    """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s SCRAM credentials
+    """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
     (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
     broker = KafkaBroker(
         fetch(KRAFT_RELEASE),
         directory,
         secret=secret,
-        super_users=[ADMIN.principal],
-        scram_users=[ADMIN],
+        super_users=[ADMIN.principal, KTS.principal],
+        scram_users=[ADMIN, KTS],
         heap=HEAP,
         extra_properties=TEST_PROPERTIES | (extra_properties or {}),
     )

@@ -27,7 +27,7 @@ from app.cli.client.kafka_login import BrokerLogin, Credentials, LoginError, log
 from app.cli.server.embedded_zookeeper import free_port
 from app.cli.server.kafka_broker.broker import _LOG4J, KRAFT_AUTHORIZER, LISTENER, KafkaBroker, User
 from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, fetch
-from tests.kafka.brokers import ADMIN, HEAP, READY_TIMEOUT_S, TEST_PROPERTIES, RunningBroker
+from tests.kafka.brokers import ADMIN, HEAP, KTS, READY_TIMEOUT_S, TEST_PROPERTIES, RunningBroker
 
 CONTROLLER_ID = 3000  # as in Kafka's documentation: KRaft node ids must differ from every broker.id
 BROKERS = 2  # broker.id 0 and 1
@@ -52,7 +52,7 @@ class MigrationNode(KafkaBroker):
             directory,
             secret=secret,
             zookeeper_connect=zookeeper_connect,
-            super_users=[ADMIN.principal],
+            super_users=[ADMIN.principal, KTS.principal],
             port=port,
             heap=HEAP,
         )
@@ -165,7 +165,7 @@ class Migration:
             "zookeeper.metadata.migration.enable": "true",
             "zookeeper.connect": self.zookeeper_connect,
             "authorizer.class.name": KRAFT_AUTHORIZER,
-            "super.users": ";".join((broker_user.principal, ADMIN.principal, "User:ANONYMOUS")),
+            "super.users": ";".join((broker_user.principal, ADMIN.principal, KTS.principal, "User:ANONYMOUS")),
         }
 
     # starting and stopping

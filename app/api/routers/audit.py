@@ -15,10 +15,12 @@ from app.api.schemas.common import INT64_MAX, PRINTABLE_PATTERN
 from app.domain.audit import Action, EventQuery, Outcome
 from app.domain.errors import InvalidInput
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
+from app.domain.token_job import MAX_FRAMEWORK_LENGTH, MAX_JOB_TEXT_LENGTH, TokenJob, job_or_none
 
 router = APIRouter(prefix="/v1/audit", tags=["audit"])
 MAX_PAGE = 1000
 MAX_CURSOR_LENGTH = 19  # an event id: a positive signed 64-bit integer in ASCII digits
+_JOB_HELP = "the token.create events whose job (as its request named it) has this value, exactly"
 _CURSOR = re.compile(rf"[0-9]{{1,{MAX_CURSOR_LENGTH}}}")
 
 
@@ -35,6 +37,18 @@ def list_events(
     principal: Annotated[str | None, Query(max_length=MAX_PRINCIPAL_LENGTH, pattern=PRINTABLE_PATTERN)] = None,
     action: Action | None = None,
     outcome: Outcome | None = None,
+    jobFramework: Annotated[
+        str | None, Query(max_length=MAX_FRAMEWORK_LENGTH, pattern=PRINTABLE_PATTERN, description=_JOB_HELP)
+    ] = None,
+    jobId: Annotated[
+        str | None, Query(max_length=MAX_JOB_TEXT_LENGTH, pattern=PRINTABLE_PATTERN, description=_JOB_HELP)
+    ] = None,
+    jobName: Annotated[
+        str | None, Query(max_length=MAX_JOB_TEXT_LENGTH, pattern=PRINTABLE_PATTERN, description=_JOB_HELP)
+    ] = None,
+    jobUser: Annotated[
+        str | None, Query(max_length=MAX_JOB_TEXT_LENGTH, pattern=PRINTABLE_PATTERN, description=_JOB_HELP)
+    ] = None,
     since: Annotated[Instant | None, Query(description=f"inclusive: {INSTANT_HELP}")] = None,
     until: Annotated[Instant | None, Query(description=f"exclusive: {INSTANT_HELP}")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
@@ -47,6 +61,7 @@ def list_events(
         principal=principal,
         action=action.value if action else None,
         outcome=outcome.value if outcome else None,
+        job=job_or_none(TokenJob(framework=jobFramework, id=jobId, name=jobName, user=jobUser)),
         since=since,
         until=until,
         limit=limit + 1,

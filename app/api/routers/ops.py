@@ -1,16 +1,14 @@
-"""Liveness and readiness."""
+"""Liveness and readiness, for anyone (probes, load balancers): no detail of the cluster."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ReadinessView
 from app.api.errors import RETRY_AFTER_SECONDS, error_body
-from app.api.schemas.ops import NotReadyBody, ReadyBody, migration_json
-from app.service.readiness import OK
+from app.api.schemas.ops import NotReadyBody, ReadyBody
+from app.service.readiness import readiness_report
 from app.version import kts_version
 
 router = APIRouter(tags=["operations"])
@@ -25,25 +23,17 @@ def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     response_model=ReadyBody,
-    responses={503: {"model": NotReadyBody, "description": "A dependency is not ready; the body names it"}},
+    responses={503: {"model": NotReadyBody, "description": "A dependency is not ready; `reason` names it"}},
 )
 def readyz(readiness: ReadinessView) -> JSONResponse:
-    """Ready when every dependency is. ``backend`` says how kts reaches the Kafka cluster; with ZooKeeper,
-    ``migration`` says where the cluster stands in its migration to KRaft. A cluster that refuses kts's writes leaves
-    the replica ready for reads (``status`` is then ``read-only``)."""
-    checks = readiness.checks()
-    probe = readiness.cluster
-    state = probe() if probe is not None else None
-    extra: dict[str, Any] = {"backend": readiness.backend, "checks": checks}
-    if state is not None:
-        unrenewable = readiness.unrenewable() if readiness.unrenewable is not None else None
-        extra["migration"] = migration_json(state, unrenewable).model_dump()
-    failing = [f"{name}: {value}" for name, value in checks.items() if value != OK]
-    if failing:
+    """Ready (200) when every dependency is, else 503. Needs no login, so it says only a status and a reason word:
+    a cluster that refuses kts's writes leaves the replica ready for reads (``status`` is then ``read-only``). The
+    details (backend, each check, the cluster's id, controller and migration) are ``GET /v1/cluster/status``'s."""
+    report = readiness_report(readiness)
+    if not report.ready:
         return JSONResponse(
-            error_body("NOT_READY", "; ".join(failing), **extra),
+            error_body("NOT_READY", f"Not ready: {report.reason}.", status=report.status, reason=report.reason),
             status_code=503,
             headers={"Retry-After": RETRY_AFTER_SECONDS},
         )
-    status = "ready" if state is None or state.writes_allowed else "read-only"
-    return JSONResponse({"status": status, **extra})
+    return JSONResponse({"status": report.status, "reason": report.reason})

@@ -76,6 +76,7 @@ def create_token(
         owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,
         renewers=tuple(KafkaPrincipal.parse(renewer) for renewer in body.renewers),
         max_lifetime_ms=body.maxLifetimeMs,
+        job=None if body.job is None else body.job.job(),
     )
     issued = tokens.create(caller, request)
     return model_json(CreatedToken.issued(issued.token, issued.hmac), status.HTTP_201_CREATED)

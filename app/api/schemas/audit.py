@@ -1,4 +1,4 @@
-"""The audit trail's response models; ``Event`` is derived from ``EVENT_FIELDS``."""
+"""The audit trail's response models; ``Event`` is derived from ``EVENT_FIELDS`` (the job columns as one ``job``)."""
 
 from __future__ import annotations
 
@@ -24,15 +24,51 @@ def _annotation(field: EventField) -> Any:
     return python_type | None if field.nullable else python_type
 
 
+def _group_key(field: EventField) -> str:
+    """A grouped field's key inside its group's object: ``job_id`` is ``job.id``."""
+    assert field.api_group is not None
+    return field.name.removeprefix(f"{field.api_group}_")
+
+
+def _group_model(group: str) -> type[BaseModel]:
+    members = [field for field in EVENT_FIELDS if field.api_group == group]
+    return create_model(
+        f"Event{group.capitalize()}", **{_group_key(field): (_annotation(field), ...) for field in members}
+    )
+
+
+_GROUPS: dict[str, type[BaseModel]] = {
+    group: _group_model(group) for group in dict.fromkeys(f.api_group for f in EVENT_FIELDS if f.api_group)
+}
+
+
+def _definitions() -> dict[str, Any]:
+    """The model's fields in ``EVENT_FIELDS`` order, each group as one nullable object where its first field is."""
+    found: dict[str, Any] = {}
+    for field in EVENT_FIELDS:
+        if field.api_group is None:
+            found[field.api_name] = (_annotation(field), ...)
+        elif field.api_group not in found:
+            found[field.api_group] = (_GROUPS[field.api_group] | None, ...)
+    return found
+
+
 # Every field is required, null included: a client sees the whole event. No length limits in the schema:
 # the service writes these values, the caller never sends them.
-Event: type[BaseModel] = create_model(
-    "Event", **{field.api_name: (_annotation(field), ...) for field in EVENT_FIELDS}
-)
+Event: type[BaseModel] = create_model("Event", **_definitions())
 
 
 def event_view(stored: StoredEvent) -> BaseModel:
-    return Event(**{field.api_name: getattr(stored, field.name) for field in EVENT_FIELDS})
+    values: dict[str, Any] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    for field in EVENT_FIELDS:
+        if field.api_group is None:
+            values[field.api_name] = getattr(stored, field.name)
+        else:
+            groups.setdefault(field.api_group, {})[_group_key(field)] = getattr(stored, field.name)
+    for group, members in groups.items():  # null when the event names nothing of the group (no job)
+        values[group] = None if all(value is None for value in members.values()) else _GROUPS[group](**members)
+    return Event(**values)
 
 
 INSTANT_HELP = (

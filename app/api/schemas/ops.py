@@ -1,5 +1,6 @@
-"""The bodies of ``/readyz``: the backend, each dependency's state, and the cluster's migration to KRaft as this
-replica sees it."""
+"""The bodies of ``/readyz`` (a status and a reason word, for anyone) and of ``GET /v1/cluster/status`` (for callers
+with ``Describe`` on the cluster: the backend, each dependency's state, and the cluster's migration to KRaft as this
+replica sees it)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from app.api.schemas.common import ErrorBody
 from app.domain.cluster_migration import ClusterState
+from app.service.readiness import ReadinessReport
 
 
 class ControllerJson(BaseModel):
@@ -36,12 +38,25 @@ class MigrationJson(BaseModel):
     )
 
 
+STATUS_HELP = "`ready`, `read-only` while the cluster refuses kts's writes, or `not-ready`."
+REASON_HELP = (
+    "One word: `ok`; the migration phase that refuses writes (`migrating`, `migrated`, `unknown`); or the first "
+    "dependency that is not ready (`cluster`, `tokens`, `acls`, `audit_database`, `runtime`)."
+)
+
+
 class ReadyBody(BaseModel):
-    status: str = Field(description="`ready`, or `read-only` while the cluster refuses kts's writes.")
+    status: str = Field(description=STATUS_HELP, examples=["ready"])
+    reason: str = Field(description=REASON_HELP, examples=["ok"])
+
+
+class ClusterStatusBody(BaseModel):
+    status: str = Field(description=STATUS_HELP, examples=["ready"])
+    reason: str = Field(description=REASON_HELP, examples=["ok"])
     backend: str | None = Field(
         description="How kts reaches the cluster: `zookeeper` (zookeeper.connect) or `kafka` (bootstrap.servers)."
     )
-    checks: dict[str, str]
+    checks: dict[str, str] = Field(description="Each dependency: `ok`, or a few words saying what is wrong.")
     migration: MigrationJson | None = Field(
         default=None, description="With ZooKeeper: the cluster and its migration to KRaft, as ZooKeeper shows them."
     )
@@ -65,6 +80,15 @@ def migration_json(state: ClusterState, unrenewable: int | None = None) -> Migra
 
 
 class NotReadyBody(ErrorBody):
-    backend: str | None = None
-    checks: dict[str, str]
-    migration: MigrationJson | None = None
+    status: str = Field(description="`not-ready`.", examples=["not-ready"])
+    reason: str = Field(description=REASON_HELP, examples=["cluster"])
+
+
+def cluster_status_body(report: ReadinessReport) -> ClusterStatusBody:
+    return ClusterStatusBody(
+        status=report.status,
+        reason=report.reason,
+        backend=report.backend,
+        checks=report.checks,
+        migration=None if report.cluster is None else migration_json(report.cluster, report.unrenewable),
+    )

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from app.api.schemas.common import (
     MAX_RENEWERS,
@@ -13,7 +15,40 @@ from app.api.schemas.common import (
     TokenIdText,
 )
 from app.domain.token import TokenInformation
+from app.domain.token_job import MAX_FRAMEWORK_LENGTH, MAX_JOB_TEXT_LENGTH, TokenJob, job_or_none
 from app.domain.token_secret import encode_hmac
+
+
+def _printable(text: str) -> str:
+    # No control, format (bidirectional overrides, zero-width), separator other than the space, surrogate or
+    # unassigned character: what a reader of the audit trail sees is what was sent, on one line.
+    if not text.isprintable():
+        raise ValueError("must be printable text: no control, format or line-separator characters")
+    return text
+
+
+FrameworkText = Annotated[
+    str, StringConstraints(min_length=1, max_length=MAX_FRAMEWORK_LENGTH), AfterValidator(_printable)
+]
+JobText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_JOB_TEXT_LENGTH), AfterValidator(_printable)]
+
+
+class TokenJobRequest(RequestModel):
+    """Who the token is for, as an orchestrator's plug-in names it: kept in the token's ``token.create`` audit
+    event only (the cluster's token record has no room for it). Each key optional, no other keys; each value printable
+    Unicode text (no control, format or separator character but the space)."""
+
+    framework: FrameworkText | None = Field(None, description="The framework: spark, flink, ...", examples=["spark"])
+    id: JobText | None = Field(
+        None, description="The framework's application or job id.", examples=["app-20261128093000-0001"]
+    )
+    name: JobText | None = Field(None, description="The job's name.", examples=["nightly-etl"])
+    user: JobText | None = Field(
+        None, description="Who submitted the job, as the framework knows them.", examples=["joe"]
+    )
+
+    def job(self) -> TokenJob | None:
+        return job_or_none(TokenJob(framework=self.framework, id=self.id, name=self.name, user=self.user))
 
 
 class CreateTokenRequest(RequestModel):
@@ -27,6 +62,9 @@ class CreateTokenRequest(RequestModel):
         ),
     )
     maxLifetimeMs: Int64 = Field(-1, description="<= 0: the server maximum; larger values are clamped.")
+    job: TokenJobRequest | None = Field(
+        None, description="The job the token is for, kept in the audit trail only (GET /v1/audit?jobId=...)."
+    )
 
 
 class RenewByHmacRequest(RequestModel):

@@ -1,7 +1,9 @@
-"""``kts cluster status``: which backend a running kts uses to reach the Kafka cluster, and (with ZooKeeper) where
-the cluster stands in its migration from ZooKeeper to KRaft, from ``GET /readyz`` (no login needed).
+"""``kts cluster status``: whether a running kts is ready and, with credentials, how it reaches the Kafka cluster
+(its backend), each dependency's state and (with ZooKeeper) where the cluster stands in its migration from
+ZooKeeper to KRaft, from ``GET /v1/cluster/status`` (needs ``Describe`` on the cluster). Without credentials only
+what ``GET /readyz`` tells anyone: a status and a reason word.
 
-    kts cluster status --server https://kts.example.com:8443
+    kts cluster status --server https://kts.example.com:8443 --command-config ops.properties
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from typing import Any
 from app.cli.client.arguments import add_connection_options, add_output_option
 from app.cli.client.output import to_json
 
+DETAILS_HINT = "give --command-config (Describe on the cluster) for the backend, checks and migration"
+
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = commands.add_parser(
         "cluster",
         help="how kts reaches the Kafka cluster, and its migration to KRaft",
-        description="Show how a running kts reaches the Kafka cluster (its backend) and where the cluster stands "
-        "in its migration from ZooKeeper to KRaft, as GET /readyz reports it. Needs no credentials.",
+        description="Show whether a running kts is ready and, with credentials (--command-config; Describe on the "
+        "cluster or a super user), how it reaches the Kafka cluster (its backend), each dependency's state and "
+        "where the cluster stands in its migration from ZooKeeper to KRaft (GET /v1/cluster/status). Without "
+        "credentials only what GET /readyz tells anyone: a status and a reason word.",
     )
     parser.add_argument(
         "what",
@@ -45,15 +51,22 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.client.connection import load_config
     from app.cli.client.http_client import KtsClient
 
-    with KtsClient(server_url(args.server, os.environ), load_config(args)) as client:
-        body = client.readiness()
+    config = load_config(args)
+    logged_in = config.credential is not None or config.certfile is not None or config.identity is not None
+    with KtsClient(server_url(args.server, os.environ), config) as client:
+        body = client.cluster_status() if logged_in else client.readiness()
     print(to_json(body) if args.output == "json" else status_text(body))
     return 0
 
 
 def status_text(body: dict[str, Any]) -> str:
-    """The replica's readiness, its backend and its view of the cluster's migration, one fact a line."""
-    lines = [("replica", _replica(body)), ("backend", str(body.get("backend") or "-"))]
+    """The replica's readiness and, when the body has them, its backend and its view of the cluster's migration,
+    one fact a line."""
+    lines = [("replica", _replica(body))]
+    if "backend" not in body:  # /readyz's answer: nothing more is told without credentials
+        lines.append(("details", DETAILS_HINT))
+    else:
+        lines.append(("backend", str(body.get("backend") or "-")))
     migration = body.get("migration")
     if isinstance(migration, dict):
         lines += [
@@ -71,9 +84,11 @@ def status_text(body: dict[str, Any]) -> str:
 
 
 def _replica(body: dict[str, Any]) -> str:
-    if "error" in body:
-        return f"not ready: {body.get('message')}"
-    return str(body.get("status"))
+    status, reason = body.get("status"), body.get("reason")
+    if "error" in body or status == "not-ready":
+        failing = [f"{name}: {value}" for name, value in (body.get("checks") or {}).items() if value != "ok"]
+        return f"not ready: {'; '.join(failing) or reason or body.get('message')}"
+    return str(status) if reason in (None, "ok") else f"{status} ({reason})"
 
 
 def _controller(controller: object) -> str:

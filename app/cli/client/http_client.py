@@ -218,7 +218,8 @@ class KtsClient:
     # operations
 
     def readiness(self) -> dict[str, Any]:
-        """``GET /readyz``'s body, whether the replica is ready (200) or not (503 NOT_READY); no login needed."""
+        """``GET /readyz``'s body (a status and a reason word), whether the replica is ready (200) or not (503
+        NOT_READY); no login needed."""
         try:
             response = self._http.get("/readyz")
         except httpx.TransportError as exc:
@@ -227,9 +228,13 @@ class KtsClient:
             body = response.json()
         except ValueError:
             body = None
-        if response.status_code in (200, 503) and isinstance(body, dict) and "checks" in body:
+        if response.status_code in (200, 503) and isinstance(body, dict) and "status" in body:
             return body
         raise refusal(response)
+
+    def cluster_status(self) -> dict[str, Any]:
+        """``GET /v1/cluster/status``: what /readyz tells no stranger (needs Describe on the cluster)."""
+        return dict(self._request("GET", "/v1/cluster/status"))
 
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         try:

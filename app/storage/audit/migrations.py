@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 MIGRATIONS = Path(__file__).resolve().parents[3] / "migrations"
 # The head of migrations/versions (what ``alembic heads`` prints), so that start-up need not load alembic to know it.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 # Where alembic keeps the revision a database is at (its default; migrations/env.py does not change it).
 VERSION_TABLE = "alembic_version"
 

@@ -8,8 +8,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, and_, bindparam, delete, func, insert, select, update
 
-from app.domain.audit import AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
+from app.domain.audit import JOB_COLUMNS, AuditEvent, EventQuery, Outcome, RequestContext, StoredEvent
 from app.domain.clock import Clock
+from app.domain.token_job import JOB_KEYS, TokenJob
 from app.storage.audit import migrations
 from app.storage.audit.database import translated_db_errors
 from app.storage.audit.group_commit import Ambiguous, GroupCommitter
@@ -41,6 +42,7 @@ class SqlAuditLog:
             "request_id": context.request_id,
             "client_address": context.client_address,
             "details": _details_json(event.details),
+            **_job_columns(event.job),
         }
         return _storable(row)
 
@@ -101,6 +103,7 @@ class SqlAuditLog:
             (events.c.principal, query.principal),
             (events.c.action, query.action),
             (events.c.outcome, query.outcome),
+            *((events.c[name], value) for name, value in _job_columns(query.job).items()),
         ):
             if value is not None:  # stored values were made storable, so the filter is too
                 conditions.append(column == _column_text(column.name, value))
@@ -209,6 +212,13 @@ _SUCCEED = (
 
 def _settling(event_id: int, event: AuditEvent) -> dict[str, Any]:
     return {"event_id": event_id, **completion_parameters(event)}
+
+
+def _job_columns(job: TokenJob | None) -> dict[str, str | None]:
+    """The job's columns (``job_framework``, ``job_id``, ...), all null without a job."""
+    return {
+        column: None if job is None else getattr(job, key) for column, key in zip(JOB_COLUMNS, JOB_KEYS, strict=True)
+    }
 
 
 def _column_text(column: str, value: str | None) -> str | None:

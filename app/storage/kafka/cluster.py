@@ -41,6 +41,11 @@ class KafkaCluster:
         return self._principal
 
     @property
+    def known_principal(self) -> KafkaPrincipal | None:
+        """Who kts is to the cluster, or None before the first start."""
+        return self._principal
+
+    @property
     def connected(self) -> bool:
         return self.wire.connected
 

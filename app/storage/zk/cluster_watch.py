@@ -94,7 +94,9 @@ class ClusterWatch:
         zk.ensure_connected()
         epoch = zk.wait(client.exists_async(ControllerEpochZNode.PATH, watch=self._on_watch))
         watched = (ControllerZNode.PATH, MigrationZNode.PATH)
-        for path in watched:  # a data watch needs the znode; exists() also watches for its creation
+        # A data or child watch needs the znode; exists() also watches for its creation (/brokers/ids included:
+        # the first broker's registration must wake the watch, not wait for the next reading).
+        for path in (*watched, BrokerIdsZNode.PATH):
             client.exists_async(path, watch=self._on_watch)
         reads = {path: client.get_async(path) for path in (*watched, ClusterIdZNode.PATH)}
         brokers = client.get_children_async(BrokerIdsZNode.PATH, watch=self._on_watch)

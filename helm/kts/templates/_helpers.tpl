@@ -68,6 +68,12 @@ http.management.listeners
 {{- printf "%s://0.0.0.0:%d" (include "kts.scheme" .) (int .Values.management.port) }}
 {{- end }}
 
+{{/* Whether the Service carries the management port: only for metrics scraping through the Service (the
+ServiceMonitor, or management.onService), never for the probes, which the kubelet sends to the pod. */}}
+{{- define "kts.managementOnService" -}}
+{{- and .Values.management.enabled (or .Values.serviceMonitor.enabled (default false .Values.management.onService)) -}}
+{{- end }}
+
 {{/* The port the probes and the ServiceMonitor use: the management port when it is on, else the main one. */}}
 {{- define "kts.probePort" -}}
 {{- if .Values.management.enabled }}management{{ else }}{{ include "kts.portName" . }}{{ end }}

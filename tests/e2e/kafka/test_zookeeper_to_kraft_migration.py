@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import tempfile
 import threading
 import time
 import uuid
@@ -37,9 +38,10 @@ from app.cli.client.kafka_login import Credentials, LoginError
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import User
 from tests.api.conftest import put_user
-from tests.conftest import SECRET
+from tests.conftest import SECRET, write_properties
 from tests.e2e.conftest import KTS, ROOT, kts_env, start_kts
 from tests.kafka.brokers import ADMIN, RunningBroker
+from tests.kafka.brokers import KTS as KTS_LOGIN
 from tests.kafka.migration import Migration, login_succeeds, wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.timeout(1800)]
@@ -171,14 +173,15 @@ def _migrate(
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_SUPER_USERS="User:admin",
         KTS_TOKEN_QUOTA_PER_OWNER="0",
-        KTS_TOKEN_RENEWERS_ADD="User:admin",  # kts's principal on bootstrap.servers (its admin.sasl.jaas.config)
+        KTS_TOKEN_RENEWERS_ADD=KTS_LOGIN.principal,  # kts's principal on bootstrap.servers (admin.sasl.jaas.config)
     )
     kts = httpx.Client(base_url=url, timeout=30)
     phases_seen = _PhaseWatcher(url)
     phases_seen.start()
     timeline.mark(f"kts serve up in ZooKeeper mode; {_status_line(url)}")
 
-    for name, password in PASSWORDS.items():
+    # and kts's own login to the brokers once it speaks the Kafka protocol (never a caller's), a broker super user
+    for name, password in [*PASSWORDS.items(), (KTS_LOGIN.name, KTS_LOGIN.password)]:
         for mechanism in MECHANISMS:
             _ok(
                 kts.put(
@@ -197,9 +200,9 @@ def _migrate(
     for_bob = _ok(kts.post("/v1/tokens", json={"owner": "User:bob", "renewers": ["User:alice"]}, auth=_basic("alice")))
     renewed = _ok(kts.post("/v1/tokens/renew", json={"hmac": before["hmac"]}, auth=_basic("bob")))
     spare = _ok(kts.post("/v1/tokens", json={}, auth=_basic("alice")))  # renewed and expired after the switch
-    assert spare["renewers"] == ["User:admin"], spare
+    assert spare["renewers"] == [KTS_LOGIN.principal], spare
     timeline.mark(
-        "through kts: SCRAM users admin, alice, bob, carol, ops (both mechanisms); ACLs alice CreateTokens on "
+        "through kts: SCRAM users admin, alice, bob, carol, ops, kts (both mechanisms); ACLs alice CreateTokens on "
         f"User:bob, ops Describe on the cluster; tokens {before['tokenId']} (alice, renewer bob, renewed by bob) "
         f"and {for_bob['tokenId']} (owner bob, made by alice)"
     )
@@ -266,8 +269,8 @@ def _migrate(
     in_flight = [answer for answer in answers if answer.sent_ms < claim_ms <= answer.answered_ms]
     timeline.mark(
         f"creates in flight when the claim landed (sent before, answered after): {_count(in_flight)}; the last 201 "
-        f"was sent {claim_ms - max(answer.sent_ms for answer in made)} ms before the claim; kts's /readyz reported "
-        f"migrating {kts_saw_claim_ms - claim_ms} ms after it",
+        f"was sent {claim_ms - max(answer.sent_ms for answer in made)} ms before the claim; kts's cluster status "
+        f"reported migrating {kts_saw_claim_ms - claim_ms} ms after it",
         claim_ms,
     )
     writes = {
@@ -390,7 +393,7 @@ class ProtocolKts:
             KTS_ADMIN_SECURITY_PROTOCOL="SASL_PLAINTEXT",
             KTS_ADMIN_SASL_MECHANISM="SCRAM-SHA-512",
             KTS_ADMIN_SASL_JAAS_CONFIG="org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="admin" password="{ADMIN.password}";',
+            f'username="{KTS_LOGIN.name}" password="{KTS_LOGIN.password}";',
             KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
             KTS_SUPER_USERS="User:admin",
             KTS_CLUSTER_CACHE_REFRESH_MS="500",
@@ -402,7 +405,7 @@ class ProtocolKts:
         timeline.mark(f"kts serve up on bootstrap.servers={bootstrap}, same audit database; backend {self._backend()}")
 
     def _backend(self) -> str:
-        return str(_eventually_ok(lambda: self.http.get("/readyz"))["backend"])
+        return str(_eventually_ok(lambda: self.http.get("/v1/cluster/status", auth=_basic("admin")))["backend"])
 
     def serves(self, zk_made: dict[str, dict[str, Any]], phase: str, renewed_by_kafka: set[str] = frozenset()) -> None:
         """Every token made in ZooKeeper mode, described as kts described it then, and verified by its HMAC."""
@@ -469,7 +472,7 @@ class ProtocolKts:
         wait_until(lambda: not login_succeeds(broker, _token(zk_token)), "the expired token refused", timeout_s=120)
         self.timeline.mark(
             f"after the switch, kts on bootstrap.servers renews {zk_token['tokenId']} (made in ZooKeeper mode, "
-            f"renewer User:admin by token.renewers.add) for alice: 200, the broker describes the new expiry "
+            f"renewer {KTS_LOGIN.principal} by token.renewers.add) for alice: 200, the broker describes the new expiry "
             f"{new_expiry} and logs it in; expires it: 200, refused by broker 0 "
             f"{time.monotonic() - expired_at:.2f} s later"
         )
@@ -623,11 +626,13 @@ class _ClaimWatcher(threading.Thread):
 
 
 def _phase(url: str) -> str:
-    return str(httpx.get(f"{url}/readyz", timeout=10).json()["migration"]["phase"])
+    status = httpx.get(f"{url}/v1/cluster/status", auth=_basic("admin"), timeout=10).json()
+    return str(status["migration"]["phase"])
 
 
 class _PhaseWatcher(threading.Thread):
-    """Polls kts's /readyz; when it first reported each phase (wall-clock ms)."""
+    """Polls kts's cluster status (``GET /v1/cluster/status``, as the super user); when it first reported each
+    phase (wall-clock ms)."""
 
     def __init__(self, url: str) -> None:
         super().__init__(name="phase-watcher", daemon=True)
@@ -639,7 +644,7 @@ class _PhaseWatcher(threading.Thread):
         with httpx.Client(base_url=self.url, timeout=10) as client:
             while not self.stopped.wait(0.02):
                 try:
-                    phase = client.get("/readyz").json()["migration"]["phase"]
+                    phase = client.get("/v1/cluster/status", auth=_basic("admin")).json()["migration"]["phase"]
                 except (httpx.HTTPError, ValueError, KeyError):
                     continue
                 self.first_seen.setdefault(phase, _now_ms())
@@ -649,21 +654,24 @@ def _kts_sees(url: str, watcher: _PhaseWatcher, phase: str, timeline: Timeline) 
     """Wait until kts reports ``phase``; mark when it first did, then what ``kts cluster status`` says."""
     wait_until(lambda: phase in watcher.first_seen, f"kts reports {phase}", timeout_s=120)
     seen = watcher.first_seen[phase]
-    timeline.mark(f"kts's /readyz first reports {phase}", seen)
+    timeline.mark(f"kts's cluster status first reports {phase}", seen)
     timeline.mark(_status_line(url))
     return seen
 
 
 def _status_line(url: str) -> str:
-    """``kts cluster status``, as an operator would run it, on one line."""
-    result = subprocess.run(
-        [*KTS, "cluster", "status", "--server", url],
-        cwd=ROOT,
-        env=kts_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    """``kts cluster status``, as an operator would run it (logged in as the super user), on one line."""
+    with tempfile.TemporaryDirectory() as directory:
+        name, password = _basic("admin")
+        config = write_properties(Path(directory) / "admin.properties", {"username": name, "password": password})
+        result = subprocess.run(
+            [*KTS, "cluster", "status", "--server", url, "--command-config", str(config)],
+            cwd=ROOT,
+            env=kts_env(),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 0, result.stderr
     facts = dict(line.split(":", 1) for line in result.stdout.splitlines())
     return f"kts cluster status: {facts['phase'].strip()}; {facts['reason'].strip()}"

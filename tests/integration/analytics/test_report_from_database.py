@@ -18,6 +18,7 @@ from app.analytics.job import run_report
 from app.analytics.session import build_session
 from app.analytics.sources import read_events
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
+from app.domain.token_job import TokenJob
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
@@ -60,6 +61,7 @@ def write_trail(db_url: str) -> None:
         token_requester="User:svc",
         token_id="tok-1",
         details={"requestedMaxLifetimeMs": -1, "renewers": ["User:svc"]},
+        job=TokenJob(framework="spark", id="app-1", name="nächtlich", user="bob"),
     )
     event_id = log.append(create, RequestContext("req-1", "192.0.2.10"))
     assert log.complete(
@@ -89,10 +91,28 @@ EXPECTED = [
         "kts-a",
         "req-1",
         "192.0.2.10",
+        "spark",
+        "app-1",
+        "nächtlich",
+        "bob",
     ),
-    (T0 + H, "token.renew", "denied", "User:eve", None, None, "tok-1", 65, "kts-a", None, None),
-    (T0 + 2 * H, "authentication", "denied", "User:eve", None, None, None, None, "kts-a", "req-3", "198.51.100.7"),
+    (T0 + H, "token.renew", "denied", "User:eve", None, None, "tok-1", 65, "kts-a", None, None, *[None] * 4),
+    (
+        T0 + 2 * H,
+        "authentication",
+        "denied",
+        "User:eve",
+        None,
+        None,
+        None,
+        None,
+        "kts-a",
+        "req-3",
+        "198.51.100.7",
+        *[None] * 4,
+    ),
 ]
+"""Each event's columns but ``id`` and ``details``, in ``EVENT_COLUMNS`` order."""
 
 
 @pytest.mark.parametrize("rows_per_partition", [sources.ROWS_PER_JDBC_PARTITION, 1])
@@ -106,7 +126,8 @@ def test_read_events_over_jdbc_returns_what_the_sink_wrote(
 
     assert events.columns == list(EVENT_COLUMNS)
     assert [field.dataType for field in events.schema.fields] == [field.dataType for field in EVENT_SCHEMA.fields]
-    found = sorted(tuple(row)[1:-1] for row in events.collect())
+    compared = [column for column in EVENT_COLUMNS if column not in ("id", "details")]
+    found = sorted(tuple(row[column] for column in compared) for row in events.collect())
     assert found == EXPECTED
     assert events.rdd.getNumPartitions() == (1 if rows_per_partition > 3 else 3)
 

@@ -60,7 +60,9 @@ def create(
     issue: int | None = None,
     expiry: int | None = None,
     maximum: int | None = None,
+    job: tuple[str | None, str | None, str | None, str | None] | None = None,
 ) -> tuple[Any, ...]:
+    """``job``: framework, id, name and user, as the create named them."""
     details: dict[str, Any] = {"requestedMaxLifetimeMs": requested, "renewers": []}
     if outcome == "succeeded":
         issue = at if issue is None else issue
@@ -79,6 +81,7 @@ def create(
         token_requester=requester,
         token_id=token_id,
         details=details,
+        **({} if job is None else dict(zip(("job_framework", "job_id", "job_name", "job_user"), job, strict=True))),
     )
 
 

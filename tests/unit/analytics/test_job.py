@@ -16,20 +16,21 @@ from tests.unit.analytics.events import create, event, events_frame, expire, ren
 H = t.HOUR_MS
 D = t.DAY_MS
 T0 = 1_700_000_000_000
+JOB = ("spark", "app-20231114221320-0001", "nightly <etl>", "joe")
 
 
 # --- a whole run ---------------------------------------------------------------------------------------
 
 
 def script(spark: SparkSession) -> DataFrame:
-    """Two days of activity: 4 tokens (2 for another owner), 3 renewals, 1 sweep, 1 lingering token, 2 refused
-    requests and a burst of 6 failed logins; a describe two days later gives the burst a baseline."""
+    """Two days of activity: 4 tokens (2 for another owner, by one Spark job), 3 renewals, 1 sweep, 1 lingering
+    token, 2 refused requests and a burst of 6 failed logins; a describe two days later gives the burst a baseline."""
     return events_frame(
         spark,
         [
             create(1, T0, "a1", "User:alice", "User:alice", expiry=T0 + H, maximum=T0 + 2 * H),
-            create(2, T0 + 1, "b1", "User:bob", "User:svc", requested=6 * H),
-            create(3, T0 + 2, "b2", "User:bob", "User:svc"),
+            create(2, T0 + 1, "b1", "User:bob", "User:svc", requested=6 * H, job=JOB),
+            create(3, T0 + 2, "b2", "User:bob", "User:svc", job=JOB),
             create(4, T0 + 3, "c1", "User:carol", "User:carol", expiry=T0 + 3 * H),
             create(5, T0 + 4, None, "User:dave", "User:svc", outcome="denied"),
             renew(6, T0 + 10, "a1", "User:alice", T0 + 2 * H),
@@ -72,6 +73,8 @@ def test_run_report_writes_every_table_and_a_self_contained_report(spark: SparkS
         "swept_tokens": 1,
         "expired_tokens": 1,
         "lingering_tokens": 1,
+        "jobs": 1,
+        "tokens_with_job": 2,
     }
     for name in TABLES:
         assert list((out / name).glob("*.parquet")), name
@@ -93,6 +96,12 @@ def test_run_report_writes_every_table_and_a_self_contained_report(spark: SparkS
     assert '<dd id="summary-tokens_issued">4</dd>' in page
     assert "User:eve" in page
     assert "2023-11-15 04:13:20 UTC" in page  # the as-of time
+    by_job = spark.read.parquet(str(out / "tokens_by_job"))
+    assert rows(by_job, "job_framework", "job_id", "job_name", "job_user", "tokens", "first_at", "last_at") == [
+        (*JOB, 2, T0 + 1, T0 + 2)
+    ]
+    tokens_by_job = page[page.index('<table id="tokens-by-job">') :]
+    assert "<td>app-20231114221320-0001</td><td>nightly &lt;etl&gt;</td><td>joe</td>" in tokens_by_job  # escaped
 
 
 def test_tokens_are_judged_as_of_the_newest_event_unless_told(spark: SparkSession, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from app.analytics.events_schema import EVENT_COLUMNS, EVENT_SCHEMA, partition_date_column
 from app.analytics.sources import AnalyticsError, jdbc_source, read_events
+from app.domain.audit import JOB_COLUMNS
 from bench.audit_synth import synthesize
 from tests.unit.analytics.events import event, events_frame, rows
 
@@ -78,6 +79,21 @@ def test_read_events_reads_the_date_partitioned_export(spark: SparkSession, tmp_
     assert found.columns == list(EVENT_COLUMNS)
     assert [field.dataType for field in found.schema.fields] == [field.dataType for field in EVENT_SCHEMA.fields]
     assert rows(found, "id", "timestamp", "action") == [(1, T0, "token.describe"), (2, T0 + D, "authentication")]
+
+
+def test_an_export_from_before_the_job_columns_reads_with_them_null(spark: SparkSession, tmp_path: Path) -> None:
+    """Files exported before kts kept jobs (alembic 0003) have no job columns: they read back, the jobs null."""
+    job = ("spark", "app-1", "etl", "joe")
+    old = events_frame(spark, [event(1, T0, "token.describe")]).drop(*JOB_COLUMNS)
+    new = events_frame(spark, [event(2, T0 + D, "token.create", **dict(zip(JOB_COLUMNS, job, strict=True)))])
+    for name, frame in (("old", old), ("new", new)):
+        frame.withColumn("date", partition_date_column()).write.partitionBy("date").parquet(str(tmp_path / name))
+    (tmp_path / "new" / "date=2023-11-15").rename(tmp_path / "old" / "date=2023-11-15")  # one trail, two ages
+
+    found = read_events(spark, input_dir=tmp_path / "old")
+
+    assert found.columns == list(EVENT_COLUMNS)
+    assert rows(found, "id", *JOB_COLUMNS) == [(1, None, None, None, None), (2, *job)]
 
 
 def test_read_events_reads_what_the_synthesiser_writes(spark: SparkSession, tmp_path: Path) -> None:

@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from pyspark.sql import SparkSession
 
 from app.analytics import transforms as t
+from app.analytics.events_schema import EVENT_COLUMNS
 from tests.unit.analytics.events import create, event, events_frame, expire, renew, rows, sweep
 
 H = t.HOUR_MS
 D = t.DAY_MS
+DETAILS = EVENT_COLUMNS.index("details")
 T0 = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
+
+
+def with_details(row: tuple[Any, ...], details: str) -> tuple[Any, ...]:
+    """``row`` with its ``details`` text replaced as is (not JSON-encoded)."""
+    return (*row[:DETAILS], details, *row[DETAILS + 1 :])
 
 
 def test_in_window_keeps_since_inclusive_until_exclusive(spark: SparkSession) -> None:
@@ -33,7 +42,7 @@ def test_token_lifecycle_parses_each_tokens_settled_changes_into_one_row(spark: 
             create(6, T0, "t2", "User:b", "User:b", outcome="pending"),
             renew(7, T0, "t1", "User:a", T0 + 5 * H, outcome="failed", requester="User:svc"),
             event(8, T0, "token.describe", token_id="t1"),
-            (*sweep(9, T0 + 50, "t3", "User:c", T0)[:-1], "not json"),  # details is the last column
+            with_details(sweep(9, T0 + 50, "t3", "User:c", T0), "not json"),
         ],
     )
 
@@ -56,6 +65,10 @@ def test_token_lifecycle_parses_each_tokens_settled_changes_into_one_row(spark: 
         "removed_at": T0 + 30,
         "removed_by_sweep": False,
         "removal_expiry_timestamp": T0 + 30,
+        "job_framework": None,
+        "job_id": None,
+        "job_name": None,
+        "job_user": None,
     }
     malformed = found["t3"]
     assert (malformed["created_at"], malformed["removed_at"], malformed["removed_by_sweep"]) == (None, T0 + 50, True)
@@ -209,4 +222,31 @@ def test_max_lifetime_use_buckets_renewed_tokens_only(spark: SparkSession) -> No
         (2, "50 - 75 %", 2),
         (4, "90 - 100 %", 1),
         (5, "at max", 2),
+    ]
+
+
+def test_tokens_by_job_counts_each_jobs_tokens_with_its_first_and_last(spark: SparkSession) -> None:
+    etl = ("spark", "app-1", "nightly-etl", "joe")
+    events = events_frame(
+        spark,
+        [
+            create(1, T0, "t1", "User:a", "User:svc", job=etl),
+            create(2, T0 + H, "t2", "User:a", "User:svc", job=etl),
+            create(3, T0 + 2 * H, "t3", "User:b", "User:svc", job=("spark", "app-1", "nightly-etl", "ann")),
+            create(4, T0 + 3 * H, "t4", "User:b", "User:svc", job=("flink", None, None, None)),
+            create(5, T0 + 4 * H, "t5", "User:c", "User:c"),  # no job: not in the table
+            create(6, T0 + 5 * H, None, "User:c", "User:svc", outcome="denied", job=etl),  # never issued
+            renew(7, T0 + 6 * H, "t1", "User:a", T0 + 2 * D, requester="User:svc"),  # a renewal is no new token
+            create(8, T0 - D, "t0", "User:a", "User:svc", job=etl),  # before the window
+        ],
+    )
+    lifecycle = t.token_lifecycle(events, since_ms=T0)
+    assert rows(lifecycle.filter("token_id = 't1'"), "job_framework", "job_id", "job_name", "job_user") == [etl]
+
+    found = t.tokens_by_job(t.issued(lifecycle, since_ms=T0))
+
+    assert rows(found, "job_framework", "job_id", "job_name", "job_user", "tokens", "first_at", "last_at") == [
+        ("flink", None, None, None, 1, T0 + 3 * H, T0 + 3 * H),
+        ("spark", "app-1", "nightly-etl", "ann", 1, T0 + 2 * H, T0 + 2 * H),
+        ("spark", "app-1", "nightly-etl", "joe", 2, T0, T0 + H),
     ]

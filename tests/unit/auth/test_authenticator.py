@@ -12,6 +12,7 @@ import pytest
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.auth.jwks import JwksKeys
+from app.auth.own_identity import OwnIdentity
 from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller, SuperUsersOnly
@@ -41,19 +42,30 @@ from tests.unit.fakes import (
 )
 
 ALICE = KafkaPrincipal.user("alice")
+KTS = KafkaPrincipal.user("kts")  # kts's own principal toward the cluster, in the tests of OwnIdentity
 SECRET = TokenSecret("unit-test-secret")
 HOST = "192.0.2.7"
 CERTIFICATE = ssl.DER_cert_to_PEM_cert(certificate_der(subject_of(rdn((OU, "Services")), rdn((CN, "svc-1")))))
 
 
 class Setup:
-    def __init__(self, *, client_auth: str = "none", rules: str = "DEFAULT", max_failures: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        client_auth: str = "none",
+        rules: str = "DEFAULT",
+        max_failures: int = 0,
+        own: OwnIdentity | None = None,
+    ) -> None:
         self.clock = FakeClock()
         self.users = FakeUserStore()
-        self.users.put_credential("alice", Mechanism.SCRAM_SHA_256, derive(Mechanism.SCRAM_SHA_256, "alice-pw", 4096))
+        for name in ("alice", KTS.name):
+            credential = derive(Mechanism.SCRAM_SHA_256, f"{name}-pw", 4096)
+            self.users.put_credential(name, Mechanism.SCRAM_SHA_256, credential)
         store = FakeTokenStore()
-        token = TokenInformation("AliceToken", ALICE, ALICE, (), NOW, NOW + 60_000, NOW + 120_000)
-        store.tokens["AliceToken"] = StoredToken(token, 0)
+        for token_id, owner in (("AliceToken", ALICE), ("KtsToken", KTS)):
+            token = TokenInformation(token_id, owner, owner, (), NOW, NOW + 60_000, NOW + 120_000)
+            store.tokens[token_id] = StoredToken(token, 0)
         self.log = FakeAuditLog()
         auditor = Auditor(self.log, FakeIntentStore())
         tokens = TokenService(
@@ -76,6 +88,7 @@ class Setup:
             mapper=SslPrincipalMapper.from_rules(rules),
             auditor=auditor,
             guard=guard,
+            own=own,
         )
 
     def authenticate(self, header: str | None, certificate: str | None = None) -> Caller:
@@ -186,8 +199,8 @@ def test_a_success_under_the_limit_goes_through_the_guard() -> None:
 class JwtSetup(Setup):
     """A Setup whose authenticator also checks JWTs signed by SIGNER."""
 
-    def __init__(self, *, max_failures: int = 0, with_jwt: bool = True) -> None:
-        super().__init__(max_failures=max_failures)
+    def __init__(self, *, max_failures: int = 0, with_jwt: bool = True, own: OwnIdentity | None = None) -> None:
+        super().__init__(max_failures=max_failures, own=own)
         keys = JwksKeys(
             "file:///jwks.json", lambda: json.dumps(jwks(SIGNER)).encode(), refresh_ms=60_000, clock=self.clock
         )
@@ -232,3 +245,55 @@ def test_failed_jwt_logins_are_throttled_like_passwords() -> None:
     with pytest.raises(TooManyAttempts):
         setup.authenticate(f"Bearer {SIGNER.mint()}")  # the same subject from the same address: not looked at
     assert setup.authenticate(basic("alice", "alice-pw")).principal == ALICE  # another subject goes ahead
+
+
+# kts's own cluster principal (app/auth/own_identity.py): no scheme ever makes a caller of it.
+
+OWN_REFUSAL = "User:kts is the principal kts itself uses toward the Kafka cluster"
+
+
+def own_identity(learned: KafkaPrincipal | None = None) -> OwnIdentity:
+    return OwnIdentity([KTS], lambda: learned, source="its login to the brokers, admin.sasl.jaas.config")
+
+
+def test_a_basic_login_as_kts_is_refused_before_its_password_is_looked_at() -> None:
+    setup = Setup(own=own_identity())
+    right, event = setup.refusal(basic("kts", "kts-pw"))
+    wrong, _ = setup.refusal(basic("kts", "a guess"))
+    assert right == wrong  # the answer never tells whether a guess at kts's own password was right
+    assert right.startswith(OWN_REFUSAL) and "no HTTP caller may authenticate as it" in right
+    assert event == AuditEvent(
+        Action.AUTHENTICATION, Outcome.DENIED, principal="User:kts", details={"scheme": "basic", "reason": right}
+    )
+    assert setup.authenticate(basic("alice", "alice-pw")).principal == ALICE  # everyone else as before
+    assert Setup().authenticate(basic("kts", "kts-pw")).principal == KTS  # what kts did before (the attack)
+
+
+def test_a_delegation_token_owned_by_kts_is_refused() -> None:
+    setup = Setup(own=own_identity())
+    message, event = setup.refusal(bearer("KtsToken", SECRET.hmac("KtsToken")))
+    assert message.startswith(OWN_REFUSAL)
+    assert (event.token_id, event.details["scheme"]) == ("KtsToken", "bearer")
+    assert setup.authenticate(bearer("AliceToken", SECRET.hmac("AliceToken"))).principal == ALICE
+
+
+def test_a_certificate_that_maps_to_kts_is_refused() -> None:
+    setup = Setup(client_auth="requested", rules="RULE:^CN=svc-1,.*$/kts/", own=own_identity())
+    message, event = setup.refusal(None, CERTIFICATE)
+    assert message.startswith(OWN_REFUSAL)
+    assert event.details["scheme"] == "certificate"
+
+
+def test_a_jwt_whose_subject_is_kts_is_refused() -> None:
+    setup = JwtSetup(own=own_identity())
+    message, event = setup.refusal(f"Bearer {SIGNER.mint(sub='kts')}")
+    assert message.startswith(OWN_REFUSAL)
+    assert (event.principal, event.details["scheme"]) == ("User:kts", "bearer")
+    assert setup.authenticate(f"Bearer {SIGNER.mint()}").principal == KafkaPrincipal.user(SPARK)
+
+
+def test_the_principal_the_cluster_answered_is_refused_too() -> None:
+    """A certificate login to the brokers: the principal is what the brokers mapped it to, known once connected."""
+    setup = Setup(own=OwnIdentity([], lambda: ALICE))
+    message, _ = setup.refusal(basic("alice", "alice-pw"))
+    assert message.startswith("User:alice is the principal kts itself uses")

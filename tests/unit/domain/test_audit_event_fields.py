@@ -7,7 +7,8 @@ import re
 import typing
 from typing import Any
 
-from app.domain.audit import EVENT_FIELDS, FieldType, StoredEvent
+from app.domain.audit import EVENT_FIELDS, JOB_COLUMNS, FieldType, StoredEvent
+from app.domain.token_job import JOB_KEYS, MAX_FRAMEWORK_LENGTH, MAX_JOB_TEXT_LENGTH, TokenJob, job_or_none
 
 _PYTHON_TYPES: dict[FieldType, Any] = {
     FieldType.SERIAL: int,
@@ -37,3 +38,21 @@ def test_only_strings_have_a_length_and_every_string_has_one() -> None:
     for field in EVENT_FIELDS:
         assert (field.max_length is not None) == (field.type is FieldType.STRING), field.name
     assert [field.name for field in EVENT_FIELDS if field.type is FieldType.SERIAL] == ["id"]
+
+
+def test_the_job_columns_are_the_keys_a_create_may_send_with_their_lengths() -> None:
+    assert JOB_COLUMNS == tuple(f"job_{key}" for key in JOB_KEYS)
+    lengths = {field.name: field.max_length for field in EVENT_FIELDS if field.api_group == "job"}
+    assert lengths == {
+        "job_framework": MAX_FRAMEWORK_LENGTH,
+        "job_id": MAX_JOB_TEXT_LENGTH,
+        "job_name": MAX_JOB_TEXT_LENGTH,
+        "job_user": MAX_JOB_TEXT_LENGTH,
+    }
+    assert all(field.nullable for field in EVENT_FIELDS if field.api_group == "job")
+
+
+def test_an_empty_job_is_no_job() -> None:
+    assert job_or_none(None) is None
+    assert job_or_none(TokenJob()) is None
+    assert job_or_none(TokenJob(user="joe")) == TokenJob(user="joe")

@@ -46,6 +46,18 @@ def test_no_controller_ever_elected_leaves_nothing_to_check() -> None:
     assert state.fence_version is None
 
 
+@pytest.mark.parametrize("migration", [None, WAITING])
+def test_brokers_without_a_controller_epoch_refuse_writes(migration: MigrationRecord | None) -> None:
+    """Every controller election writes /controller_epoch: brokers without it leave the fence nothing to check."""
+    state = judge(view(ZK_CONTROLLER, migration, brokers=2, epoch_version=None))
+    assert state.phase is Phase.UNKNOWN
+    assert not state.writes_allowed
+    assert state.reason.startswith("2 brokers are registered in /brokers/ids but /controller_epoch is missing")
+    assert "/controller_epoch is missing" in state.refusal().message
+    one = judge(view(None, brokers=1, epoch_version=None))
+    assert one.reason.startswith("1 broker is registered") and not one.writes_allowed
+
+
 def test_a_kraft_quorum_waiting_for_the_brokers_still_allows_writes() -> None:
     # The controller copies every znode only after it claims the cluster, which the fence guards.
     state = judge(view(ZK_CONTROLLER, WAITING))

@@ -88,20 +88,28 @@ def fetch(version: str, cache: Path | None = None) -> KafkaRelease:
     if version not in PINNED_RELEASES:
         raise KafkaUnavailable(f"Kafka {version} is not one of the pinned releases {', '.join(PINNED_RELEASES)}")
     root = cache or cache_root()
-    home = root / version
+    libs = copy_runtime_classpath(
+        pom_text(), root / version, {"kafka.version": version}, expect="kafka_2.13-*.jar", what=f"Kafka {version}"
+    )
+    return KafkaRelease(version, libs)
+
+
+def copy_runtime_classpath(pom: str, home: Path, properties: dict[str, str], *, expect: str, what: str) -> Path:
+    """``home/libs``: the runtime classpath of ``pom`` (with ``-Dkey=value`` properties) that Maven copies there
+    on first use; ``expect`` is a jar name pattern the copy must hold. Other jar sets the tests need from Maven
+    Central (Spark's Kafka connector) use it too. Raises KafkaUnavailable naming ``what``."""
     libs = home / "libs"
-    pom = pom_text()
     digest = hashlib.sha256(pom.encode()).hexdigest()
     if _complete(libs, digest):
-        return KafkaRelease(version, libs)
+        return libs
     require_tools("java", "mvn")
     home.mkdir(parents=True, exist_ok=True)
-    with (root / f"{version}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be fetching this release: wait for it
+    with (home.parent / f"{home.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be fetching these jars: wait for it
         if not _complete(libs, digest):
-            _copy_dependencies(version, home, pom)
+            _copy_dependencies(home, pom, properties, expect, what)
             (libs / _COMPLETE).write_text(digest + "\n")
-    return KafkaRelease(version, libs)
+    return libs
 
 
 def _complete(libs: Path, digest: str) -> bool:
@@ -109,7 +117,7 @@ def _complete(libs: Path, digest: str) -> bool:
     return marker.is_file() and marker.read_text().strip() == digest
 
 
-def _copy_dependencies(version: str, home: Path, pom: str) -> None:
+def _copy_dependencies(home: Path, pom: str, properties: dict[str, str], expect: str, what: str) -> None:
     """Copy into a fresh directory, then swap it in: a half-done copy never looks like a release."""
     staging = home / "libs.partial"
     shutil.rmtree(staging, ignore_errors=True)
@@ -123,7 +131,7 @@ def _copy_dependencies(version: str, home: Path, pom: str) -> None:
         "-Dstyle.color=never",
         "-f",
         str(pom_file),
-        f"-Dkafka.version={version}",
+        *(f"-D{key}={value}" for key, value in properties.items()),
         DEPENDENCY_PLUGIN,
         "-DincludeScope=runtime",
         f"-DoutputDirectory={staging}",
@@ -131,10 +139,10 @@ def _copy_dependencies(version: str, home: Path, pom: str) -> None:
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=900, check=False)  # noqa: S603
     except subprocess.TimeoutExpired as exc:
-        raise KafkaUnavailable(f"fetching Kafka {version} with Maven took more than 15 minutes") from exc
-    if result.returncode != 0 or not any(staging.glob("kafka_2.13-*.jar")):
+        raise KafkaUnavailable(f"fetching {what} with Maven took more than 15 minutes") from exc
+    if result.returncode != 0 or not any(staging.glob(expect)):
         raise KafkaUnavailable(
-            f"could not fetch Kafka {version} from Maven Central (mvn exited with {result.returncode}; "
+            f"could not fetch {what} from Maven Central (mvn exited with {result.returncode}; "
             f"is the repository reachable from here?): {_first_error(result.stdout + result.stderr)}"
         )
     libs = home / "libs"

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from sqlalchemy import inspect, text
+from sqlalchemy import Connection, inspect, text
 
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
@@ -37,9 +37,14 @@ def test_up_down_up(any_audit_db: str) -> None:
         "request_id",
         "client_address",
         "details",
+        "job_framework",
+        "job_id",
+        "job_name",
+        "job_user",
     } == columns
     indexes = {index["name"] for index in inspect(engine).get_indexes("audit_events")}
     assert {"ix_audit_events_timestamp", "ix_audit_events_token_id", "ix_audit_events_principal"} <= indexes
+    assert {"ix_audit_events_job_framework", "ix_audit_events_job_id", "ix_audit_events_job_user"} <= indexes
     migrations.downgrade(engine, "base")
     assert "audit_events" not in inspect(engine).get_table_names()
     migrations.upgrade(engine)
@@ -97,7 +102,7 @@ def test_only_one_row_naming_the_head_is_at_head(any_audit_db: str) -> None:
     assert not migrations.at_head(engine)  # no version table
     migrations.upgrade(engine, "0001")
     assert not migrations.at_head(engine)
-    with pytest.raises(migrations.SchemaBehind, match="at 0001, kts needs 0002"):
+    with pytest.raises(migrations.SchemaBehind, match="at 0001, kts needs 0003"):
         migrations.ensure_schema(engine, auto_migrate=False)
     migrations.ensure_schema(engine, auto_migrate=True)
     assert migrations.at_head(engine)
@@ -126,3 +131,46 @@ def test_a_schema_at_head_is_accepted_without_loading_alembic(tmp_path: Path) ->
         done = subprocess.run([sys.executable, "-c", script, url, auto], cwd=ROOT, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         assert done.stdout.strip() == "[]"
+
+
+def test_0003_adds_the_job_columns_to_a_trail_that_has_events(any_audit_db: str) -> None:
+    """Events written before 0003 keep their rows, with no job; the job filters use the partial indexes; a
+    downgrade to 0002 takes the columns away and keeps the events."""
+    engine = make_engine(any_audit_db)
+    migrations.upgrade(engine, "0002")
+    insert = text(
+        "INSERT INTO audit_events (timestamp, action, outcome, token_id, service_id, details) "
+        "VALUES (:at, 'token.create', 'succeeded', :token, 'kts-0', '{}')"
+    )
+    with engine.begin() as connection:
+        connection.execute(insert, {"at": 1, "token": "before"})
+    migrations.upgrade(engine)
+    with engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO audit_events (timestamp, action, outcome, token_id, service_id, details, job_framework, "
+                "job_id) VALUES (2, 'token.create', 'succeeded', 'after', 'kts-0', '{}', 'spark', 'app-1')"
+            )
+        )
+        rows = connection.execute(text("SELECT token_id, job_framework, job_id FROM audit_events ORDER BY id")).all()
+        plan = _plan(connection, "SELECT id FROM audit_events WHERE job_id = 'app-1'")
+    assert [tuple(row) for row in rows] == [("before", None, None), ("after", "spark", "app-1")]
+    assert "ix_audit_events_job_id" in plan
+    migrations.downgrade(engine, "0002")
+    columns = {column["name"] for column in inspect(engine).get_columns("audit_events")}
+    indexes = {index["name"] for index in inspect(engine).get_indexes("audit_events")}
+    assert not {name for name in columns | indexes if "job" in name}
+    with engine.connect() as connection:
+        assert connection.execute(text("SELECT token_id FROM audit_events ORDER BY id")).scalars().all() == [
+            "before",
+            "after",
+        ]
+    engine.dispose()
+
+
+def _plan(connection: Connection, query: str) -> str:
+    """The plan the database would run ``query`` with (PostgreSQL told to prefer an index on a tiny table)."""
+    if connection.dialect.name == "sqlite":
+        return " ".join(str(row[-1]) for row in connection.execute(text(f"EXPLAIN QUERY PLAN {query}")))
+    connection.execute(text("SET LOCAL enable_seqscan = off"))
+    return " ".join(str(row[0]) for row in connection.execute(text(f"EXPLAIN {query}")))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 
 import pytest
 from sqlalchemy import event
 
 from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestContext
 from app.domain.clock import SystemClock
+from app.domain.token_job import TokenJob
 from app.storage.audit import migrations, sink
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
@@ -274,3 +276,23 @@ def test_more_events_marked_succeeded_than_one_statement_binds_are_all_settled(
 
     assert [log.is_pending(event_id) for event_id in ids] == [False] * 5
     assert {row.outcome for row in log.query(EventQuery(limit=10))} == {"succeeded"}
+
+
+def test_the_job_survives_settling_batching_and_reconciliation(log: SqlAuditLog) -> None:
+    """The job is written with the pending event; settling it (by the request, in a batch, or by a reconciler,
+    whose events carry no job) keeps it, and the job filters find it."""
+    job = TokenJob(framework="spark", id="app-1", name="etl", user="joe")
+    by_request = log.append(_event(token_id="T1", job=job), CONTEXT)
+    by_reconciler = log.append(_event(token_id="T2", job=job), CONTEXT)
+    batched = log.append_many([_event(token_id="T3", job=replace(job, user="ann"))], CONTEXT)
+    log.append(_event(token_id="T4"), CONTEXT)
+    assert log.complete(by_request, _event(token_id="T1", job=job).ended(Outcome.SUCCEEDED))
+    assert log.complete_many([(by_reconciler, _event(token_id="T2").ended(Outcome.FAILED, reconciled=True))]) == 1
+    log.append_many([], CONTEXT, succeeded=batched)
+
+    found = {row.token_id: row for row in log.query(EventQuery(job=TokenJob(framework="spark")))}
+    assert sorted(found) == ["T1", "T2", "T3"]
+    assert (found["T2"].outcome, found["T2"].job_id, found["T2"].job_user) == ("failed", "app-1", "joe")
+    assert [row.token_id for row in log.query(EventQuery(job=TokenJob(id="app-1", user="ann")))] == ["T3"]
+    assert log.query(EventQuery(job=TokenJob(id="app-1", name="other"))) == []
+    assert log.query(EventQuery(token_id="T4"))[0].job_framework is None

@@ -223,3 +223,31 @@ def test_a_cluster_at_the_root_is_found(zookeeper: object, tmp_path: object) -> 
     connection = ZkConnection(f"{zookeeper.connect_string}{chroot}", session_timeout_ms=6000, require_cluster=True)
     connection.start()
     connection.stop()
+
+
+def test_brokers_registering_without_a_controller_epoch_are_seen_at_once_and_refuse_writes(
+    zk_connect: str, raw_zk: KazooClient
+) -> None:
+    """No /brokers/ids yet: the watch must learn of the first registration from ZooKeeper (its exists() watch), not
+    from the next reading (an hour here). Brokers without /controller_epoch leave the fence nothing to check: writes
+    stop, the reason named."""
+    connection = ZkConnection(zk_connect, session_timeout_ms=6000, require_cluster=True)
+    connection.start()
+    cluster = ClusterWatch(connection, recheck_s=3600)
+    connection.write_fence = cluster
+    cluster.start()
+    try:
+        assert cluster.state.phase is Phase.ZOOKEEPER and cluster.state.fence_version is None
+        kafka_znodes.register_broker(raw_zk, 0)
+        eventually(lambda: cluster.state.phase is Phase.UNKNOWN)
+        assert "/controller_epoch is missing" in cluster.state.reason
+        with pytest.raises(ClusterMigrating):
+            ZkTokenStore(connection).create(_token("NoEpochTokenAAAAAAAAAA"))
+        assert raw_zk.exists(TokenZNode.path("NoEpochTokenAAAAAAAAAA")) is None
+        kafka_znodes.elect_zookeeper_controller(raw_zk, 0)
+        eventually(lambda: cluster.state.phase is Phase.ZOOKEEPER)
+        ZkTokenStore(connection).create(_token("EpochTokenAAAAAAAAAAAA"))
+        assert raw_zk.exists(TokenZNode.path("EpochTokenAAAAAAAAAAAA"))
+    finally:
+        cluster.stop()
+        connection.stop()
