@@ -45,9 +45,11 @@ from app.service.capacity import CapacityGuard
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
+from app.service.migration_prep import MigrationPreparation, unrenewable
 from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
 from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
+from app.service.token_bridge import TokenBridge
 from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
@@ -75,6 +77,7 @@ from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.token_cache import TokenCache
+from app.storage.zk.token_changes import ZkTokenChanges
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
@@ -248,13 +251,16 @@ def leader_duties(
     locks: AccountLocks,
     audit_log: AuditLog,
     clock: Clock,
+    bridge: TokenBridge | None = None,
 ) -> Duty:
     """What the elected leader does, side by side: sweep expired tokens, purge old notifications, delete ended
-    account locks and, with ``audit.retention.days``, old audit events."""
+    account locks, during a migration's dual-write bridge the KRaft controller's token changes to the brokers still
+    in ZooKeeper mode and, with ``audit.retention.days``, delete old audit events."""
     interval_ms = settings.auth_lockout_cleanup_interval_ms
     duties: list[tuple[str, Duty]] = [
         ("sweeper", sweeper.run),
         ("notification-purger", purger.run),
+        *([("token-bridge", bridge.run)] if bridge is not None else []),
         ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, interval_ms)),
     ]
     if settings.audit_retention_days is not None:
@@ -412,11 +418,59 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
         engine.dispose()
 
 
-def _policy(settings: Settings) -> TokenPolicy:
+def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation], T], clock: Clock | None = None) -> T:
+    """``use`` kts's token writes in ZooKeeper mode from a command (``kts cluster prepare-migration``), connected for
+    this call and closed after: the same store, write fence, intent markers and audit database as ``kts serve``, so
+    each change carries its notification, is audited, and is refused once a KRaft controller has claimed the cluster
+    (ClusterMigrating)."""
+    clock = clock or SystemClock()
+    engine = make_engine(settings.audit_db_url)
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+        zk = zk_connection(settings)
+        results: list[T] = []
+
+        def connected() -> None:
+            cluster = ClusterWatch(zk)
+            state = cluster.refresh()
+            if not state.writes_allowed:
+                raise state.refusal()
+            zk.write_fence = cluster
+            store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
+            auditor = Auditor(audit_log, ZkIntentStore(zk))
+            results.append(use(MigrationPreparation(store, auditor=auditor, clock=clock)))
+
+        zk.check(then=connected)
+        return results[0]
+    finally:
+        engine.dispose()
+
+
+def _unrenewable(settings: Settings, view: TokenCache, clock: Clock) -> Callable[[], int] | None:
+    """How many live tokens kts's principal on bootstrap.servers could not renew (None: that principal is unknown,
+    or ``admin.sasl.jaas.config`` names none, which prepare-migration reports)."""
+    try:
+        principal = settings.kafka_login_principal
+    except ValueError:
+        principal = None
+    principal = principal or next(iter(settings.added_renewers), None)
+    if principal is None:
+        return None
+    known = principal
+    return lambda: unrenewable(view, known, clock.now_ms())
+
+
+def _policy(settings: Settings, *, added_renewers: bool = False) -> TokenPolicy:
+    """``added_renewers``: name ``token.renewers.add`` renewers of every token created (ZooKeeper mode)."""
     return TokenPolicy(
         max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
         default_renew_ms=settings.delegation_token_expiry_time_ms,
         create_for_super_users=settings.token_create_for_super_users,
+        added_renewers=settings.added_renewers if added_renewers else (),
     )
 
 
@@ -708,7 +762,7 @@ def _zookeeper_runtime(
         token_store,
         token_cache,
         secret=secret,
-        policy=_policy(settings),
+        policy=_policy(settings, added_renewers=True),
         authorizer=authorizer,
         clock=clock,
         auditor=auditor,
@@ -732,12 +786,13 @@ def _zookeeper_runtime(
         shares=shares,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
+    bridge = TokenBridge(ZkTokenChanges(zk), lambda: cluster.state, auditor=auditor, clock=clock)
     # One leader does the cluster's chores (the election keeps its old name).
     sweeper_leadership = Leadership(
         zk,
         KtsZNodes.SWEEPER_ELECTION,
         settings.service_id,
-        leader_duties(settings, sweeper, purger, locks, audit_log, clock),
+        leader_duties(settings, sweeper, purger, locks, audit_log, clock, bridge),
     )
     reconciler = AuditReconciler(audit_log, intents, clock=clock, service_id=settings.service_id)
     readiness = Readiness(
@@ -748,6 +803,7 @@ def _zookeeper_runtime(
         backend="zookeeper",
         cluster=lambda: cluster.state,
         facts=lambda: zookeeper_facts(settings, cluster.state.view.cluster_id, identity),
+        unrenewable=_unrenewable(settings, token_cache, clock),
     )
     return Runtime(
         settings=settings,
@@ -824,5 +880,6 @@ def _zookeeper_runtime(
             replicas=lockout_store.replicas,
             account_locks=lockout_store.in_force,
             cluster_phase=lambda: cluster.state.phase.value,
+            bridged_notifications=lambda: bridge.notifications_total,
         ),
     )

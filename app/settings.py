@@ -25,6 +25,7 @@ from app.config_names.typos import likely_intended
 from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
 from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
+from app.domain.jaas import JaasSyntaxError, parse_login_module
 from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -161,6 +162,9 @@ class Settings(BaseSettings):
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
     token_znode_version: int = 3
     token_create_for_super_users: bool = False  # a token authenticates as its owner: a super user's power
+    # kts key, ZooKeeper mode: User principals (``;``-separated) named renewers of every token kts creates, so that
+    # kts on bootstrap.servers, logged in as one of them, can renew and expire them after a migration to KRaft
+    token_renewers_add: str = ""
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
     # Bulk revocation when kts removes what let a token be made (as in Kafka, off by default):
@@ -310,6 +314,15 @@ class Settings(BaseSettings):
                 KafkaPrincipal.parse(item)
             except InvalidPrincipal as exc:
                 raise ValueError(f"{item!r} is not a principal: {exc.message}") from None
+        return value
+
+    @field_validator("token_renewers_add")
+    @classmethod
+    def _renewers(cls, value: str) -> str:
+        cls._principals(value)
+        for item in filter(None, (part.strip() for part in value.split(";"))):
+            if not KafkaPrincipal.parse(item).is_user:
+                raise ValueError(f"{item!r}: a renewer must be a principal of type User, as Kafka requires")
         return value
 
     @field_validator("ssl_principal_mapping_rules")
@@ -481,6 +494,30 @@ class Settings(BaseSettings):
     @property
     def super_user_principals(self) -> list[KafkaPrincipal]:
         return [KafkaPrincipal.parse(p.strip()) for p in self.super_users.split(";") if p.strip()]
+
+    @property
+    def kafka_login_principal(self) -> KafkaPrincipal | None:
+        """``User:<username>`` of ``admin.sasl.jaas.config`` (kts's login on bootstrap.servers, PLAIN or SCRAM), read
+        in ZooKeeper mode too, for ``kts cluster prepare-migration``; None when the key is not set. ValueError naming
+        the key when it names no user."""
+        if self.admin_sasl_jaas_config is None or not self.admin_sasl_jaas_config.get_secret_value().strip():
+            return None
+        try:
+            module = parse_login_module(self.admin_sasl_jaas_config.get_secret_value())
+        except JaasSyntaxError as exc:
+            raise ValueError(f"admin.sasl.jaas.config: {exc.reason}") from None
+        username = module.options.get("username")
+        if not username:
+            raise ValueError(
+                "admin.sasl.jaas.config: names no user (a username option, as PLAIN and SCRAM logins have)"
+            )
+        return KafkaPrincipal.user(username)
+
+    @property
+    def added_renewers(self) -> tuple[KafkaPrincipal, ...]:
+        """``token.renewers.add``, in order, each once."""
+        parsed = (KafkaPrincipal.parse(p.strip()) for p in self.token_renewers_add.split(";") if p.strip())
+        return tuple(dict.fromkeys(parsed))
 
     @property
     def listener_scheme(self) -> str:

@@ -109,9 +109,7 @@ def impersonation_matrix(rows: Sequence[tuple[str, str, int, int]]) -> Chart:
     return _chart(figure, "Requester to owner impersonation matrix")
 
 
-def bars(
-    labels: Sequence[str], series: dict[str, Sequence[float]], title: str, *, xlabel: str, ylabel: str
-) -> Chart:
+def bars(labels: Sequence[str], series: dict[str, Sequence[float]], title: str, *, xlabel: str, ylabel: str) -> Chart:
     """Grouped bars: one group per label, one bar per series."""
     figure, axes = _figure(height=3.2)
     width = 0.8 / max(1, len(series))

@@ -16,9 +16,7 @@ T = TypeVar("T")
 JOBS_AT_ONCE = 3
 
 
-def side_by_side(
-    jobs: Mapping[str, Callable[[], T]], *, on_done: Callable[[str], None] | None = None
-) -> dict[str, T]:
+def side_by_side(jobs: Mapping[str, Callable[[], T]], *, on_done: Callable[[str], None] | None = None) -> dict[str, T]:
     """Run every job, ``JOBS_AT_ONCE`` at a time; returns their results by name. ``on_done`` is called with
     each name as its job finishes. The first failure is raised once every job has ended."""
     with ThreadPoolExecutor(max_workers=JOBS_AT_ONCE, thread_name_prefix="kts-report") as pool:

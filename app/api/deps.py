@@ -87,6 +87,7 @@ class Starting:
     backend: str | None = None  # not known before the runtime is built
     cluster: Callable[[], ClusterState] | None = None  # not read yet
     facts: Callable[[], ClusterFacts] | None = None  # not read yet
+    unrenewable: Callable[[], int] | None = None  # no tokens loaded yet
 
     def checks(self) -> dict[str, str]:
         return {"runtime": "starting"}

@@ -37,6 +37,7 @@ def sent_by_a_script(headers: Mapping[str, str]) -> bool:
         or headers.get("x-requested-with", "").lower() == "xmlhttprequest"
     )
 
+
 _STATUS_BY_KAFKA_CODE = {
     errors.ClusterAuthorizationFailed.code: 403,
     errors.TokenAuthDisabled.code: 503,

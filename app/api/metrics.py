@@ -55,4 +55,3 @@ class MetricsMiddleware:
             route = getattr(scope.get("route"), "path", None) or UNMATCHED_ROUTE
             method = scope["method"] if scope["method"] in _METHODS else "other"
             self.metrics.observe_request(method, route, status, time.perf_counter() - started)
-

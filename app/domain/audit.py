@@ -22,6 +22,8 @@ class Action(StrEnum):
     TOKEN_DELETE_BY_SWEEP = "token.sweep"
     TOKEN_DESCRIBE = "token.describe"
     TOKEN_VERIFY = "token.verify"
+    TOKEN_RENEWER_ADD = "token.renewer.add"  # kts cluster prepare-migration made kts's principal a renewer
+    TOKEN_BRIDGE = "token.bridge"  # a change notification written for a KRaft controller's token change (dual-write)
     AUTHENTICATION = "authentication"
     ACL_ADD = "acl.add"
     ACL_REMOVE = "acl.remove"

@@ -33,6 +33,9 @@ class TokenPolicy:
     # token.create.for.super.users: a token authenticates as its owner, so one made for a super user by
     # someone else is that super user's power in other hands.
     create_for_super_users: bool = False
+    # token.renewers.add (ZooKeeper mode): renewers of every token created, besides those asked for, so that kts on
+    # bootstrap.servers may renew and expire the token after a migration to KRaft (docs/operations.md).
+    added_renewers: tuple[KafkaPrincipal, ...] = ()
 
     def __post_init__(self) -> None:
         if self.max_lifetime_ms < 1 or self.default_renew_ms < 1:
@@ -113,7 +116,7 @@ def plan_create(
         token_id=token_id,
         owner=owner,
         token_requester=requester,
-        renewers=tuple(dict.fromkeys(request.renewers)),
+        renewers=tuple(dict.fromkeys((*request.renewers, *policy.added_renewers))),
         issue_timestamp=now_ms,
         expiry_timestamp=min(max_timestamp, now_ms + policy.default_renew_ms),
         max_timestamp=max_timestamp,

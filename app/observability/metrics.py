@@ -64,6 +64,8 @@ class RuntimeReadings:
     early_sweep_runs: Callable[[], int] = lambda: 0  # sweeps brought forward by expired tokens piling up
     expired_tokens: Callable[[], int] = lambda: 0  # in the cache, past their expiry, not swept yet
     cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
+    # Change notifications this replica wrote for the KRaft controller's token changes (app/service/token_bridge.py).
+    bridged_notifications: Callable[[], int] = lambda: 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +175,12 @@ class _RuntimeCollector(Collector):
                 value=readings.expired_tokens(),
             ),
             CounterMetricFamily(
+                "kts_token_bridge_notifications",
+                "Token change notifications this replica wrote during a migration's dual-write phase, for token "
+                "changes the KRaft controller made without one (each also audited as token.bridge).",
+                value=readings.bridged_notifications(),
+            ),
+            CounterMetricFamily(
                 "kts_swept_tokens", "Expired tokens this replica's sweeps deleted.", value=readings.swept_tokens()
             ),
             GaugeMetricFamily(
@@ -225,7 +233,7 @@ class _DeprecatedSessionState(Collector):
         state = readings.cluster_state()
         family = GaugeMetricFamily(
             DEPRECATED_SESSION_STATE,
-            "Deprecated, removed in the next release: use kts_cluster_connection_state{backend=\"zookeeper\"}. "
+            'Deprecated, removed in the next release: use kts_cluster_connection_state{backend="zookeeper"}. '
             "1 for the current state of this replica's ZooKeeper session.",
             labels=["state"],
         )

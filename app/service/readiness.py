@@ -35,6 +35,8 @@ class Readiness:
     cluster: Callable[[], ClusterState] | None = None
     # The cluster's mode, id, brokers or ensemble, version and kts's principal, for ClusterStatus only.
     facts: Callable[[], ClusterFacts] | None = None
+    # With ZooKeeper: live tokens kts could not renew after a switch (app/service/migration_prep.py)
+    unrenewable: Callable[[], int] | None = None
 
     def checks(self) -> dict[str, str]:
         """Each dependency's state: ``ok`` or a few words saying what is wrong."""
@@ -66,6 +68,7 @@ class ReadinessChecks(Protocol):
 
     @property
     def facts(self) -> Callable[[], ClusterFacts] | None: ...
+    def unrenewable(self) -> Callable[[], int] | None: ...
 
     def checks(self) -> dict[str, str]: ...
 
@@ -78,6 +81,8 @@ class ReadinessReport:
     checks: dict[str, str]
     cluster: ClusterState | None  # the ZooKeeper backend's view of the cluster and its migration
     facts: ClusterFacts | None = None  # ClusterStatus only: what the cluster is (never for /readyz)
+    # With ZooKeeper: live tokens kts could not renew after a switch (None: kts's principal there is not configured)
+    unrenewable: int | None = None
 
     @property
     def ready(self) -> bool:
@@ -113,6 +118,9 @@ class ClusterStatus:
     def report(self, caller: Caller) -> ReadinessReport:
         ensure_cluster_permission(self._authorizer, caller, Operation.DESCRIBE, to="read the cluster's status")
         report = readiness_report(self._readiness)
+        count = self._readiness.unrenewable  # a walk over every token: for this report only, never for /readyz
+        if count is not None:
+            report = replace(report, unrenewable=count())
         probe = self._readiness.facts
         if probe is None:
             return report

@@ -12,10 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
+from app.cli.client.cluster import status_text
 from app.domain.audit import AuditEvent, RequestContext
 from app.storage.zk.znodes import TokenZNode
 from tests import kafka_znodes
-from tests.api.conftest import ADMIN, ALICE, basic
+from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
 
 HMAC_OF_NOTHING = "A" * 86 + "=="
@@ -52,8 +53,28 @@ def test_the_cluster_status_tells_the_mode_and_the_clusters_phase(cluster: Kazoo
         "controller": {"nodeId": 0, "kraftControllerEpoch": -1},
         "kraftMetadataOffset": None,
         "zookeeperBrokers": 1,
+        "tokensKtsCannotRenew": None,  # kts's principal on bootstrap.servers is not configured
     }
     assert 'kts_cluster_migration_phase{phase="zookeeper"} 1.0' in client.get("/metrics").text
+
+
+def test_the_cluster_status_counts_the_live_tokens_kts_could_not_renew_after_a_switch(
+    cluster: KazooClient, make_client: Any, raw_zk: KazooClient
+) -> None:
+    """token.renewers.add names kts's principal on bootstrap.servers a renewer of the tokens made from now on; those
+    made before lack it, and ``kts cluster status`` says how many are left to prepare."""
+    for name, password in (ADMIN, ALICE):
+        put_user(raw_zk, name, password)
+    before = make_client()
+    assert before.post("/v1/tokens", json={"renewers": ["User:bob"]}, headers=basic(ALICE)).status_code == 201
+    jaas = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kts" password="pw";'
+    prepared = make_client(token_renewers_add="User:kts", admin_sasl_jaas_config=jaas)
+    made = prepared.post("/v1/tokens", json={"renewers": ["User:bob"]}, headers=basic(ALICE))
+    assert made.json()["renewers"] == ["User:bob", "User:kts"]
+    eventually(lambda: _status(prepared)["migration"]["tokensKtsCannotRenew"] == 1)
+    assert "tokensKtsCannotRenew" not in prepared.get("/readyz").text  # never told a stranger, never counted there
+    status = status_text(_status(prepared))
+    assert "tokens kts cannot renew after a switch: 1" in status
 
 
 def test_from_the_claim_on_writes_answer_503_and_reads_go_on(cluster: KazooClient, client: TestClient) -> None:

@@ -1,7 +1,9 @@
 """Kafka 3.9's ZooKeeper to KRaft migration, run for real (Kafka's documentation, "ZooKeeper to KRaft Migration"):
-one broker that starts in ZooKeeper mode, a KRaft controller started with ``zookeeper.metadata.migration.enable``,
-the broker restarted into migration mode, then restarted as a KRaft broker, and the controller finally restarted
-out of migration mode.
+brokers (two by default) that start in ZooKeeper mode, a KRaft controller started with
+``zookeeper.metadata.migration.enable``, the brokers restarted into migration mode (the controller claims the cluster
+when the last one is up), then restarted one at a time as KRaft brokers, and the controller finally restarted out of
+migration mode. Between the first broker's restart as a KRaft broker and the last one's, the cluster runs both
+ways at once: the dual-write phase in which brokers still in ZooKeeper mode learn tokens from ZooKeeper alone.
 
 The processes are ``KafkaBroker``s of the 3.9 release (app/cli/server/kafka_broker/broker.py) with the properties
 of each role; they share one PLAIN identity (``User:broker``) for the SASL listener, which the controller also
@@ -28,7 +30,7 @@ from app.cli.server.kafka_broker.release import ZOOKEEPER_MODE_RELEASE, fetch
 from tests.kafka.brokers import ADMIN, HEAP, KTS, READY_TIMEOUT_S, TEST_PROPERTIES, RunningBroker
 
 CONTROLLER_ID = 3000  # as in Kafka's documentation: KRaft node ids must differ from every broker.id
-BROKER_ID = 0
+BROKERS = 2  # broker.id 0 and 1
 MIGRATION_LOG4J = (
     _LOG4J
     + "log4j.logger.org.apache.kafka.metadata.migration=INFO\n"
@@ -74,19 +76,24 @@ class MigrationNode(KafkaBroker):
 
 
 class Migration:
-    """The cluster of the migration, one role at a time: ``start_zookeeper_broker``, ``start_controller``,
-    ``restart_broker_into_migration``, ``restart_broker_as_kraft``; ``stop`` ends whatever runs."""
+    """The cluster of the migration, one role at a time: ``start_zookeeper_brokers``, ``start_controller``,
+    ``restart_brokers_into_migration``, ``restart_broker_as_kraft`` (one broker at a time); ``stop`` ends whatever
+    runs. Broker ``i`` has ``broker.id`` (then ``node.id``) ``i``."""
 
-    def __init__(self, directory: Path, zookeeper_connect: str, secret: str) -> None:
+    def __init__(self, directory: Path, zookeeper_connect: str, secret: str, *, brokers: int = BROKERS) -> None:
         self.zookeeper_connect = zookeeper_connect
         broker_user = User("broker", secrets.token_urlsafe(18))
-        self.broker = MigrationNode(
-            directory / "broker",
-            secret=secret,
-            zookeeper_connect=zookeeper_connect,
-            broker_user=broker_user,
-            port=free_port(),
-        )
+        self.brokers = [
+            MigrationNode(
+                directory / f"broker-{index}",
+                secret=secret,
+                zookeeper_connect=zookeeper_connect,
+                broker_user=broker_user,
+                port=free_port(),
+            )
+            for index in range(brokers)
+        ]
+        self.broker = self.brokers[0]
         self.controller = MigrationNode(
             directory / "controller",
             secret=secret,
@@ -97,40 +104,42 @@ class Migration:
 
     @property
     def bootstrap(self) -> str:
-        return self.broker.bootstrap
+        """Every broker, as clients list them: one restarting leaves the others to answer."""
+        return ",".join(broker.bootstrap for broker in self.brokers)
 
     @property
     def quorum(self) -> str:
         return f"{CONTROLLER_ID}@127.0.0.1:{self.controller.port}"
 
-    def running_broker(self) -> RunningBroker:
-        """The broker as the fixtures offer it (logins, Kafka's tools), whatever its current role."""
-        return RunningBroker(self.broker)
+    def running_broker(self, index: int = 0) -> RunningBroker:
+        """A broker as the fixtures offer it (logins, Kafka's tools), whatever its current role."""
+        return RunningBroker(self.brokers[index])
 
     # the roles
 
-    def zookeeper_broker_properties(self) -> dict[str, str]:
+    def zookeeper_broker_properties(self, index: int = 0) -> dict[str, str]:
         """A ZooKeeper-mode broker ready to be migrated: ``inter.broker.protocol.version`` at 3.9."""
-        return self.broker.base_properties() | {"broker.id": str(BROKER_ID), "inter.broker.protocol.version": "3.9"}
+        node = self.brokers[index]
+        return node.base_properties() | {"broker.id": str(index), "inter.broker.protocol.version": "3.9"}
 
-    def migrating_broker_properties(self) -> dict[str, str]:
-        return self.zookeeper_broker_properties() | {
+    def migrating_broker_properties(self, index: int = 0) -> dict[str, str]:
+        return self.zookeeper_broker_properties(index) | {
             "zookeeper.metadata.migration.enable": "true",
             "controller.quorum.voters": self.quorum,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": f"{LISTENER}:{LISTENER},CONTROLLER:PLAINTEXT",
         }
 
-    def kraft_broker_properties(self) -> dict[str, str]:
+    def kraft_broker_properties(self, index: int = 0) -> dict[str, str]:
         """The same broker in KRaft: ``node.id`` for ``broker.id``, no ZooKeeper, no IBP, StandardAuthorizer."""
         values = {
             key: value
-            for key, value in self.broker.base_properties().items()
+            for key, value in self.brokers[index].base_properties().items()
             if not key.startswith("zookeeper.") and key not in ("broker.id", "inter.broker.protocol.version")
         }
         return values | {
             "process.roles": "broker",
-            "node.id": str(BROKER_ID),
+            "node.id": str(index),
             "controller.quorum.voters": self.quorum,
             "controller.listener.names": "CONTROLLER",
             "listener.security.protocol.map": f"{LISTENER}:{LISTENER},CONTROLLER:PLAINTEXT",
@@ -145,6 +154,7 @@ class Migration:
             for key, value in self.controller.base_properties().items()
             if key not in ("broker.id", "listeners", "advertised.listeners", "authorizer.class.name")
         }
+        broker_user = self.controller.broker_user
         return values | {
             "process.roles": "controller",
             "node.id": str(CONTROLLER_ID),
@@ -155,23 +165,24 @@ class Migration:
             "zookeeper.metadata.migration.enable": "true",
             "zookeeper.connect": self.zookeeper_connect,
             "authorizer.class.name": KRAFT_AUTHORIZER,
-            "super.users": ";".join(
-                (self.broker.broker_user.principal, ADMIN.principal, KTS.principal, "User:ANONYMOUS")
-            ),
+            "super.users": ";".join((broker_user.principal, ADMIN.principal, KTS.principal, "User:ANONYMOUS")),
         }
 
     # starting and stopping
 
-    def start_zookeeper_broker(self) -> None:
-        self._start_broker(self.zookeeper_broker_properties())
+    def start_zookeeper_brokers(self) -> None:
+        for index in range(len(self.brokers)):
+            self._start_broker(index, self.zookeeper_broker_properties(index))
 
-    def restart_broker_into_migration(self) -> None:
-        self.broker.stop(timeout_s=60)
-        self._start_broker(self.migrating_broker_properties())
+    def restart_brokers_into_migration(self) -> None:
+        """Each broker in turn, as a rolling restart does; the controller claims the cluster after the last."""
+        for index in range(len(self.brokers)):
+            self.brokers[index].stop(timeout_s=60)
+            self._start_broker(index, self.migrating_broker_properties(index))
 
-    def restart_broker_as_kraft(self) -> None:
-        self.broker.stop(timeout_s=60)
-        self._start_broker(self.kraft_broker_properties())
+    def restart_broker_as_kraft(self, index: int) -> None:
+        self.brokers[index].stop(timeout_s=60)
+        self._start_broker(index, self.kraft_broker_properties(index))
 
     def start_controller(self, cluster_id: str) -> None:
         """Format the controller's storage with the ZooKeeper cluster's id, then start it; it is up once it has
@@ -198,9 +209,10 @@ class Migration:
         }
         node.start(lambda _: self.controller_log().count(SERVER_STARTED) > started, timeout_s=READY_TIMEOUT_S)
 
-    def _start_broker(self, properties: dict[str, str]) -> None:
-        self.broker.role = properties
-        self.broker.start(self._plain_login_succeeds, timeout_s=READY_TIMEOUT_S)
+    def _start_broker(self, index: int, properties: dict[str, str]) -> None:
+        node = self.brokers[index]
+        node.role = properties
+        node.start(self._plain_login_succeeds, timeout_s=READY_TIMEOUT_S)
 
     def _plain_login_succeeds(self, node: KafkaBroker) -> bool:
         login(
@@ -210,7 +222,7 @@ class Migration:
         return True
 
     def stop(self) -> None:
-        for node in (self.broker, self.controller):
+        for node in (*self.brokers, self.controller):
             node.stop(timeout_s=60)
 
     def controller_log(self) -> str:

@@ -382,6 +382,15 @@ def test_super_user_principals_parses_semicolon_separated_principals(
     assert settings.super_user_principals == [KafkaPrincipal.parse(text) for text in expected]
 
 
+def test_token_renewers_add_reads_user_principals_and_refuses_other_types(properties: Path) -> None:
+    settings = load_file(properties, {**REQUIRED, "token.renewers.add": "User:kts; User:kts;User:ops"})
+    assert settings.added_renewers == (KafkaPrincipal.user("kts"), KafkaPrincipal.user("ops"))
+    assert load_file(properties, REQUIRED).added_renewers == ()
+    message = config_error(properties, {**REQUIRED, "token.renewers.add": "Group:ops"})
+    assert message.startswith("token.renewers.add")
+    assert "Group:ops" in message
+
+
 def test_super_users_error_names_the_key_and_the_bad_entry(properties: Path) -> None:
     message = config_error(properties, {**REQUIRED, "super.users": "User:a;bob"})
     assert message.startswith("super.users")

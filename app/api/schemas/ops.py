@@ -31,6 +31,12 @@ class MigrationJson(BaseModel):
         description="The KRaft log offset /migration records (-1 until the metadata is copied); null without it."
     )
     zookeeperBrokers: int = Field(description="Brokers registered in ZooKeeper (/brokers/ids).")
+    tokensKtsCannotRenew: int | None = Field(
+        default=None,
+        description="Live tokens kts could not renew or expire after a switch to bootstrap.servers: their owner and "
+        "renewers lack kts's principal there (admin.sasl.jaas.config, else the first of token.renewers.add); "
+        "`kts cluster prepare-migration` adds it. Null when neither key is set.",
+    )
 
 
 class ClusterFactsJson(BaseModel):
@@ -86,7 +92,7 @@ class ClusterStatusBody(BaseModel):
     )
 
 
-def migration_json(state: ClusterState) -> MigrationJson:
+def migration_json(state: ClusterState, unrenewable: int | None = None) -> MigrationJson:
     view = state.view
     controller = view.controller
     return MigrationJson(
@@ -99,6 +105,7 @@ def migration_json(state: ClusterState) -> MigrationJson:
         else ControllerJson(nodeId=controller.node_id, kraftControllerEpoch=controller.kraft_controller_epoch),
         kraftMetadataOffset=None if view.migration is None else view.migration.kraft_metadata_offset,
         zookeeperBrokers=view.zookeeper_brokers,
+        tokensKtsCannotRenew=unrenewable,
     )
 
 
@@ -113,6 +120,6 @@ def cluster_status_body(report: ReadinessReport) -> ClusterStatusBody:
         reason=report.reason,
         backend=report.backend,
         checks=report.checks,
-        migration=None if report.cluster is None else migration_json(report.cluster),
+        migration=None if report.cluster is None else migration_json(report.cluster, report.unrenewable),
         cluster=None if report.facts is None else cluster_facts_json(report.facts),
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from app.cli.client.arguments import add_connection_options, add_output_option
@@ -27,13 +28,25 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "where the cluster stands in its migration from ZooKeeper to KRaft (GET /v1/cluster/status). Without "
         "credentials only what GET /readyz tells anyone: a status and a reason word.",
     )
-    parser.add_argument("what", choices=["status"], help="status: the replica's view of the cluster")
+    parser.add_argument(
+        "what",
+        choices=["status", "prepare-migration"],
+        help="status: the replica's view of the cluster; prepare-migration (server side, before a migration to "
+        "KRaft): make kts's principal on bootstrap.servers a renewer of every live token",
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="prepare-migration: the properties file of kts serve"
+    )
     add_output_option(parser)
     add_connection_options(parser)
     parser.set_defaults(handler=run, usage=parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.what == "prepare-migration":
+        from app.cli.prepare_migration import run as prepare
+
+        return prepare(args)
     from app.cli.client.command_config import server_url
     from app.cli.client.connection import load_config
     from app.cli.client.http_client import KtsClient
@@ -80,6 +93,8 @@ def status_text(body: dict[str, Any]) -> str:
             ("KRaft metadata offset", _optional(migration.get("kraftMetadataOffset"))),
             ("brokers in ZooKeeper", str(migration.get("zookeeperBrokers"))),
         ]
+        if migration.get("tokensKtsCannotRenew") is not None:
+            lines.append(("tokens kts cannot renew after a switch", str(migration["tokensKtsCannotRenew"])))
     if "backend" in body:
         wrong = [f"{name}: {value}" for name, value in (body.get("checks") or {}).items() if value != "ok"]
         lines.append(("wrong", "; ".join(wrong) or "nothing"))

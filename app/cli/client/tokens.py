@@ -172,9 +172,7 @@ def created_text(
 
 
 def described_text(tokens: Sequence[TokenJson], owners: Sequence[str] | None = None, tz: tzinfo | None = None) -> str:
-    return "\n".join(
-        (kafka_text.describe_calling(owners), kafka_text.total_line(len(tokens)), token_table(tokens, tz))
-    )
+    return "\n".join((kafka_text.describe_calling(owners), kafka_text.total_line(len(tokens)), token_table(tokens, tz)))
 
 
 def expiry_text(action: str, period_ms: int, result: ExpiryJson, tz: tzinfo | None = None) -> str:

@@ -1,13 +1,17 @@
-"""A real ZooKeeper to KRaft migration of a Kafka 3.9.1 cluster (tests/kafka/migration.py), finalized at the end,
-with ``kts serve`` in ZooKeeper mode beside it creating tokens without pause the whole time, and a second
-``kts serve`` on ``bootstrap.servers`` (the Kafka protocol) sharing its audit database.
+"""A real ZooKeeper to KRaft migration of a two-broker Kafka 3.9.1 cluster (tests/kafka/migration.py), finalized at
+the end, with ``kts serve`` in ZooKeeper mode beside it creating tokens without pause the whole time (with
+``token.renewers.add`` naming kts's principal on the Kafka protocol), and a second ``kts serve`` on
+``bootstrap.servers`` (the Kafka protocol) sharing its audit database.
 
 What must hold: every token, ACL and SCRAM user kts made before the KRaft controller claimed the cluster is
 honoured on the KRaft broker at the end (tokens log in with their HMACs, Kafka's own tools see them, ACLs are
 enforced, users log in); from the claim on, kts in ZooKeeper mode answers every write 503 CLUSTER_MIGRATING, so no
 token it answered 201 is ever deleted by the controller; the audit trail has one event per request, saying which.
 kts on bootstrap.servers serves the tokens made in ZooKeeper mode unchanged in every phase and mints tokens that
-log in, once the broker runs KRaft at the latest.
+log in. During dual-write (broker 0 restarted as a KRaft broker, broker 1 still in ZooKeeper mode) a token it mints
+logs in on both brokers, and one it expires is refused on both, because kts in ZooKeeper mode bridges the KRaft
+controller's token znodes with the change notifications the controller leaves out (token.bridge); after the switch
+it renews and expires a token made in ZooKeeper mode, and the broker honours both.
 
 The test prints a timeline: when each phase began, what kts answered, which tokens logged in at each step.
 """
@@ -30,7 +34,7 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from app.cli.client.kafka_login import Credentials
+from app.cli.client.kafka_login import Credentials, LoginError
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import User
 from tests.api.conftest import put_user
@@ -152,11 +156,11 @@ def _migrate(
     timeline: Timeline,
 ) -> None:
     # Phase 1: a ZooKeeper-mode cluster, kts its token authority.
-    migration.start_zookeeper_broker()
+    migration.start_zookeeper_brokers()
     raw.start(10)
     cluster_id = json.loads(raw.get("/cluster/id")[0])["id"]
     timeline.mark(
-        f"Kafka 3.9.1 broker 0 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
+        f"Kafka 3.9.1 brokers 0 and 1 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
     )
     put_user(raw, "admin", ADMIN.password)  # kts's first super user, as kafka-configs.sh writes it
     audit_db = f"sqlite:///{tmp_path / 'audit.db'}"  # one audit database, carried over to bootstrap.servers
@@ -169,6 +173,7 @@ def _migrate(
         KTS_DELEGATION_TOKEN_SECRET_KEY=SECRET,
         KTS_SUPER_USERS="User:admin",
         KTS_TOKEN_QUOTA_PER_OWNER="0",
+        KTS_TOKEN_RENEWERS_ADD=KTS_LOGIN.principal,  # kts's principal on bootstrap.servers (admin.sasl.jaas.config)
     )
     kts = httpx.Client(base_url=url, timeout=30)
     phases_seen = _PhaseWatcher(url)
@@ -194,6 +199,8 @@ def _migrate(
     before = _ok(kts.post("/v1/tokens", json={"renewers": ["User:bob"]}, auth=_basic("alice")))
     for_bob = _ok(kts.post("/v1/tokens", json={"owner": "User:bob", "renewers": ["User:alice"]}, auth=_basic("alice")))
     renewed = _ok(kts.post("/v1/tokens/renew", json={"hmac": before["hmac"]}, auth=_basic("bob")))
+    spare = _ok(kts.post("/v1/tokens", json={}, auth=_basic("alice")))  # renewed and expired after the switch
+    assert spare["renewers"] == [KTS_LOGIN.principal], spare
     timeline.mark(
         "through kts: SCRAM users admin, alice, bob, carol, ops, kts (both mechanisms); ACLs alice CreateTokens on "
         f"User:bob, ops Describe on the cluster; tokens {before['tokenId']} (alice, renewer bob, renewed by bob) "
@@ -223,12 +230,12 @@ def _migrate(
     _kts_sees(url, phases_seen, "pre-migration", timeline)
     protocol.mints("pre-migration", zk_broker)
 
-    # Phase 3: the broker restarted into migration mode; the controller claims the cluster and copies it.
+    # Phase 3: the brokers restarted into migration mode; the controller claims the cluster and copies it.
     claimed = _ClaimWatcher(chroot)
     claimed.start()
-    timeline.mark("broker 0 stopping, to restart with zookeeper.metadata.migration.enable=true")
-    migration.restart_broker_into_migration()
-    timeline.mark("broker 0 up in migration mode (still ZooKeeper mode)")
+    timeline.mark("brokers 0 then 1 stopping, to restart with zookeeper.metadata.migration.enable=true")
+    migration.restart_brokers_into_migration()
+    timeline.mark("brokers 0 and 1 up in migration mode (still ZooKeeper mode)")
     claim_seen_ms = claimed.wait()
     controller_data, controller_stat = raw.get("/controller")
     timeline.mark(
@@ -289,16 +296,35 @@ def _migrate(
     hybrid = migration.running_broker()
     logged = sum(login_succeeds(hybrid, _token(token)) for token in [before, for_bob, *made_tokens])
     timeline.mark(f"broker 0 in migration mode: {logged} of {2 + len(made)} tokens made through kts log in")
-    protocol.serves(zk_made, "migration, broker 0 still in ZooKeeper mode")
-    protocol.mints("migration, broker 0 still in ZooKeeper mode", hybrid, must_log_in=False)
+    protocol.serves(zk_made, "migration, brokers still in ZooKeeper mode")
+    zk_mode_1 = migration.running_broker(1)
+    protocol.mints_and_expires(
+        "dual-write, both brokers in migration mode",
+        {"broker 0 (ZooKeeper mode)": hybrid, "broker 1 (ZooKeeper mode)": zk_mode_1},
+    )
 
-    # Phase 4: the broker restarted as a KRaft broker.
+    # Phase 4: broker 0 restarted as a KRaft broker, broker 1 still in ZooKeeper mode; then broker 1.
     timeline.mark("broker 0 stopping, to restart with process.roles=broker, no zookeeper.connect")
-    migration.restart_broker_as_kraft()
-    timeline.mark("broker 0 up as a KRaft broker")
+    migration.restart_broker_as_kraft(0)
+    timeline.mark("broker 0 up as a KRaft broker; broker 1 still in ZooKeeper mode (migration mode)")
+    kraft = migration.running_broker(0)
+    protocol.mints_and_expires(
+        "dual-write, broker 0 KRaft, broker 1 ZooKeeper mode",
+        {"broker 0 (KRaft)": kraft, "broker 1 (ZooKeeper mode)": zk_mode_1},
+    )
+    bridged = [event for event in _audit(kts, "token.bridge") if event["serviceId"] == "kts-zk"]
+    bridged_ids = {event["tokenId"] for event in bridged}
+    assert {token["tokenId"] for _, token in protocol.expired} <= bridged_ids, bridged
+    assert all("hmac" not in json.dumps(event).lower() for event in bridged)
+    timeline.mark(
+        f"kts in ZooKeeper mode bridged {len(bridged)} token changes of the KRaft controller (token.bridge events: "
+        f"{_bridge_counts(bridged)}); {_metric(url, 'kts_token_bridge_notifications_total')}"
+    )
+    timeline.mark("broker 1 stopping, to restart with process.roles=broker, no zookeeper.connect")
+    migration.restart_broker_as_kraft(1)
+    timeline.mark("broker 1 up as a KRaft broker")
     _kts_sees(url, phases_seen, "migrated", timeline)
     phases_seen.stopped.set()
-    kraft = migration.running_broker()
     _check_cluster(kraft, timeline, "KRaft broker", [before, for_bob])
     for token in made_tokens:
         kraft.wait_for_login(_token(token), ("SCRAM-SHA-512",), timeout_s=60)
@@ -318,7 +344,7 @@ def _migrate(
     protocol.serves(zk_made, "migration, broker 0 a KRaft broker", renewed_by_kafka={before["tokenId"]})
     protocol.logged_in_everywhere(kraft, "migration, broker 0 a KRaft broker")
     protocol.mints("migration, broker 0 a KRaft broker", kraft)
-    protocol.renews_its_own_but_not_zookeeper_made(before)
+    protocol.renews_and_expires_zookeeper_made(spare, kraft)
 
     # Phase 5: the controller out of migration mode; ZooKeeper is no longer written.
     migration.finalize()
@@ -340,7 +366,7 @@ def _migrate(
     failed = [event for event in events if event["outcome"] == "failed"]
     assert len(failed) == len(refused) + 1  # and the create refused after finalization
     assert {event["details"].get("error") for event in failed} == {"CLUSTER_MIGRATING"}
-    assert len(events) == 2 + len(answers) + 1
+    assert len(events) == 3 + len(answers) + 1
     assert not [event for event in _audit(kts, None) if event["outcome"] == "pending"]
     timeline.mark(
         f"audit of kts in ZooKeeper mode: {len(events)} token.create events ({len(events) - len(failed)} succeeded, "
@@ -375,6 +401,7 @@ class ProtocolKts:
         )
         self.http = httpx.Client(base_url=self.url, timeout=60)
         self.minted: list[tuple[str, dict[str, Any]]] = []
+        self.expired: list[tuple[str, dict[str, Any]]] = []  # minted, then expired (mints_and_expires)
         timeline.mark(f"kts serve up on bootstrap.servers={bootstrap}, same audit database; backend {self._backend()}")
 
     def _backend(self) -> str:
@@ -421,15 +448,57 @@ class ProtocolKts:
             f"kts on bootstrap.servers ({phase}): all {len(self.minted)} tokens it made so far log in and are served"
         )
 
-    def renews_its_own_but_not_zookeeper_made(self, zk_token: dict[str, Any]) -> None:
-        own = self.minted[-1][1]
-        renewed = self.http.post("/v1/tokens/renew", json={"hmac": own["hmac"]}, auth=_basic("alice"))
+    def renews_and_expires_zookeeper_made(self, zk_token: dict[str, Any], broker: RunningBroker) -> None:
+        """A token made in ZooKeeper mode with kts's principal among its renewers (token.renewers.add): kts on
+        bootstrap.servers renews it for its owner, and expires it; the broker honours both."""
+        renewed = self.http.post(
+            "/v1/tokens/renew", json={"hmac": zk_token["hmac"], "renewTimePeriodMs": 3_600_000}, auth=_basic("alice")
+        )
         assert renewed.status_code == 200, renewed.text
-        refused = self.http.post("/v1/tokens/renew", json={"hmac": zk_token["hmac"]}, auth=_basic("bob"))
-        assert (refused.status_code, refused.json().get("code")) == (403, 63), refused.text
+        new_expiry = renewed.json()["expiryTimestamp"]
+        # kts on bootstrap.servers describes tokens as the brokers answer DescribeDelegationToken: the broker's view.
+        wait_until(
+            lambda: (
+                self.http.get(f"/v1/tokens/{zk_token['tokenId']}", auth=_basic("admin")).json().get("expiryTimestamp")
+                == new_expiry
+            ),
+            "the broker describing the renewed expiry",
+            timeout_s=120,
+        )
+        assert login_succeeds(broker, _token(zk_token))
+        expired = self.http.post("/v1/tokens/expire", json={"hmac": zk_token["hmac"]}, auth=_basic("alice"))
+        assert expired.status_code == 200, expired.text
+        expired_at = time.monotonic()
+        wait_until(lambda: not login_succeeds(broker, _token(zk_token)), "the expired token refused", timeout_s=120)
         self.timeline.mark(
-            f"kts on bootstrap.servers renews {own['tokenId']} (its principal is a renewer) but not "
-            f"{zk_token['tokenId']}, made in ZooKeeper mode without it: 403 code 63"
+            f"after the switch, kts on bootstrap.servers renews {zk_token['tokenId']} (made in ZooKeeper mode, "
+            f"renewer {KTS_LOGIN.principal} by token.renewers.add) for alice: 200, the broker describes the new expiry "
+            f"{new_expiry} and logs it in; expires it: 200, refused by broker 0 "
+            f"{time.monotonic() - expired_at:.2f} s later"
+        )
+
+    def mints_and_expires(self, phase: str, brokers: dict[str, RunningBroker]) -> None:
+        """A token minted through kts logs in on every broker, then expired through kts is refused on every broker;
+        the seconds from the 201 (the expire's 200) to the first login (refusal) on each, measured side by side."""
+        token = _eventually_ok(
+            lambda: self.http.post("/v1/tokens", json={"renewers": ["User:bob"]}, auth=_basic("alice")), status=201
+        )
+        created = time.monotonic()
+        self.expired.append((phase, token))
+        logins = _side_by_side(brokers, _token(token), accepted=True, since=created)
+        self.timeline.mark(
+            f"kts on bootstrap.servers ({phase}): created {token['tokenId']} (201); first login "
+            + ", ".join(f"on {name} {seconds:.2f} s" for name, seconds in logins.items())
+            + " after the 201"
+        )
+        expired = self.http.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, auth=_basic("alice"))
+        assert expired.status_code == 200, expired.text
+        expired_at = time.monotonic()
+        refusals = _side_by_side(brokers, _token(token), accepted=False, since=expired_at)
+        self.timeline.mark(
+            f"kts on bootstrap.servers ({phase}): expired {token['tokenId']} (200); first refusal "
+            + ", ".join(f"on {name} {seconds:.2f} s" for name, seconds in refusals.items())
+            + " after the 200"
         )
 
     def audit_carries_over(self) -> None:
@@ -438,10 +507,61 @@ class ProtocolKts:
         for event in events:
             by_service[event["serviceId"]] = by_service.get(event["serviceId"], 0) + 1
         ours = [event for event in events if event["serviceId"] == "kts-kafka"]
-        assert len(ours) == len(self.minted) and all(event["outcome"] == "succeeded" for event in ours)
+        assert len(ours) == len(self.minted) + len(self.expired)
+        assert all(event["outcome"] == "succeeded" for event in ours)
         self.timeline.mark(
             f"audit through kts on bootstrap.servers: one database, token.create events by service {by_service}"
         )
+
+
+def _side_by_side(
+    brokers: dict[str, RunningBroker],
+    credentials: Credentials,
+    *,
+    accepted: bool,
+    since: float,
+    timeout_s: float = 180.0,
+) -> dict[str, float]:
+    """For each broker, polled in a thread of its own: the seconds from ``since`` (monotonic) until a login with
+    ``credentials`` first succeeds (``accepted``) or is first refused. Fails when one never does within the time-out,
+    which is generous: the machine may be loaded."""
+    seen: dict[str, float] = {}
+
+    def poll(name: str, broker: RunningBroker) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if login_succeeds(broker, credentials) == accepted:
+                    seen[name] = time.monotonic() - since
+                    return
+            except (LoginError, OSError) as exc:  # a broker busy: try again
+                print(f"{name}: {exc}")
+            time.sleep(0.05)
+
+    threads = [threading.Thread(target=poll, args=item, daemon=True) for item in brokers.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout_s + 60)
+    what = "log in" if accepted else "be refused"
+    assert set(seen) == set(brokers), f"{credentials.username} did not {what} on {sorted(set(brokers) - set(seen))}"
+    return {name: seen[name] for name in brokers}
+
+
+def _bridge_counts(events: list[dict[str, Any]]) -> str:
+    counts: dict[str, int] = {}
+    for event in events:
+        change = str(event["details"].get("change"))
+        counts[change] = counts.get(change, 0) + 1
+    return ", ".join(f"{count} {change}" for change, count in sorted(counts.items()))
+
+
+def _metric(url: str, name: str) -> str:
+    """``name value`` as kts's /metrics says it."""
+    for line in httpx.get(f"{url}/metrics", timeout=30).text.splitlines():
+        if line.startswith(name + " "):
+            return line
+    return f"{name} absent"
 
 
 def _check_cluster(broker: RunningBroker, timeline: Timeline, where: str, tokens: list[dict[str, Any]]) -> None:

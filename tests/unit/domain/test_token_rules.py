@@ -1018,3 +1018,11 @@ def test_who_may_see_tokens_beyond_their_own() -> None:
     assert not may_see_others_tokens(caller(CAROL), FakeAuthorizer([grant]))
     one_token = (ALICE, Operation.DESCRIBE, ResourceType.DELEGATION_TOKEN, "tok-1")
     assert may_see_others_tokens(caller(ALICE), FakeAuthorizer([one_token]))
+
+
+def test_token_renewers_add_names_its_principals_renewers_of_every_token_after_those_asked_for() -> None:
+    kts = KafkaPrincipal.user("kts")
+    policy = TokenPolicy(max_lifetime_ms=MAX_LIFETIME, default_renew_ms=DEFAULT_RENEW, added_renewers=(kts,))
+    assert create(caller(ALICE), policy=policy).renewers == (kts,)
+    assert create(caller(ALICE), renewers=(BOB, kts), policy=policy).renewers == (BOB, kts)  # once
+    assert create(caller(ALICE), renewers=(BOB,), policy=policy).renewers == (BOB, kts)
