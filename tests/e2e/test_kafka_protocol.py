@@ -39,6 +39,7 @@ def _user(broker: RunningBroker, prefix: str) -> User:
     return User(made.name, made.password)
 
 
+@pytest.mark.kafka_matrix("token-login", "expire-renew")
 def test_a_java_client_logs_in_with_a_token_kts_minted_on_kraft_until_kts_expires_it(
     kafka_kraft_broker: RunningBroker, tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def _created_token_id(output: str) -> str:
     return found.group(1)
 
 
+@pytest.mark.kafka_matrix("broker-token")
 def test_a_token_minted_with_kafka_delegation_tokens_sh_is_served_renewed_and_expired_through_kts(
     kafka_kraft_broker: RunningBroker, tmp_path: Path
 ) -> None:
@@ -98,6 +100,7 @@ def test_a_token_minted_with_kafka_delegation_tokens_sh_is_served_renewed_and_ex
         client.__exit__(None, None, None)
 
 
+@pytest.mark.kafka_matrix("broker-token")
 def test_tokens_kafka_tools_made_without_kts_among_the_renewers_are_served_but_not_renewed(
     kafka_kraft_broker: RunningBroker, tmp_path: Path
 ) -> None:

@@ -273,14 +273,19 @@ def _scram_login_succeeds(user: User) -> Callable[[KafkaBroker], bool]:
 
 
 def start_zookeeper_mode_broker(
-    directory: Path, zookeeper_connect: str, secret: str, *, extra_properties: dict[str, str] | None = None
+    directory: Path,
+    zookeeper_connect: str,
+    secret: str,
+    *,
+    extra_properties: dict[str, str] | None = None,
+    version: str = ZOOKEEPER_MODE_RELEASE,
 ) -> RunningBroker:
-    """A 3.9 broker on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` and ``KTS`` log in with SCRAM.
+    """A 3.x broker (3.9 unless ``version`` says otherwise) on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` and ``KTS`` log in with SCRAM.
 
     The super users' SCRAM credentials are made by the broker itself (AlterUserScramCredentials over its PLAIN
     login), then both SCRAM mechanisms must log in."""
     broker = KafkaBroker(
-        fetch(ZOOKEEPER_MODE_RELEASE),
+        fetch(version),
         directory,
         secret=secret,
         zookeeper_connect=zookeeper_connect,
@@ -301,12 +306,12 @@ def start_zookeeper_mode_broker(
 
 
 def start_kraft_broker(
-    directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None
+    directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None, version: str = KRAFT_RELEASE
 ) -> RunningBroker:
-    """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
+    """A 4.x (the newest unless ``version`` says otherwise) combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
     (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
     broker = KafkaBroker(
-        fetch(KRAFT_RELEASE),
+        fetch(version),
         directory,
         secret=secret,
         super_users=[ADMIN.principal, KTS.principal],
