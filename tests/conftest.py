@@ -70,9 +70,7 @@ def seed_kafka_cluster(hosts: str, chroot: str, cluster_id: str = CLUSTER_ID) ->
     client = KazooClient(hosts=hosts)
     client.start(10)
     try:
-        client.create(
-            f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True
-        )
+        client.create(f"{chroot}/cluster/id", b'{"version":"1","id":"%s"}' % cluster_id.encode(), makepath=True)
     finally:
         client.stop()
         client.close()
@@ -249,9 +247,9 @@ def _stopped(broker: RunningBroker) -> None:
 def kafka_zk_broker(
     request: pytest.FixtureRequest, zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningBroker]:
-    """Kafka 3.9 (or ``--kafka-release``) in ZooKeeper mode on the tests' ZooKeeper, under a chroot of its own: kts started with
-    ``zookeeper_connect=broker.zookeeper_connect`` and ``delegation_token_secret_key=broker.secret`` is its
-    token authority."""
+    """Kafka 3.9 (or ``--kafka-release``) in ZooKeeper mode on the tests' ZooKeeper, under a chroot of its own: kts
+    started with ``zookeeper_connect=broker.zookeeper_connect`` and ``delegation_token_secret_key=broker.secret``
+    is its token authority."""
     directory = tmp_path_factory.mktemp("kafka-zk")
     connect = f"{zookeeper.connect_string}/kafka-{uuid.uuid4().hex[:12]}"
     version = kafka_release(request.config, zookeeper_mode=True)

@@ -280,7 +280,8 @@ def start_zookeeper_mode_broker(
     extra_properties: dict[str, str] | None = None,
     version: str = ZOOKEEPER_MODE_RELEASE,
 ) -> RunningBroker:
-    """A 3.x broker (3.9 unless ``version`` says otherwise) on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` and ``KTS`` log in with SCRAM.
+    """A 3.x broker (3.9 unless ``version`` says otherwise) on ``zookeeper_connect`` (with its chroot), ready when
+    ``ADMIN`` and ``KTS`` log in with SCRAM.
 
     The super users' SCRAM credentials are made by the broker itself (AlterUserScramCredentials over its PLAIN
     login), then both SCRAM mechanisms must log in."""
@@ -308,8 +309,8 @@ def start_zookeeper_mode_broker(
 def start_kraft_broker(
     directory: Path, secret: str, *, extra_properties: dict[str, str] | None = None, version: str = KRAFT_RELEASE
 ) -> RunningBroker:
-    """A 4.x (the newest unless ``version`` says otherwise) combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
-    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
+    """A 4.x (the newest unless ``version`` says otherwise) combined broker and controller, its storage formatted
+    with ``ADMIN``'s and ``KTS``'s SCRAM credentials (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM."""
     broker = KafkaBroker(
         fetch(version),
         directory,

@@ -75,7 +75,7 @@ def run_release(version: str, python: str) -> dict[str, Any]:
         log = BUILD / f"kafka-matrix-{version}.log"
         with log.open("w", encoding="utf-8") as output:
             try:
-                subprocess.run(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, timeout=RELEASE_TIMEOUT_S)  # noqa: S603
+                subprocess.run(command, cwd=ROOT, stdout=output, stderr=subprocess.STDOUT, timeout=RELEASE_TIMEOUT_S)
             except subprocess.TimeoutExpired:
                 output.write(f"\nthe release's run took more than {RELEASE_TIMEOUT_S} s\n")
         records = [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []

@@ -4,6 +4,7 @@ Kafka protocol (its own tests); here the token is minted by Kafka's own kafka-de
 from __future__ import annotations
 
 import pytest
+
 from app.cli.client.kafka_login import Credentials
 from tests.e2e.kafka.conftest import created_token
 from tests.kafka.brokers import RunningBroker
