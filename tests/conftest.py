@@ -214,10 +214,10 @@ def _zookeeper_mode(version: str) -> bool:
 def broker_mode(item: pytest.Item) -> str | None:
     """Which broker a test runs on: ``zk`` (ZooKeeper mode), ``kraft``, or None (no broker)."""
     names = set(getattr(item, "fixturenames", ()))
-    backend = getattr(getattr(item, "callspec", None), "params", {}).get("cluster")
-    if "kafka_zk_broker" in names or backend == "zk-broker":
+    params = set(getattr(getattr(item, "callspec", None), "params", {}).values())  # brokers chosen by a parameter
+    if "kafka_zk_broker" in names or params & {"zk-broker", "kafka_zk_broker"}:
         return "zk"
-    if "kafka_kraft_broker" in names or backend == "kraft":
+    if "kafka_kraft_broker" in names or params & {"kraft", "kafka_kraft_broker"}:
         return "kraft"
     return None
 
@@ -225,7 +225,7 @@ def broker_mode(item: pytest.Item) -> str | None:
 def kts_on(item: pytest.Item) -> str:
     """How kts reaches the cluster in a matrix test: the broker's ZooKeeper, or the Kafka protocol."""
     names = set(getattr(item, "fixturenames", ()))
-    return "zookeeper.connect" if "kafka_zk_broker" in names and "cluster" not in names else "bootstrap.servers"
+    return "zookeeper.connect" if "kafka_zk_broker" in names else "bootstrap.servers"
 
 
 def _started(start: Callable[[], RunningBroker]) -> RunningBroker:
@@ -286,7 +286,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.hook.pytest_deselected(items=[item for item in items if broker_mode(item) != wanted])
         items[:] = kept
     for item in items:
-        on_broker = any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ()))
+        on_broker = broker_mode(item) is not None
         if on_broker or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
             if item.get_closest_marker("timeout") is None:

@@ -150,6 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     for version in todo:
         print(f"Kafka {version}: fetching and running the proofs ...", flush=True)
         result = run_release(version, args.python)
+        # another matrix run may have written its releases meanwhile: keep them
+        results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
         results[version] = result
         RESULTS.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n")
         TABLE.write_text(table(results) + "\n" + legend())
