@@ -55,7 +55,7 @@ def _key(version: str) -> tuple[int, ...]:
 ZOOKEEPER_MODE_RELEASE: Final = max((v for v in RELEASES if _is_zookeeper_mode(v)), key=_key)
 KRAFT_RELEASE: Final = max((v for v in RELEASES if not _is_zookeeper_mode(v)), key=_key)
 # Where a tool's class lives, newest first: the Scala tools (kafka.admin) moved to Java (org.apache.kafka.tools)
-# release by release (DelegationTokenCommand in 3.5, AclCommand in 4.0, ConfigCommand later in 4.x); the class
+# release by release (DelegationTokenCommand in 3.5, AclCommand in 4.0, ConfigCommand in 4.4); the class
 # is looked up in the release's own jars.
 TOOL_CLASSES: Final = {
     "AclCommand": ("org.apache.kafka.tools.AclCommand", "kafka.admin.AclCommand"),
