@@ -2,6 +2,8 @@
 #              (make run PORT=8081 for another port)
 # make test  - install everything the tests need as well, then run every test on real ZooKeeper
 # make jars  - build the JVM library (jvm/) into build/kts-jvm.jar
+# make test-kafka-matrix - the real-broker proofs on every Kafka release kts runs, one after another
+#              (make test-kafka-matrix KAFKA_RELEASES="3.3.2 4.0.2" for some; tests/kafka/README.md)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
@@ -20,7 +22,7 @@ TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-j
 KAFKA_TOOLS := mvn:maven javac:default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test jars jvm-tools fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
+.PHONY: run test test-kafka-matrix jars jvm-tools fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
 	bench-report bench-memory bench-login bench-broker-login clean
 
 run: run-deps
@@ -45,6 +47,13 @@ build/kts-jvm.jar: $(JVM_SOURCES) | jvm-tools
 
 jvm-tools:
 	$(call install_missing_commands,$(KAFKA_TOOLS))
+
+# The release matrix (tests/kafka/matrix.py): each release of app/cli/server/kafka_broker/release.py fetched into
+# the cache, its proofs run in a pytest process of their own, a table printed as they go and written to
+# build/kafka-matrix.md. Minutes per release: not part of make test (which runs the newest release of each mode).
+KAFKA_RELEASES ?=
+test-kafka-matrix: deps
+	$(PY) -m tests.kafka.matrix $(KAFKA_RELEASES)
 
 # The long property-based fuzz run of every endpoint (make test runs a few thousand cases of it).
 fuzz: deps

@@ -4,6 +4,7 @@ PostgreSQL, and real Kafka brokers (tests/kafka/README.md)."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import sys
 import uuid
@@ -16,7 +17,7 @@ from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import BrokerFailed
-from app.cli.server.kafka_broker.release import KafkaUnavailable
+from app.cli.server.kafka_broker.release import KRAFT_RELEASE, RELEASES, ZOOKEEPER_MODE_RELEASE, KafkaUnavailable
 from tests.kafka.brokers import RunningBroker, start_kraft_broker, start_zookeeper_mode_broker
 from tests.kts_jvm import JarBuildFailed, build_jar
 from tests.postgres_server import PostgresServer
@@ -182,6 +183,50 @@ def write_properties(path: Path, values: dict[str, str]) -> Path:
 # Real Kafka brokers, one of each per session (tests/kafka/README.md). They share state across the tests that
 # use them: give users, topics and tokens names of your own (RunningBroker.new_user, create_topic).
 KAFKA_FIXTURES = ("kafka_zk_broker", "kafka_kraft_broker")
+# The release matrix (make test-kafka-matrix, tests/kafka/matrix.py): ``--kafka-release=V`` starts release V in
+# place of the newest of its mode and leaves out the tests on the other mode's broker; ``--kafka-matrix-results``
+# names a file where each ``kafka_matrix`` test's outcome is appended as a JSON line.
+MATRIX_MARKER = "kafka_matrix"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("kafka", "real Kafka brokers")
+    group.addoption(
+        "--kafka-release",
+        choices=RELEASES,
+        default=None,
+        help="run the broker tests on this release (its mode's fixture only); default: the newest of each mode",
+    )
+    group.addoption("--kafka-matrix-results", default=None, help="append each kafka_matrix test's outcome (JSON lines)")
+
+
+def kafka_release(config: pytest.Config, zookeeper_mode: bool) -> str:
+    """The release a broker fixture starts: ``--kafka-release`` when it is of that mode, else the newest."""
+    chosen = config.getoption("--kafka-release")
+    if chosen is not None and _zookeeper_mode(chosen) == zookeeper_mode:
+        return str(chosen)
+    return ZOOKEEPER_MODE_RELEASE if zookeeper_mode else KRAFT_RELEASE
+
+
+def _zookeeper_mode(version: str) -> bool:
+    return int(version.split(".", 1)[0]) < 4
+
+
+def broker_mode(item: pytest.Item) -> str | None:
+    """Which broker a test runs on: ``zk`` (ZooKeeper mode), ``kraft``, or None (no broker)."""
+    names = set(getattr(item, "fixturenames", ()))
+    params = set(getattr(getattr(item, "callspec", None), "params", {}).values())  # brokers chosen by a parameter
+    if "kafka_zk_broker" in names or params & {"zk-broker", "kafka_zk_broker"}:
+        return "zk"
+    if "kafka_kraft_broker" in names or params & {"kraft", "kafka_kraft_broker"}:
+        return "kraft"
+    return None
+
+
+def kts_on(item: pytest.Item) -> str:
+    """How kts reaches the cluster in a matrix test: the broker's ZooKeeper, or the Kafka protocol."""
+    names = set(getattr(item, "fixturenames", ()))
+    return "zookeeper.connect" if "kafka_zk_broker" in names else "bootstrap.servers"
 
 
 def _started(start: Callable[[], RunningBroker]) -> RunningBroker:
@@ -200,22 +245,29 @@ def _stopped(broker: RunningBroker) -> None:
 
 
 @pytest.fixture(scope="session")
-def kafka_zk_broker(zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
-    """Kafka 3.9 in ZooKeeper mode on the tests' ZooKeeper, under a chroot of its own: kts started with
-    ``zookeeper_connect=broker.zookeeper_connect`` and ``delegation_token_secret_key=broker.secret`` is its
-    token authority."""
+def kafka_zk_broker(
+    request: pytest.FixtureRequest, zookeeper: EmbeddedZooKeeper, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningBroker]:
+    """Kafka 3.9 (or ``--kafka-release``) in ZooKeeper mode on the tests' ZooKeeper, under a chroot of its own: kts
+    started with ``zookeeper_connect=broker.zookeeper_connect`` and ``delegation_token_secret_key=broker.secret``
+    is its token authority."""
     directory = tmp_path_factory.mktemp("kafka-zk")
     connect = f"{zookeeper.connect_string}/kafka-{uuid.uuid4().hex[:12]}"
-    broker = _started(lambda: start_zookeeper_mode_broker(directory, connect, SECRET))
+    version = kafka_release(request.config, zookeeper_mode=True)
+    broker = _started(lambda: start_zookeeper_mode_broker(directory, connect, SECRET, version=version))
     yield broker
     _stopped(broker)
 
 
 @pytest.fixture(scope="session")
-def kafka_kraft_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningBroker]:
-    """Kafka 4.x in KRaft mode: one combined broker and controller, its storage formatted with the super user."""
+def kafka_kraft_broker(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningBroker]:
+    """Kafka 4.x (the newest, or ``--kafka-release``) in KRaft mode: one combined broker and controller, its storage
+    formatted with the super user."""
     directory = tmp_path_factory.mktemp("kafka-kraft")
-    broker = _started(lambda: start_kraft_broker(directory, SECRET))
+    version = kafka_release(request.config, zookeeper_mode=False)
+    broker = _started(lambda: start_kraft_broker(directory, SECRET, version=version))
     yield broker
     _stopped(broker)
 
@@ -234,20 +286,47 @@ def kts_jvm_jar() -> Path:
 KAFKA_TEST_TIMEOUT_S = 360
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest).
+    With ``--kafka-release``, only the tests on that release's mode run (the other mode's broker never starts)."""
+    chosen = config.getoption("--kafka-release")
+    if chosen is not None:
+        wanted = "zk" if _zookeeper_mode(chosen) else "kraft"
+        kept = [item for item in items if broker_mode(item) == wanted]
+        config.hook.pytest_deselected(items=[item for item in items if broker_mode(item) != wanted])
+        items[:] = kept
     for item in items:
-        on_broker = any(name in KAFKA_FIXTURES for name in getattr(item, "fixturenames", ()))
+        on_broker = broker_mode(item) is not None
         if on_broker or item.get_closest_marker("kafka"):
             item.add_marker(pytest.mark.kafka)
             if item.get_closest_marker("timeout") is None:
                 item.add_marker(pytest.mark.timeout(KAFKA_TEST_TIMEOUT_S))
 
 
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """With ``--kafka-matrix-results``: each matrix test's outcome (its failure, whichever phase it failed in)."""
+    record = getattr(report, "kafka_matrix", None)
+    if record is None or not (report.when == "call" or report.failed):
+        return
+    outcome = "skipped" if report.skipped else report.outcome
+    with Path(record.pop("file")).open("a", encoding="utf-8") as results:
+        results.write(json.dumps({**record, "outcome": outcome, "when": report.when}) + "\n")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     """A failed test on a broker shows the end of the broker's log."""
     report = yield
+    results = item.config.getoption("--kafka-matrix-results")
+    marker = item.get_closest_marker(MATRIX_MARKER)
+    if results and marker is not None:
+        report.kafka_matrix = {  # type: ignore[attr-defined]
+            "file": results,
+            "test": item.nodeid,
+            "proofs": list(marker.args),
+            "kts_on": kts_on(item),
+            "mode": broker_mode(item),
+        }
     if report.failed:
         funcargs = getattr(item, "funcargs", {})
         for name in KAFKA_FIXTURES:

@@ -44,6 +44,13 @@ def broker_acl_bytes(acls: list[dict[str, str]]) -> bytes:
     return json.dumps({"acls": entries, "version": 1}, separators=(",", ":")).encode()
 
 
+def scala_broker_acl_bytes(acls: list[dict[str, str]]) -> bytes:
+    """The same data as older 3.x brokers write it (3.3's Scala authorizer: keys in the order it puts them, the
+    version first): the same JSON, other bytes, read alike by every broker and by kts (the release matrix)."""
+    entries = [{key: acl[key] for key in ("principal", "permissionType", "operation", "host")} for acl in acls]
+    return json.dumps({"version": 1, "acls": entries}, separators=(",", ":")).encode()
+
+
 def kafka_acls_sh_writes(raw_zk: KazooClient, resource_type: str, name: str, acls: list[dict[str, str]]) -> None:
     """Write a literal ACL znode and its change notification exactly as a 3.x broker's AclAuthorizer does for
     kafka-acls.sh: the notification names the type as Java's enum does (``USER:User:joe``); tests/e2e/kafka/

@@ -71,6 +71,7 @@ def test_create_describe_verify_and_bearer_login(cluster: Cluster) -> None:
     assert me.status_code == 200 and token["tokenId"] in [t["tokenId"] for t in me.json()["tokens"]]
 
 
+@pytest.mark.kafka_matrix("kip-373")
 def test_another_owner_needs_create_tokens_and_token_callers_cannot_mint(cluster: Cluster) -> None:
     alice, bob = cluster.user("alice"), cluster.user("bob")
     client = cluster.client()
@@ -114,6 +115,7 @@ def test_the_create_events_keep_the_job_and_find_it(cluster: Cluster) -> None:
     assert found[1]["tokenId"] == token["tokenId"]
 
 
+@pytest.mark.kafka_matrix("expire-renew")
 def test_renew_and_expire_by_id_and_by_hmac(cluster: Cluster) -> None:
     alice, bob = cluster.user("alice"), cluster.user("bob")
     client = cluster.client()
@@ -171,6 +173,7 @@ def test_pagination_by_token_id(cluster: Cluster) -> None:
     assert seen == made
 
 
+@pytest.mark.kafka_matrix("scram-users")
 def test_credentials_through_the_api_are_logins(cluster: Cluster) -> None:
     carol_name = f"carol-{cluster.user('x').name[-8:]}"
     client = cluster.client()
@@ -219,6 +222,7 @@ def test_revoke_on_credential_delete(cluster: Cluster) -> None:
     assert verify.status_code == 401
 
 
+@pytest.mark.kafka_matrix("kts-grants")
 def test_acls_written_and_listed(cluster: Cluster) -> None:
     alice = cluster.user("alice")
     client = cluster.client()
@@ -234,6 +238,7 @@ def test_acls_written_and_listed(cluster: Cluster) -> None:
     )
 
 
+@pytest.mark.kafka_matrix("token-login", "expire-renew")
 def test_a_broker_takes_the_token_until_kts_expires_it(cluster: Cluster) -> None:
     if cluster.broker is None:
         pytest.skip("the ZooKeeper backend's broker tests live in tests/e2e/kafka")

@@ -39,6 +39,7 @@ def _user(broker: RunningBroker, prefix: str) -> User:
     return User(made.name, made.password)
 
 
+@pytest.mark.kafka_matrix("token-login", "expire-renew")
 def test_a_java_client_logs_in_with_a_token_kts_minted_on_kraft_until_kts_expires_it(
     kafka_kraft_broker: RunningBroker, tmp_path: Path
 ) -> None:
@@ -64,10 +65,18 @@ def _created_token_id(output: str) -> str:
     return found.group(1)
 
 
+@pytest.fixture(params=["kafka_kraft_broker", "kafka_zk_broker"])
+def protocol_broker(request: pytest.FixtureRequest) -> RunningBroker:
+    """Each broker, kts on its ``bootstrap.servers``: KRaft, and a ZooKeeper-mode broker (which serves the token,
+    ACL and SCRAM RPCs too)."""
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
+
+
+@pytest.mark.kafka_matrix("broker-token")
 def test_a_token_minted_with_kafka_delegation_tokens_sh_is_served_renewed_and_expired_through_kts(
-    kafka_kraft_broker: RunningBroker, tmp_path: Path
+    protocol_broker: RunningBroker, tmp_path: Path
 ) -> None:
-    broker = kafka_kraft_broker
+    broker = protocol_broker
     alice = _user(broker, "alice")
     kts = broker.kts.principal  # kts's own principal on this cluster
     made = broker.tokens(
@@ -98,11 +107,43 @@ def test_a_token_minted_with_kafka_delegation_tokens_sh_is_served_renewed_and_ex
         client.__exit__(None, None, None)
 
 
+@pytest.mark.kafka_matrix("acls-tool", "kip-373")
+def test_a_grant_made_with_kafka_acls_sh_lets_kts_create_for_another_owner(
+    protocol_broker: RunningBroker, tmp_path: Path
+) -> None:
+    """kafka-acls.sh of the broker's release grants CreateTokens on a user (KIP-373); kts, reading the cluster's
+    ACLs through the protocol, lets the grantee create that user's tokens."""
+    broker = protocol_broker
+    nimbus, mary = _user(broker, "nimbus"), _user(broker, "mary")
+    client = _client(kafka_settings(broker, f"sqlite:///{tmp_path / 'audit.db'}"))
+    try:
+        refused = client.post("/v1/tokens", json={"owner": mary.principal}, headers=nimbus.basic)
+        assert refused.status_code == 403, refused.text
+        broker.acls(
+            "--add", "--allow-principal", nimbus.principal, "--operation", "CreateTokens",
+            "--user-principal", mary.principal,
+        )  # fmt: skip
+        statuses: list[int] = []
+
+        def honoured() -> bool:
+            answer = client.post("/v1/tokens", json={"owner": mary.principal}, headers=nimbus.basic)
+            statuses.append(answer.status_code)
+            return answer.status_code == 201
+
+        eventually(honoured, timeout_s=60)
+        made = client.get("/v1/tokens", params={"owner": mary.principal}, headers=nimbus.basic).json()["tokens"]
+        assert {(t["owner"], t["tokenRequester"]) for t in made} == {(mary.principal, nimbus.principal)}
+        print(f"kts answered {statuses} after kafka-acls.sh granted CreateTokens on {mary.principal}")
+    finally:
+        client.__exit__(None, None, None)
+
+
+@pytest.mark.kafka_matrix("broker-token")
 def test_tokens_kafka_tools_made_without_kts_among_the_renewers_are_served_but_not_renewed(
-    kafka_kraft_broker: RunningBroker, tmp_path: Path
+    protocol_broker: RunningBroker, tmp_path: Path
 ) -> None:
     """On the protocol only owner and renewers may renew: kts says so (63) instead of pretending."""
-    broker = kafka_kraft_broker
+    broker = protocol_broker
     alice = _user(broker, "alice")
     token_id = _created_token_id(
         broker.tokens("--create", "--max-life-time-period", "-1", user=BrokerUser(alice.name, alice.password)).stdout

@@ -283,14 +283,20 @@ def _scram_login_succeeds(user: User) -> Callable[[KafkaBroker], bool]:
 
 
 def start_zookeeper_mode_broker(
-    directory: Path, zookeeper_connect: str, secret: str, *, extra_properties: dict[str, str] | None = None
+    directory: Path,
+    zookeeper_connect: str,
+    secret: str,
+    *,
+    extra_properties: dict[str, str] | None = None,
+    version: str = ZOOKEEPER_MODE_RELEASE,
 ) -> RunningBroker:
-    """A 3.9 broker on ``zookeeper_connect`` (with its chroot), ready when ``ADMIN`` and ``KTS`` log in with SCRAM.
+    """A 3.x broker (3.9 unless ``version`` says otherwise) on ``zookeeper_connect`` (with its chroot), ready when
+    ``ADMIN`` and ``KTS`` log in with SCRAM.
 
     The super users' SCRAM credentials are made by the broker itself (AlterUserScramCredentials over its PLAIN
     login), then both SCRAM mechanisms must log in."""
     broker = KafkaBroker(
-        fetch(ZOOKEEPER_MODE_RELEASE),
+        fetch(version),
         directory,
         secret=secret,
         zookeeper_connect=zookeeper_connect,
@@ -316,12 +322,14 @@ def start_kraft_broker(
     *,
     extra_properties: dict[str, str] | None = None,
     kts_super_user: bool = True,
+    version: str = KRAFT_RELEASE,
 ) -> RunningBroker:
-    """A 4.x combined broker and controller, its storage formatted with ``ADMIN``'s and ``KTS``'s SCRAM credentials
-    (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM. ``kts_super_user=False``: only ``ADMIN`` is formatted
-    in and a super user (``KTS`` gets its password and grants as an operator gives them)."""
+    """A 4.x (the newest unless ``version`` says otherwise) combined broker and controller, its storage formatted
+    with ``ADMIN``'s and ``KTS``'s SCRAM credentials (``--add-scram``), ready when ``ADMIN`` logs in with SCRAM.
+    ``kts_super_user=False``: only ``ADMIN`` is formatted in and a super user (``KTS`` gets its password and grants
+    as an operator gives them)."""
     broker = KafkaBroker(
-        fetch(KRAFT_RELEASE),
+        fetch(version),
         directory,
         secret=secret,
         super_users=[ADMIN.principal, KTS.principal] if kts_super_user else [ADMIN.principal],

@@ -74,7 +74,7 @@ def run_kafka_tool(args: argparse.Namespace) -> int:
         *write_tools_logging(cache_root() / version),
         "-cp",
         release.classpath,
-        tool.main_class(release.zookeeper_mode),
+        release.main_class(tool.name),
         *arguments,
     ]
     return subprocess.call(command)  # noqa: S603 - the user's own arguments to the tool, no shell

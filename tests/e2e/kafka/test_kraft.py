@@ -3,11 +3,14 @@ Kafka protocol (its own tests); here the token is minted by Kafka's own kafka-de
 
 from __future__ import annotations
 
+import pytest
+
 from app.cli.client.kafka_login import Credentials
 from tests.e2e.kafka.conftest import created_token
 from tests.kafka.brokers import RunningBroker
 
 
+@pytest.mark.kafka_matrix("token-login")
 def test_a_token_made_by_kafka_delegation_tokens_sh_logs_a_java_client_in(kafka_kraft_broker: RunningBroker) -> None:
     owner = kafka_kraft_broker.new_user("kraft-owner")
     topic = kafka_kraft_broker.create_topic()

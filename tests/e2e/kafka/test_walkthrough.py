@@ -1,4 +1,4 @@
-"""docs/deployment.md's walkthrough, from nothing to a token a broker accepts, run against a real Kafka 3.9.1 broker
+"""docs/deployment.md's walkthrough, from nothing to a token a broker accepts, run against a real Kafka 3.9.2 broker
 in ZooKeeper mode started for it: the blocks marked ``<!-- runnable against Kafka brokers -->`` run as written, in
 order, with the values step 2 tells the reader to bring (Kafka's tools on the PATH, ``BOOTSTRAP``, ``KTS_SERVER``,
 ``broker-admin.properties`` and ``client.properties``), and kts started from step 4's ``kts.properties``.

@@ -1,4 +1,4 @@
-"""A real ZooKeeper to KRaft migration of a two-broker Kafka 3.9.1 cluster (tests/kafka/migration.py), finalized at
+"""A real ZooKeeper to KRaft migration of a two-broker Kafka 3.9.2 cluster (tests/kafka/migration.py), finalized at
 the end, with ``kts serve`` in ZooKeeper mode beside it creating tokens without pause the whole time (with
 ``token.renewers.add`` naming kts's principal on the Kafka protocol), and a second ``kts serve`` on
 ``bootstrap.servers`` (the Kafka protocol) sharing its audit database.
@@ -160,7 +160,7 @@ def _migrate(
     raw.start(10)
     cluster_id = json.loads(raw.get("/cluster/id")[0])["id"]
     timeline.mark(
-        f"Kafka 3.9.1 brokers 0 and 1 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
+        f"Kafka 3.9.2 brokers 0 and 1 up in ZooKeeper mode (inter.broker.protocol.version=3.9), cluster {cluster_id}"
     )
     put_user(raw, "admin", ADMIN.password)  # kts's first super user, as kafka-configs.sh writes it
     audit_db = f"sqlite:///{tmp_path / 'audit.db'}"  # one audit database, carried over to bootstrap.servers

@@ -1,7 +1,8 @@
 """An Apache Kafka release's jars, copied once per machine from Maven Central into a cache outside the checkout.
 
 Apache Kafka publishes its broker (``org.apache.kafka:kafka_2.13``) and tools (``kafka-tools``) to Maven
-Central; ``pom.xml`` beside this module names the pinned releases. Maven copies a release's runtime
+Central; ``RELEASES`` below lists the releases kts runs (the newest patch of each minor line; adding one is
+one line), ``pom.xml`` beside this module names the artifacts. Maven copies a release's runtime
 classpath into ``$XDG_CACHE_HOME/kts-kafka/<version>/libs`` (``~/.cache`` by default), where every broker
 and tool of that release runs from (``java -cp 'libs/*'``). A file lock keeps parallel processes (test
 workers, two ``kts dev``) from fetching at once; a marker written last, holding a digest of the pom, says
@@ -11,11 +12,13 @@ the copy is complete and made from this pom (a changed pom is fetched again).
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import re
 import shutil
 import subprocess
+import zipfile
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -23,9 +26,36 @@ from typing import Final
 
 from app.cli.server.kafka_broker.tools import tool_named
 
-ZOOKEEPER_MODE_RELEASE: Final = "3.9.1"  # the last release with ZooKeeper mode
-KRAFT_RELEASE: Final = "4.4.0"
-PINNED_RELEASES: Final = (ZOOKEEPER_MODE_RELEASE, KRAFT_RELEASE)  # each a profile of pom.xml
+# The newest patch of every minor line kts is proven on (make test-kafka-matrix; docs/kafka-compatibility.md),
+# oldest first. 3.x run in ZooKeeper mode, 4.x in KRaft (4.0 removed ZooKeeper mode). Older than 3.3 stay out.
+RELEASES: Final = (
+    "3.3.2",
+    "3.4.1",
+    "3.5.2",
+    "3.6.2",
+    "3.7.2",
+    "3.8.1",
+    "3.9.2",
+    "4.0.2",
+    "4.1.2",
+    "4.2.2",
+    "4.3.1",
+    "4.4.0",
+)
+PINNED_RELEASES: Final = RELEASES
+
+
+def _is_zookeeper_mode(version: str) -> bool:
+    return int(version.split(".", 1)[0]) < 4
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+# What make test runs: the newest release of each mode (3.9 is the last with ZooKeeper mode).
+ZOOKEEPER_MODE_RELEASE: Final = max((v for v in RELEASES if _is_zookeeper_mode(v)), key=_key)
+KRAFT_RELEASE: Final = max((v for v in RELEASES if not _is_zookeeper_mode(v)), key=_key)
 DEPENDENCY_PLUGIN: Final = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies"
 _COMPLETE: Final = ".complete"
 _ANSI: Final = re.compile(r"\x1b\[[0-9;]*m")
@@ -58,11 +88,29 @@ class KafkaRelease:
     @property
     def zookeeper_mode(self) -> bool:
         """3.x brokers run in ZooKeeper mode; 4.0 removed it."""
-        return int(self.version.split(".", 1)[0]) < 4
+        return _is_zookeeper_mode(self.version)
 
     def main_class(self, tool: str) -> str:
-        """A tool's class in this release, by script or class name (``acls``, ``AclCommand``: ``tools.py``)."""
-        return tool_named(tool).main_class(self.zookeeper_mode)
+        """A tool's class in this release, by script or class name (``acls``, ``AclCommand``): the first of its
+        classes (``tools.py``, newest first) that the release's own jars hold, since the Scala tools moved to
+        Java release by release (DelegationTokenCommand in 3.5, AclCommand in 4.0, ConfigCommand in 4.4)."""
+        candidates = tool_named(tool).classes
+        classes = _classes(self.libs)
+        return next((name for name in candidates if name in classes), candidates[0])
+
+
+@functools.cache
+def _classes(libs: Path) -> frozenset[str]:
+    """The top-level classes in a release's Kafka jars (their names only; read once per process)."""
+    names: set[str] = set()
+    for jar in sorted(libs.glob("kafka*.jar")):
+        with zipfile.ZipFile(jar) as archive:
+            names.update(
+                entry[: -len(".class")].replace("/", ".")
+                for entry in archive.namelist()
+                if entry.endswith(".class") and "$" not in entry
+            )
+    return frozenset(names)
 
 
 def require_tools(*commands: str) -> None:
@@ -83,10 +131,14 @@ def is_cached(version: str, cache: Path | None = None) -> bool:
 def fetch(version: str, cache: Path | None = None) -> KafkaRelease:
     """The release's jars, copied with Maven on first use. Raises KafkaUnavailable."""
     if version not in PINNED_RELEASES:
-        raise KafkaUnavailable(f"Kafka {version} is not one of the pinned releases {', '.join(PINNED_RELEASES)}")
+        raise KafkaUnavailable(f"Kafka {version} is not one of the releases kts runs: {', '.join(PINNED_RELEASES)}")
     root = cache or cache_root()
     libs = copy_runtime_classpath(
-        pom_text(), root / version, {"kafka.version": version}, expect="kafka_2.13-*.jar", what=f"Kafka {version}"
+        pom_text(),
+        root / version,
+        {"kafka.version": version, "kafka.logging": "reload4j" if _is_zookeeper_mode(version) else "log4j2"},
+        expect="kafka_2.13-*.jar",
+        what=f"Kafka {version}",
     )
     return KafkaRelease(version, libs)
 

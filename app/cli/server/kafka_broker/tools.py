@@ -1,9 +1,10 @@
 """Kafka's command-line tools as the release's ``bin/*.sh`` scripts run them: the main class of each, per release.
 
 The jars from Maven Central have no ``bin/`` directory, so kts runs a tool as its script would
-(``java -cp 'libs/*' <class>``). Some classes moved between the pinned releases: ``AclCommand`` and
-``ConfigCommand`` from Scala (``kafka.admin``) to Java (``org.apache.kafka.tools``) in 4.0, and
-``ConsoleProducer`` from ``kafka.tools`` to ``org.apache.kafka.tools``; the others are the same class in both.
+(``java -cp 'libs/*' <class>``). Some classes moved from Scala (``kafka.admin``, ``kafka.tools``) to Java
+(``org.apache.kafka.tools``) release by release (``DelegationTokenCommand`` in 3.5, ``AclCommand`` in 4.0,
+``ConfigCommand`` in 4.4): a release runs whichever of a tool's classes its jars hold
+(``KafkaRelease.main_class``).
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ class KafkaTool:
     def short_class(self) -> str:
         return self.kraft_class.rsplit(".", 1)[1]
 
-    def main_class(self, zookeeper_mode: bool) -> str:
-        return self.zookeeper_mode_class if zookeeper_mode else self.kraft_class
+    @property
+    def classes(self) -> tuple[str, ...]:
+        """Where the tool's class may live, newest first (a release's jars hold one of them)."""
+        return tuple(dict.fromkeys((self.kraft_class, self.zookeeper_mode_class)))
 
 
 _TOOLS = "org.apache.kafka.tools"
@@ -49,7 +52,7 @@ TOOLS: tuple[KafkaTool, ...] = (
         f"{_TOOLS}.consumer.group.ConsumerGroupCommand",
         f"{_TOOLS}.consumer.group.ConsumerGroupCommand",
     ),
-    KafkaTool("delegation-tokens", f"{_TOOLS}.DelegationTokenCommand", f"{_TOOLS}.DelegationTokenCommand"),
+    KafkaTool("delegation-tokens", f"{_TOOLS}.DelegationTokenCommand", "kafka.admin.DelegationTokenCommand"),
     KafkaTool("features", f"{_TOOLS}.FeatureCommand", f"{_TOOLS}.FeatureCommand"),
     KafkaTool("get-offsets", f"{_TOOLS}.GetOffsetShell", f"{_TOOLS}.GetOffsetShell", "--command-config"),
     KafkaTool("metadata-quorum", f"{_TOOLS}.MetadataQuorumCommand", f"{_TOOLS}.MetadataQuorumCommand"),
