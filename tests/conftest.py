@@ -215,7 +215,9 @@ def _zookeeper_mode(version: str) -> bool:
 def broker_mode(item: pytest.Item) -> str | None:
     """Which broker a test runs on: ``zk`` (ZooKeeper mode), ``kraft``, or None (no broker)."""
     names = set(getattr(item, "fixturenames", ()))
-    params = set(getattr(getattr(item, "callspec", None), "params", {}).values())  # brokers chosen by a parameter
+    # brokers chosen by a parameter (a string); other tests' parameters may be anything, unhashable included
+    values = getattr(getattr(item, "callspec", None), "params", {}).values()
+    params = {value for value in values if isinstance(value, str)}
     if "kafka_zk_broker" in names or params & {"zk-broker", "kafka_zk_broker"}:
         return "zk"
     if "kafka_kraft_broker" in names or params & {"kraft", "kafka_kraft_broker"}:
