@@ -176,6 +176,8 @@ def test_every_markdown_file_named_in_the_documents_or_the_code_exists() -> None
         lines = prose_lines(path.read_text(encoding="utf-8")) if path.suffix == ".md" else commentary(path)
         for number, line in lines:
             for name, anchor in _MARKDOWN_MENTION.findall(line):
+                if name.startswith("build/"):
+                    continue  # an output the make targets write (git-ignored), not a document of the repository
                 mentions.append(Link(path, number, name + anchor))
     assert mentions
     # Named from a file's own folder or from the repository root (docstrings name paths from the root).

@@ -88,8 +88,10 @@ def test_kazoo_is_imported_only_under_app_storage() -> None:
 
 def test_the_kafka_protocol_libraries_are_imported_only_by_the_kafka_backend_and_the_token_login_client() -> None:
     """kafka-python and kio live in app/storage/kafka (the Kafka-protocol backend, which fences their private
-    parts in wire.py) and in the client commands' token login (app/cli/client/kafka_login.py), nowhere else."""
-    allowed = ("app.storage.kafka", "app.cli.client.kafka_login")
+    parts in wire.py), in the client commands' token login (app/cli/client/kafka_login.py) and in the local KRaft
+    stack of ``kts dev --kraft`` (its admin client gives the broker it started its users and kts's grants, with
+    kafka-python's public API only), nowhere else."""
+    allowed = ("app.storage.kafka", "app.cli.client.kafka_login", "app.cli.server.kafka_broker.dev_kraft")
     found = sorted(
         f"{module} imports {name}"
         for module, names in imports().items()
