@@ -11,14 +11,21 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.cli.server.dev_admin import ADMIN_USER, banner_password_line, ensure_zookeeper_admin, known_password
+from app.cli.server.dev_admin import (
+    ADMIN_USER,
+    banner_password_line,
+    ensure_zookeeper_admin,
+    known_password,
+    print_banner,
+    with_admin,
+)
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import KafkaBroker, User
 from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker, write_admin_config
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
 from app.runtime import check_cluster
-from app.settings import ConfigError, Settings, load_settings, read_properties
+from app.settings import ConfigError, load_settings, read_properties
 
 SECRET_FILE = "secret.key"
 DEV_HOST = "127.0.0.1"
@@ -157,17 +164,6 @@ def _dev_on_cluster(data_dir: Path, config_file: Path | None, overrides: dict[st
     console.print(f"  Kafka cluster: {settings.bootstrap_servers} (bootstrap.servers; kts logs in with admin.*)")
     console.print(f"  super users: {settings.super_users or 'none'} (super.users; kts dev sets no password there)")
     return serve(settings, default_log_format="text")
-
-
-def with_admin(base: Settings, config_file: Path | None, overrides: dict[str, object]) -> Settings:
-    """The settings with the stack's admin among kts's super users."""
-    super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
-    return load_settings(config_file, **overrides, super_users=super_users)
-
-
-def print_banner(console: Console, lines: list[str]) -> None:
-    for line in lines:
-        console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping
 
 
 _CLUSTER_KEYS = ("zookeeper.connect", "bootstrap.servers")

@@ -6,11 +6,14 @@ from __future__ import annotations
 import os
 import secrets
 from enum import Enum
+from pathlib import Path
+
+from rich.console import Console
 
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive, password_matches
 from app.runtime import zk_connection
-from app.settings import Settings
+from app.settings import Settings, load_settings
 from app.storage.zk.user_store import ZkUserStore
 
 ADMIN_USER = "admin"
@@ -77,3 +80,14 @@ def ensure_zookeeper_admin(settings: Settings) -> tuple[AdminPassword, str | Non
     # and "Connection dropped" on stderr before the banner reads like a failure).
     zk.check(then=lambda: give(ZkUserStore(zk)))
     return outcome[0]
+
+
+def with_admin(base: Settings, config_file: Path | None, overrides: dict[str, object]) -> Settings:
+    """The settings with the stack's admin among kts's super users."""
+    super_users = ";".join(filter(None, (base.super_users, f"User:{ADMIN_USER}")))
+    return load_settings(config_file, **overrides, super_users=super_users)
+
+
+def print_banner(console: Console, lines: list[str]) -> None:
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)  # copied as it is: no wrapping

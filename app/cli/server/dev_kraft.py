@@ -8,8 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from app.cli.server.dev import print_banner, with_admin
-from app.cli.server.dev_admin import banner_password_line
+from app.cli.server.dev_admin import banner_password_line, print_banner, with_admin
 from app.cli.server.kafka_broker.dev_broker import banner
 from app.cli.server.kafka_broker.dev_kraft import KraftDevStack, start_kraft_dev_broker
 from app.cli.server.serve import serve

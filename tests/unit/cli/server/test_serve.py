@@ -78,12 +78,12 @@ def test_forwarded_headers_are_believed_only_from_http_trusted_proxies() -> None
     default = _settings("http://127.0.0.1:8080", http_management_listeners="http://127.0.0.1:9090")
     assert uvicorn_options(default)["proxy_headers"] is False
     assert management_options(default)["proxy_headers"] is False
-    trusting = _settings("http://127.0.0.1:8080", http_trusted_proxies="10.0.0.0/8, 127.0.0.1")
-    assert uvicorn_options(trusting)["forwarded_allow_ips"] == ["10.0.0.0/8", "127.0.0.1"]
+    trusting = _settings("http://127.0.0.1:8080", http_trusted_proxies="198.51.100.0/24, 127.0.0.1")
+    assert uvicorn_options(trusting)["forwarded_allow_ips"] == ["198.51.100.0/24", "127.0.0.1"]
     assert uvicorn_options(trusting)["proxy_headers"] is True
 
 
-@pytest.mark.parametrize("entry", ["*", "proxy.example.com", "10.0.0.0/33"])
+@pytest.mark.parametrize("entry", ["*", "proxy.example.com", "198.51.100.0/33"])
 def test_http_trusted_proxies_takes_addresses_and_networks_only(entry: str) -> None:
     with pytest.raises(ConfigError, match=r"http\.trusted\.proxies"):
         _settings("http://127.0.0.1:8080", http_trusted_proxies=entry)
