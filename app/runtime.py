@@ -13,6 +13,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from sqlalchemy import Engine
+
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
 from app.auth.own_identity import OwnIdentity, ScramUsers, shared_identity_warnings
@@ -386,6 +388,21 @@ def build_runtime(
     return _zookeeper_runtime(settings, clock, audit_log, audit_observer)
 
 
+@contextmanager
+def _command_audit_database(settings: Settings, clock: Clock) -> Iterator[tuple[Engine, SqlAuditLog]]:
+    """The audit database for one server-side command (``kts lockout``, ``kts cluster prepare-migration``): its
+    schema checked, never migrated (that is ``kts serve``'s to do), disposed of after."""
+    engine = make_engine(settings.audit_db_url)
+    try:
+        try:
+            migrations.ensure_schema(engine, auto_migrate=False)
+        except StoreUnavailable as exc:
+            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
+        yield engine, SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+    finally:
+        engine.dispose()
+
+
 def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: Clock | None = None) -> T:
     """``use`` the operators' way in (``kts lockout``): the store the replicas share their account locks in
     (ZooKeeper; through the Kafka protocol, the audit database) and the audit database, connected for this call
@@ -393,13 +410,7 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
     start-up check, one ZooKeeper session within ``zookeeper.connection.timeout.ms``, kazoo's own retry warnings
     held back: a problem is the one line of the StoreUnavailable raised."""
     clock = clock or SystemClock()
-    engine = make_engine(settings.audit_db_url)
-    try:
-        try:
-            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
-        except StoreUnavailable as exc:
-            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
-        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+    with _command_audit_database(settings, clock) as (engine, audit_log):
         duration_ms = settings.auth_lockout_duration_ms
         if settings.backend == "kafka":
             store = SqlLockoutStore(engine, service_id=settings.service_id, replicas=lambda: 1, clock=clock)
@@ -414,8 +425,6 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
 
         zk.check(then=connected)
         return results[0]
-    finally:
-        engine.dispose()
 
 
 def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation], T], clock: Clock | None = None) -> T:
@@ -424,13 +433,7 @@ def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation]
     each change carries its notification, is audited, and is refused once a KRaft controller has claimed the cluster
     (ClusterMigrating)."""
     clock = clock or SystemClock()
-    engine = make_engine(settings.audit_db_url)
-    try:
-        try:
-            migrations.ensure_schema(engine, auto_migrate=False)  # never migrates: kts serve's to do
-        except StoreUnavailable as exc:
-            raise StoreUnavailable(f"audit.db.url: cannot reach {describe_url(settings.audit_db_url)}") from exc
-        audit_log = SqlAuditLog(engine, service_id=settings.service_id, clock=clock)
+    with _command_audit_database(settings, clock) as (_, audit_log):
         zk = zk_connection(settings)
         results: list[T] = []
 
@@ -446,8 +449,6 @@ def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation]
 
         zk.check(then=connected)
         return results[0]
-    finally:
-        engine.dispose()
 
 
 def _unrenewable(settings: Settings, view: TokenCache, clock: Clock) -> Callable[[], int] | None:
