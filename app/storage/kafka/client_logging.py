@@ -35,6 +35,9 @@ LEVELS: Final[dict[tuple[str, str], int]] = {
     ("kafka.net.connection", "%s: Connection closed"): logging.INFO,  # DEBUG for a password check
     ("kafka.net.connection", "%s: Connection lost: "): logging.INFO,
     ("kafka.net.connection", "%s: Request timed out after"): logging.INFO,
+    # A guess from kafka-python's own table of API versions (4.3 against a 4.4.0 broker), which misleads
+    # operators; kts checks the RPC versions it needs itself (wire.py's ``missing_versions``).
+    ("kafka.net.connection", "%s: Broker version identified as"): logging.DEBUG,
     ("kafka.net.manager", "Bootstrap %s not ready"): logging.INFO,
     ("kafka.net.manager", "Bootstrap connection to %s failed"): logging.INFO,
     ("kafka.net.manager", "Bootstrap attempt to "): logging.INFO,

@@ -161,22 +161,6 @@ class KioRequest(Generic[Q, A]):
         return f"KioRequest({type(self._message).__name__} v{self.API_VERSION})"
 
 
-class _NoBrokerVersionGuess(logging.Filter):
-    """Drops kafka-python's "Broker version identified as X" (INFO): it guesses the version from the API versions
-    its own table knows (4.3 against a 4.4.0 broker), which misleads operators; kts checks the RPC versions it
-    needs itself (``missing_versions``)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("%s: Broker version identified as")
-
-
-_VERSION_GUESS_FILTER = _NoBrokerVersionGuess()
-
-
-def _quiet_version_guess() -> None:
-    logging.getLogger("kafka.net.connection").addFilter(_VERSION_GUESS_FILTER)  # once: filters are a set
-
-
 class KafkaWire:
     """One replica's connections to the cluster. Thread-safe: requests run on kafka-python's IO thread and
     callers block until their answer."""
@@ -219,7 +203,6 @@ class KafkaWire:
         failed authentications in the broker's log in 33 s), which a broker-side lockout or alert would take for an
         attack. While no broker answers, the wait is logged as it goes."""
         self._check_own_mechanism()
-        _quiet_version_guess()
         client_logging.install()
         with self._lock:
             if self._manager is not None:

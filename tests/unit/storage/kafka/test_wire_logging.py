@@ -7,11 +7,11 @@ import logging
 
 import pytest
 
-from app.storage.kafka.wire import _quiet_version_guess
+from app.storage.kafka import client_logging
 
 
 def test_the_broker_version_guess_is_dropped_and_nothing_else(caplog: pytest.LogCaptureFixture) -> None:
-    _quiet_version_guess()
+    client_logging.install()
     connection = logging.getLogger("kafka.net.connection")
     with caplog.at_level(logging.INFO, logger="kafka.net.connection"):
         connection.info("%s: Broker version identified as %s", "<KafkaConnection node_id=1>", "4.3")
