@@ -134,6 +134,7 @@ bench-login: run-deps
 
 lint: deps
 	$(VENV)/bin/ruff check app tests bench
+	$(VENV)/bin/ruff format --check app tests bench
 	$(VENV)/bin/mypy
 
 clean:

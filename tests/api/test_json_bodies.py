@@ -34,9 +34,7 @@ def test_a_cross_site_form_with_an_empty_body_does_not_expire_a_token(client: Te
     token_id = _create(client)
     before = token_state(raw_zk)
     # What a browser sends for <form method=post action=.../expire> with no fields, credentials attached.
-    attack = client.post(
-        f"/v1/tokens/{token_id}/expire", content=b"", headers=basic(ALICE) | {"content-type": FORM}
-    )
+    attack = client.post(f"/v1/tokens/{token_id}/expire", content=b"", headers=basic(ALICE) | {"content-type": FORM})
     _assert_refused(attack)
     assert token_state(raw_zk) == before
     # Positive control: the same request as JSON does expire it.

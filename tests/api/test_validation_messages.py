@@ -89,9 +89,7 @@ def test_a_missing_field_and_a_bad_enum(client: TestClient) -> None:
 
 
 def test_malformed_json_says_so(client: TestClient) -> None:
-    response = client.post(
-        "/v1/tokens", content=b"{bad", headers=basic(ALICE) | {"content-type": "application/json"}
-    )
+    response = client.post("/v1/tokens", content=b"{bad", headers=basic(ALICE) | {"content-type": "application/json"})
     assert _refusal(response) == "The request body is not valid JSON."
 
 

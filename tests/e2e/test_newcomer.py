@@ -45,12 +45,7 @@ def test_a_newcomer_runs_every_runnable_example_as_written(tmp_path: Path) -> No
     assert exported_names(values_block(ROOT / "README.md", "banner")) == {"KTS_SERVER", "PASSWORD"}
     checkout = tmp_path / "kts"
     commit = newcomer.clone(ROOT, checkout)
-    blocks = [
-        block
-        for page in pages()
-        for block in code_blocks(checkout / page.relative_to(ROOT))
-        if block.runnable
-    ]
+    blocks = [block for page in pages() for block in code_blocks(checkout / page.relative_to(ROOT)) if block.runnable]
     assert blocks, "no runnable block"
     home = tmp_path / "home"
     port = free_port()

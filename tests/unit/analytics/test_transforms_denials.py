@@ -69,12 +69,8 @@ def test_denials_by_principal_and_by_action(spark: SparkSession) -> None:
             failed_login(2, T0 + 9, "User:m", "192.0.2.7"),
             failed_login(3, T0 + 7, "User:m", "198.51.100.3"),
             failed_login(4, T0 + 1, None, "192.0.2.7"),
-            event(
-                5, T0 + 2, "token.create", "denied", principal="User:svc", client_address="192.0.2.9", error_code=65
-            ),
-            event(
-                6, T0 + 3, "token.renew", "denied", principal="User:svc", client_address="192.0.2.9", error_code=65
-            ),
+            event(5, T0 + 2, "token.create", "denied", principal="User:svc", client_address="192.0.2.9", error_code=65),
+            event(6, T0 + 3, "token.renew", "denied", principal="User:svc", client_address="192.0.2.9", error_code=65),
             event(7, T0 + 4, "acl.add", "denied", principal="User:svc", client_address="192.0.2.9", error_code=31),
         ],
     )

@@ -80,9 +80,7 @@ def test_removing_a_literal_grant_takes_that_requesters_tokens_for_that_owner() 
         pytest.param(_binding("User:joe"), [_binding("User:jo", pattern=PREFIXED)], False, id="prefix-stays"),
         pytest.param(_binding("User:joe"), [_binding("User:joe", principal="User:*")], False, id="everyone-stays"),
         pytest.param(_binding("User:joe"), [_binding("User:joe", host="192.0.2.7")], True, id="host-bound-stays"),
-        pytest.param(
-            _binding("User:joe", host="192.0.2.7"), [_binding("*")], False, id="host-removed-wildcard-stays"
-        ),
+        pytest.param(_binding("User:joe", host="192.0.2.7"), [_binding("*")], False, id="host-removed-wildcard-stays"),
         pytest.param(
             _binding("User:joe"),
             [_binding("User:joe", operation="Describe", principal="User:other")],
