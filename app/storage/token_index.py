@@ -81,8 +81,8 @@ class TokenIndex:
             lambda token: (token.token_requester,) if token.token_requester != token.owner else ()
         )
         self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
-        self._ordered: SortedList = SortedList()  # every token id
-        self._ends: SortedList = SortedList()  # every token's end (min of expiry and max), repeated as need be
+        self._ordered: SortedList[str] = SortedList()  # every token id
+        self._ends: SortedList[int] = SortedList()  # every token's end (min of expiry and max), repeated as need be
         self._requested: Counter[KafkaPrincipal] = Counter()  # tokens per requester
 
     def __len__(self) -> int:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import BigInteger, Column, Index, Integer, MetaData, String, Table, Text, text
 from sqlalchemy.types import TypeEngine
 
@@ -11,7 +13,7 @@ from app.domain.audit import EVENT_FIELDS, JOB_COLUMNS, EventField, FieldType
 metadata = MetaData()
 
 
-def _sql_type(field: EventField) -> TypeEngine[object]:
+def _sql_type(field: EventField) -> TypeEngine[Any]:
     match field.type:
         case FieldType.SERIAL:
             # BigInteger ids on PostgreSQL; SQLite needs INTEGER PRIMARY KEY for its rowid alias (autoincrement).

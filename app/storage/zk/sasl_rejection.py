@@ -33,7 +33,7 @@ def treat_sasl_rejection_as_auth_failure(client: KazooClient) -> threading.Event
     rejected = threading.Event()
     connection = getattr(client, "_connection", None)
     authenticate = getattr(connection, "_authenticate_with_sasl", None)
-    if authenticate is None:  # a kazoo whose internals moved: serve anyway, as before this adapter
+    if connection is None or authenticate is None:  # a kazoo whose internals moved: serve anyway, as before
         log.warning(
             "this kazoo has no ConnectionHandler._authenticate_with_sasl: a ZooKeeper that closes the session "
             "on a refused SASL login will leave requests waiting until they time out"
