@@ -1,6 +1,9 @@
 # make run   - install what kts dev needs (ZooKeeper, the kts package), then start the local stack on 127.0.0.1:$(PORT)
 #              (make run PORT=8081 for another port)
-# make test  - install everything the tests need as well, then run every test on real ZooKeeper
+# make check - the fast tier, to run all day: lint, format check, type check, then the unit tests and the API tests
+#              on no broker, PostgreSQL, Spark or browser (marker `check`), in parallel; prints how long it took
+# make test  - install everything the tests need as well, then run every test against real components (ZooKeeper,
+#              PostgreSQL, Kafka brokers, Spark, Chromium), in parallel; prints how long it took
 # make jars  - build the JVM library (jvm/) into build/kts-jvm.jar
 # make test-kafka-matrix - the real-broker proofs on every Kafka release kts runs, one after another
 #              (make test-kafka-matrix KAFKA_RELEASES="3.3.2 4.0.2" for some; tests/kafka/README.md)
@@ -22,7 +25,7 @@ TEST_APT_PACKAGES := postgresql-15 chromium chromium-driver libpostgresql-jdbc-j
 KAFKA_TOOLS := mvn:maven javac:default-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test test-kafka-matrix jars jvm-tools fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
+.PHONY: run check test test-kafka-matrix jars jvm-tools fuzz deps run-deps system-deps run-system-deps lint openapi bench bench-quick bench-audit \
 	bench-report bench-memory bench-login bench-broker-login clean
 
 run: run-deps
@@ -30,10 +33,29 @@ run: run-deps
 
 # A base temp dir of its own: pytest prunes old ones at start, which would pull the data directories of
 # ZooKeeper and PostgreSQL from under another test run on the same machine.
+# Worker processes (pytest-xdist): most tests wait on a server (ZooKeeper, a broker, Spark, Chromium), so more
+# workers than cores pay; each worker starts the session's servers it needs once. --dist loadgroup keeps the tests
+# of one group on one worker (tests/conftest.py's xdist_group: a broker's, Spark's, a module fixture's), so that
+# what they share starts once. TEST_WORKERS=0 runs in this process, one test after another.
 # A failed test runs once more: real servers on a loaded 2-core machine time out now and then. A test that
 # passes only the second time still shows in the summary ("R" lines, "N rerun"): treat it as a bug to fix.
+# pytest exits 5 when no test ran (all deselected included), which fails the target: an empty run is never green.
+TEST_WORKERS ?= 4
+CHECK_WORKERS ?= 2
+PYTEST_PARALLEL = $(PY) -m pytest --dist loadgroup --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
+# Runs the commands of $(2), one after another until one fails, then prints how long $(1) took and passes its status on.
+define timed
+	@SECONDS=0; status=0; \
+	{ set -x; $(2); } || status=$$?; { set +x; } 2>/dev/null; \
+	echo "make $(1): $$( [ $$status = 0 ] && echo passed || echo FAILED ) in $$((SECONDS / 60)) min $$((SECONDS % 60)) s"; \
+	exit $$status
+endef
+
 test: deps jars
-	$(PY) -m pytest --reruns 1 --reruns-delay 2 --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
+	$(call timed,test,$(PYTEST_PARALLEL) -n $(TEST_WORKERS) --reruns 1 --reruns-delay 2)
+
+check: deps
+	$(call timed,check,$(LINT) && $(PYTEST_PARALLEL) -n $(CHECK_WORKERS) -m check tests/unit tests/api)
 
 # The JVM library jobs load (docs/orchestrators.md): Maven builds it from jvm/ with its unit tests; every framework
 # it plugs into is `provided`, so the jar holds only its own classes. Rebuilt when a source or the pom changes.
@@ -132,10 +154,10 @@ bench-broker-login: deps
 bench-login: run-deps
 	$(PY) -m bench.login_timing
 
+LINT = $(VENV)/bin/ruff check app tests bench && $(VENV)/bin/ruff format --check app tests bench && $(VENV)/bin/mypy
+
 lint: deps
-	$(VENV)/bin/ruff check app tests bench
-	$(VENV)/bin/ruff format --check app tests bench
-	$(VENV)/bin/mypy
+	$(LINT)
 
 clean:
 	rm -rf $(VENV) .kts-dev .pytest_cache .mypy_cache .ruff_cache *.egg-info

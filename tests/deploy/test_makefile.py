@@ -98,7 +98,7 @@ def test_make_test_installs_the_rest_on_top(run: Plan, test: Plan) -> None:
     assert [".[test,analytics]"] in test.pip_installs
     assert run.pip_installs == test.pip_installs[: len(run.pip_installs)]  # what `make run` did is not redone
     assert run.stamps < test.stamps  # its own stamp: after `make run`, `make test` still installs the extras
-    assert test.commands[-1].startswith(".venv/bin/python -m pytest")
+    assert ".venv/bin/python -m pytest" in test.commands[-1]
 
 
 def test_make_test_installs_maven_and_a_jdk_where_missing_and_make_run_does_not(run: Plan, test: Plan) -> None:
@@ -114,3 +114,19 @@ def test_ci_installs_everything_and_runs_make_test() -> None:
     expected = {"zookeeper", "make", "python3-venv", "maven", "default-jdk-headless"} | TEST_ONLY_APT
     assert expected <= set(install.split())
     assert script.rstrip().splitlines()[-1] == "make test"
+
+
+def test_make_test_runs_every_test_in_parallel_and_prints_how_long_it_took(test: Plan) -> None:
+    (command,) = [command for command in test.commands if "-m pytest" in command]
+    assert " -n 4 " in command and "--dist loadgroup" in command and "--reruns 1" in command
+    assert " -m " not in command.split("-m pytest", 1)[1]  # every test: no marker selects a part
+    assert 'echo "make test: ' in command and command.rstrip().endswith("exit $status")  # pytest's status, kept
+
+
+def test_make_check_lints_type_checks_and_runs_the_fast_tier(tmp_path: Path) -> None:
+    check = plan("check", tmp_path)
+    (command,) = [command for command in check.commands if "-m pytest" in command]
+    steps = [".venv/bin/ruff check", ".venv/bin/ruff format --check", ".venv/bin/mypy", ".venv/bin/python -m pytest"]
+    assert [command.index(step) for step in steps] == sorted(command.index(step) for step in steps)
+    assert "-m check tests/unit tests/api" in command and " -n 2 " in command
+    assert 'echo "make check: ' in command and command.rstrip().endswith("exit $status")
