@@ -26,6 +26,7 @@ from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
+from app.service.poller import Poller
 from app.service.ports import RecentCreate, StoredToken, TokenRequesters
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.kafka.refresh_outage import RefreshOutage
@@ -50,7 +51,6 @@ class KafkaTokenCache:
     ) -> None:
         self._cluster = cluster
         self._requesters = requesters
-        self._interval_s = interval_ms / 1000
         self._timer = timer
         self._outage = RefreshOutage("token cache", log)
         self._index = TokenIndex(secret)
@@ -65,20 +65,22 @@ class KafkaTokenCache:
         self._described: dict[str, float] = {}  # ids some snapshot showed lately (gone since: deleted, not lagging)
         self._deleted: dict[str, float] = {}  # ids this replica deleted lately
         self._last_refresh = float("-inf")
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._poller = Poller(
+            "token-cache",
+            self.refresh_all,
+            interval_s=interval_ms / 1000,
+            failed=lambda exc: self._outage.failed(exc.message),
+            succeeded=self._outage.succeeded,
+        )
         self.loaded = False
         self.refreshes = 0
 
     def start(self) -> None:
         self.refresh_all()
-        self._thread = threading.Thread(target=self._run, name="token-cache", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._poller.stop()
 
     def __len__(self) -> int:
         return len(self._index)
@@ -264,15 +266,6 @@ class KafkaTokenCache:
                 else:  # kts's own (its start-up probe), or its create's audit row not yet settled: ask again later
                     self._not_ours[token_id] = True
         return known
-
-    def _run(self) -> None:
-        while not self._stopped.wait(self._interval_s):
-            try:
-                self.refresh_all()
-            except KtsError as exc:
-                self._outage.failed(exc.message)
-            else:
-                self._outage.succeeded()
 
 
 def _lately(seen: dict[str, float], now: float) -> dict[str, float]:
