@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from cachetools import TTLCache
 
@@ -28,9 +28,9 @@ from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.poller import Poller
 from app.service.ports import RecentCreate, StoredToken, TokenRequesters
+from app.storage.indexed_token_cache import IndexedTokenCache
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.kafka.refresh_outage import RefreshOutage
-from app.storage.token_index import TokenIndex
 
 log = logging.getLogger(__name__)
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
@@ -39,7 +39,7 @@ UNKNOWN_REQUESTER_RECHECK_S = 30.0
 OWN_WRITE_GRACE_S = 30.0  # how long this replica's write outranks snapshots that do not show it yet
 
 
-class KafkaTokenCache:
+class KafkaTokenCache(IndexedTokenCache):
     def __init__(
         self,
         cluster: KafkaCluster,
@@ -49,12 +49,11 @@ class KafkaTokenCache:
         interval_ms: int,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(secret)
         self._cluster = cluster
         self._requesters = requesters
         self._timer = timer
         self._outage = RefreshOutage("token cache", log)
-        self._index = TokenIndex(secret)
-        self._lock = threading.Lock()  # guards the index; the brokers are asked outside it
         self._refreshing = threading.Lock()  # one refresh at a time; waiters share its outcome
         # This replica's own writes, kept over the snapshots until one shows them: a broker answers Describe from
         # its own copy of the metadata, which takes in a record a moment after the controller answered the write.
@@ -72,7 +71,6 @@ class KafkaTokenCache:
             failed=lambda exc: self._outage.failed(exc.message),
             succeeded=self._outage.succeeded,
         )
-        self.loaded = False
         self.refreshes = 0
 
     def start(self) -> None:
@@ -82,13 +80,7 @@ class KafkaTokenCache:
     def stop(self) -> None:
         self._poller.stop()
 
-    def __len__(self) -> int:
-        return len(self._index)
-
-    # --- reads (TokenView) ---
-
-    def get(self, token_id: str) -> StoredToken | None:
-        return self._index.get(token_id)
+    # --- reads (TokenView; the rest are IndexedTokenCache's) ---
 
     def lookup(self, token_id: str) -> StoredToken | None:
         """``get``, refreshing once (rate-limited, shared) when the token is not cached."""
@@ -98,34 +90,12 @@ class KafkaTokenCache:
             found = self._index.get(token_id)
         return found
 
-    def find_by_hmac(self, mac: bytes) -> str | None:
-        return self._index.find_by_hmac(mac)
-
-    def tokens(self) -> list[StoredToken]:
-        with self._lock:
-            return self._index.tokens()
-
-    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
-        with self._lock:
-            return self._index.related_to(principals)
-
-    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
-        with self._lock:
-            return self._index.after(token_id, count)
-
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """The cached tokens that count against ``key``, and those any replica made a moment ago that the
         brokers did not describe yet (``TokenRequesters.recent``): a quota never counts fewer than exist."""
         with self._lock:
             unshown = sum(1 for made in self._unshown if made.counts_against(key, now_ms))
             return self._index.live_count(key, now_ms) + unshown
-
-    def requested_count(self, principal: KafkaPrincipal) -> int:
-        return self._index.requested_count(principal)
-
-    def expired_count(self, now_ms: int) -> int:
-        with self._lock:
-            return self._index.expired_count(now_ms)
 
     def refresh(self, token_id: str) -> None:
         self.refresh_all()
