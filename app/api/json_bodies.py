@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import json
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
+
+from app.api.http_middleware import HttpMiddleware
 
 JSON_MEDIA_TYPE = "application/json"
 UNSUPPORTED_MEDIA_TYPE_MESSAGE = (
@@ -37,12 +39,9 @@ def _carries_body(headers: dict[bytes, bytes]) -> bool:
         return True  # a malformed length: be strict
 
 
-class JsonBodiesOnly:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self._must_be_json(scope):
+class JsonBodiesOnly(HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._must_be_json(scope):
             await self.app(scope, receive, send)
             return
         body = json.dumps({"error": "UNSUPPORTED_MEDIA_TYPE", "message": UNSUPPORTED_MEDIA_TYPE_MESSAGE}).encode()

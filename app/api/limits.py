@@ -7,6 +7,8 @@ import json
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.http_middleware import HttpMiddleware
+
 MAX_BODY_BYTES = 64 * 1024
 # The request line and header fields of one request (or the trailer fields of a chunked body), however the
 # bytes arrive (app/cli/server/uvicorn_h11.py answers 431 past it). h11 bounds only an incomplete header
@@ -26,15 +28,12 @@ def _message(max_bytes: int) -> str:
     return f"The request body exceeds {max_bytes} bytes."
 
 
-class BodySizeLimit:
+class BodySizeLimit(HttpMiddleware):
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
