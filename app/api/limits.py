@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.http_middleware import HttpMiddleware
+from app.api.http_middleware import HttpMiddleware, send_error
 
 MAX_BODY_BYTES = 64 * 1024
 # The request line and header fields of one request (or the trailer fields of a chunked body), however the
@@ -68,15 +66,4 @@ class BodySizeLimit(HttpMiddleware):
                 await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"error": "PAYLOAD_TOO_LARGE", "message": _message(self.max_bytes)}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 413, "PAYLOAD_TOO_LARGE", _message(self.max_bytes))

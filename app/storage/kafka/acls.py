@@ -17,7 +17,6 @@ from typing import Any, Final
 from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, PatternType, ResourcePattern
-from app.service.poller import Poller
 from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
 from app.storage.kafka.refresh_outage import RefreshOutage
@@ -137,13 +136,7 @@ class KafkaAclCache:
         self._outage = RefreshOutage("ACL cache", log)
         self._snapshot = AclSnapshot()
         self._refreshing = threading.Lock()
-        self._poller = Poller(
-            "acl-cache",
-            self.reload,
-            interval_s=interval_ms / 1000,
-            failed=lambda exc: self._outage.failed(exc.message),
-            succeeded=self._outage.succeeded,
-        )
+        self._poller = self._outage.poller("acl-cache", self.reload, interval_ms=interval_ms)
         self.loaded = False
 
     def snapshot(self) -> AclSnapshot:

@@ -26,7 +26,6 @@ from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
-from app.service.poller import Poller
 from app.service.ports import RecentCreate, StoredToken, TokenRequesters
 from app.storage.indexed_token_cache import IndexedTokenCache
 from app.storage.kafka.cluster import KafkaCluster
@@ -64,13 +63,7 @@ class KafkaTokenCache(IndexedTokenCache):
         self._described: dict[str, float] = {}  # ids some snapshot showed lately (gone since: deleted, not lagging)
         self._deleted: dict[str, float] = {}  # ids this replica deleted lately
         self._last_refresh = float("-inf")
-        self._poller = Poller(
-            "token-cache",
-            self.refresh_all,
-            interval_s=interval_ms / 1000,
-            failed=lambda exc: self._outage.failed(exc.message),
-            succeeded=self._outage.succeeded,
-        )
+        self._poller = self._outage.poller("token-cache", self.refresh_all, interval_ms=interval_ms)
         self.refreshes = 0
 
     def start(self) -> None:
