@@ -54,6 +54,8 @@ class ContendingLeadership:
         others). ``_began`` runs once ``is_leader`` is set, ``_ended`` once the work has returned and ``lost`` is
         set."""
         self._lost.clear()
+        if self._stopped.is_set():  # stopped as the lead came: ``stop`` may have set ``lost`` before the clear
+            self._lost.set()
         self.is_leader = True
         self._began()
         log.info("%s leads %s%s", self._identifier, self._name, term)

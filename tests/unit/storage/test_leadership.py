@@ -117,6 +117,15 @@ def test_stop_tells_the_work_to_return_and_ends_the_thread() -> None:
     assert not any(thread.name == "leadership:test-lead" for thread in threading.enumerate())
 
 
+def test_a_lead_won_as_stop_came_runs_the_work_with_lost_already_set() -> None:
+    """``stop`` set ``lost`` between the win and the tenure's start: the tenure must not clear it away."""
+    contender, work = _contender()
+    contender.stop()  # never started: only the events are set
+    contender._lead()
+    assert work.saw == [(True, True)]
+    assert work.returned.is_set() and not contender.is_leader
+
+
 def test_stop_before_start_is_harmless() -> None:
     contender, _ = _contender()
     contender.stop()
