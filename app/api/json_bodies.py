@@ -9,9 +9,9 @@ means all defaults. Everything else gets 415 before any routing, authentication 
 
 from __future__ import annotations
 
-import json
+from starlette.types import Receive, Scope, Send
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from app.api.http_middleware import HttpMiddleware, send_error
 
 JSON_MEDIA_TYPE = "application/json"
 UNSUPPORTED_MEDIA_TYPE_MESSAGE = (
@@ -37,26 +37,12 @@ def _carries_body(headers: dict[bytes, bytes]) -> bool:
         return True  # a malformed length: be strict
 
 
-class JsonBodiesOnly:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or not self._must_be_json(scope):
+class JsonBodiesOnly(HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self._must_be_json(scope):
             await self.app(scope, receive, send)
             return
-        body = json.dumps({"error": "UNSUPPORTED_MEDIA_TYPE", "message": UNSUPPORTED_MEDIA_TYPE_MESSAGE}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 415,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 415, "UNSUPPORTED_MEDIA_TYPE", UNSUPPORTED_MEDIA_TYPE_MESSAGE)
 
     @staticmethod
     def _must_be_json(scope: Scope) -> bool:

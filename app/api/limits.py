@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.http_middleware import HttpMiddleware, send_error
 
 MAX_BODY_BYTES = 64 * 1024
 # The request line and header fields of one request (or the trailer fields of a chunked body), however the
@@ -26,15 +26,12 @@ def _message(max_bytes: int) -> str:
     return f"The request body exceeds {max_bytes} bytes."
 
 
-class BodySizeLimit:
+class BodySizeLimit(HttpMiddleware):
     def __init__(self, app: ASGIApp, max_bytes: int = MAX_BODY_BYTES) -> None:
-        self.app = app
+        super().__init__(app)
         self.max_bytes = max_bytes
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         for name, value in scope.get("headers", []):
             if name == b"content-length":
                 try:
@@ -69,15 +66,4 @@ class BodySizeLimit:
                 await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"error": "PAYLOAD_TOO_LARGE", "message": _message(self.max_bytes)}).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_error(send, 413, "PAYLOAD_TOO_LARGE", _message(self.max_bytes))

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Request, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.deps import ServicesDep, authenticate_request
+from app.api.http_middleware import HttpMiddleware
 from app.observability.metrics import EXPOSITION_CONTENT_TYPE, UNMATCHED_ROUTE, KtsMetrics
 
 router = APIRouter()
@@ -28,17 +29,14 @@ def metrics(request: Request, services: ServicesDep) -> Response:
     return Response(registry.exposition(), media_type=EXPOSITION_CONTENT_TYPE)
 
 
-class MetricsMiddleware:
+class MetricsMiddleware(HttpMiddleware):
     """Counts and times every HTTP request by its route template, once routing has named it."""
 
     def __init__(self, app: ASGIApp, metrics: KtsMetrics) -> None:
-        self.app = app
+        super().__init__(app)
         self.metrics = metrics
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500  # unless a response starts: an exception escaping the app becomes a 500
 

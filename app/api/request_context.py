@@ -6,22 +6,17 @@ from __future__ import annotations
 import re
 import uuid
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from app.api.http_middleware import HttpMiddleware
 from app.domain.audit import RequestContext
 from app.service.audit import request_context
 
 _VALID_ID = re.compile(r"[A-Za-z0-9._\-]{1,64}")
 
 
-class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+class RequestContextMiddleware(HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
         request_id = given if _VALID_ID.fullmatch(given) else uuid.uuid4().hex
         client = scope.get("client")

@@ -17,7 +17,9 @@ import base64
 import hashlib
 import re
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from app.api.http_middleware import HttpMiddleware
 
 HSTS = b"max-age=31536000"
 API_POLICY = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
@@ -51,14 +53,8 @@ def security_headers(scheme: str, path: str) -> Headers:
     return headers
 
 
-class SecurityHeaders:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+class SecurityHeaders(HttpMiddleware):
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ours = security_headers(scope.get("scheme", "http"), scope.get("path", ""))
         replaced = {name for name, _ in ours} | {b"content-security-policy"}
         page: Message | None = None  # the start of an HTML response, held until its body is complete

@@ -21,7 +21,6 @@ was never issued unless it is marked failed. Markers whose event is settled are 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Protocol, TypeVar
@@ -36,6 +35,7 @@ from app.domain.errors import (
     TokenQuotaExceeded,
     TokenWriteShareExceeded,
 )
+from app.service.poller import Poller
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -310,8 +310,9 @@ class AuditReconciler:
         self._intents = intents
         self._clock = clock
         self._service_id = service_id
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._poller = Poller(
+            "audit-reconciler", self.reconcile, interval_s=RECONCILE_INTERVAL_S, failed=_reconcile_failed
+        )
 
     def reconcile(self, *, at_start: bool = False) -> int:
         """One pass; returns how many events it settled. At start-up this replica's own pending events are
@@ -353,20 +354,14 @@ class AuditReconciler:
 
     def start(self) -> None:
         self.reconcile(at_start=True)
-        self._thread = threading.Thread(target=self._run, name="audit-reconciler", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._poller.stop()
 
-    def _run(self) -> None:
-        while not self._stopped.wait(RECONCILE_INTERVAL_S):
-            try:
-                self.reconcile()
-            except KtsError as exc:
-                log.warning("audit reconciliation postponed: %s", exc.message)
+
+def _reconcile_failed(exc: KtsError) -> None:
+    log.warning("audit reconciliation postponed: %s", exc.message)
 
 
 __all__ = [

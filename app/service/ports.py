@@ -328,3 +328,23 @@ class LockListing(Protocol):
     def in_force_locks(self) -> list[LockInForce]:
         """Raises StoreUnavailable when the store cannot be read."""
         ...
+
+
+class Leadership(Protocol):
+    """Leadership among the replicas as a context that can be lost, not a flag: ``start()`` contends in the
+    background, and while this replica leads, the duty it was built with runs with an event that is set the moment
+    the lead may be lost (the duty must return promptly then; the replica contends again). One per backend: a
+    ZooKeeper election, a database lease."""
+
+    @property
+    def is_leader(self) -> bool:
+        """Whether this replica leads now (a reading: the lead can be lost the next moment)."""
+        ...
+
+    def start(self) -> None:
+        """Contend in a thread of its own."""
+        ...
+
+    def stop(self) -> None:
+        """Stop contending: a lead held is handed back, once its duty has been told to return."""
+        ...

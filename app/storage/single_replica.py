@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 
 from app.domain.clock import Clock
 from app.domain.lockout import Lock, LockInForce
 from app.domain.token_quota import QuotaKey
+from app.storage.lockout_mirror import LockoutMirror
 
 
 class MemoryIntentStore:
@@ -71,61 +73,67 @@ class MemoryQuotaGuard:
                 self._versions[key] = versions[key] + 1
 
 
-class MemoryLockoutStore:
-    """``LockoutStore`` of one replica: locks end by the injected clock (one process, one clock)."""
+@dataclass(frozen=True, slots=True)
+class _Held:
+    key: str
+    ends_ms: int
+
+    @property
+    def is_lock(self) -> bool:
+        return True
+
+
+class MemoryLockoutStore(LockoutMirror[str, _Held]):
+    """``LockoutStore`` of one replica: locks end by the injected clock (one process, one clock). The view
+    (``LockoutMirror``) holds each account's lock by its key."""
 
     def __init__(self, clock: Clock, *, max_locks: int = 1000) -> None:
+        super().__init__(max_shared=max_locks)
         self._clock = clock
-        self._max_locks = max_locks
-        self._ends: dict[str, int] = {}
         self._listeners: list[Callable[[str], None]] = []
-        self._lock = threading.Lock()
 
     def start(self) -> None:
         pass
 
+    def now_ms(self) -> int:
+        return self._clock.now_ms()
+
     def replicas(self) -> int:
         return 1
 
-    def in_force(self) -> int:
-        now_ms = self._clock.now_ms()
-        with self._lock:
-            return sum(1 for end in self._ends.values() if end > now_ms)
-
-    def locked_ms(self, key: str) -> int:
-        with self._lock:
-            return max(0, self._ends.get(key, 0) - self._clock.now_ms())
-
     def share(self, lock: Lock) -> bool:
         now_ms = self._clock.now_ms()
-        with self._lock:
-            in_force = self._ends.get(lock.key, 0) > now_ms
-            if not in_force and sum(1 for end in self._ends.values() if end > now_ms) >= self._max_locks:
+        with self._guard:
+            held = self._entries.get(lock.key)
+            ends_ms = 0 if held is None else held.ends_ms
+            # Only an account not locked yet takes room: the bound counts locks in force, not listed ones.
+            if ends_ms <= now_ms and self._full(self._in_force_at(now_ms)):
                 return False
-            self._ends[lock.key] = max(self._ends.get(lock.key, 0), now_ms + lock.duration_ms)
+            self._entries[lock.key] = _Held(lock.key, max(ends_ms, now_ms + lock.duration_ms))
             return True
 
     def release(self, key: str, duration_ms: int) -> bool:
-        with self._lock:
-            was = self._ends.pop(key, 0) > self._clock.now_ms()
+        with self._guard:
+            held = self._entries.pop(key, None)
+            was = held is not None and held.ends_ms > self._clock.now_ms()
             listeners = list(self._listeners)
         for listener in listeners:
             listener(key)
         return was
 
     def on_released(self, listener: Callable[[str], None]) -> None:
-        with self._lock:
+        with self._guard:
             self._listeners.append(listener)
 
     def in_force_locks(self) -> list[LockInForce]:
         now_ms = self._clock.now_ms()
-        with self._lock:
-            return [LockInForce(key, None, end - now_ms) for key, end in self._ends.items() if end > now_ms]
+        with self._guard:
+            return [LockInForce(k, None, h.ends_ms - now_ms) for k, h in self._entries.items() if h.ends_ms > now_ms]
 
     def remove_ended(self) -> int:
         now_ms = self._clock.now_ms()
-        with self._lock:
-            ended = [key for key, end in self._ends.items() if end <= now_ms]
+        with self._guard:
+            ended = [key for key, held in self._entries.items() if held.ends_ms <= now_ms]
             for key in ended:
-                del self._ends[key]
+                del self._entries[key]
         return len(ended)

@@ -6,7 +6,6 @@ kts on that cluster."""
 from __future__ import annotations
 
 import os
-import secrets
 from pathlib import Path
 
 from rich.console import Console
@@ -22,6 +21,7 @@ from app.cli.server.dev_admin import (
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.cli.server.kafka_broker.broker import KafkaBroker, User
 from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker, write_admin_config
+from app.cli.server.kept_secret import kept_secret
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
 from app.runtime import check_cluster
@@ -34,12 +34,7 @@ FREE_PORT_EXAMPLE = 8081
 
 def _secret_key(data_dir: Path) -> str:
     """A random secret kept in the data dir (mode 0600), so tokens survive restarts of the dev stack."""
-    path = data_dir / SECRET_FILE
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_urlsafe(48))
-    return path.read_text().strip()
+    return kept_secret(data_dir / SECRET_FILE, 48)
 
 
 def _keep_private(data_dir: Path) -> None:

@@ -17,7 +17,6 @@ from typing import Any, Final
 from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, PatternType, ResourcePattern
-from app.domain.errors import KtsError
 from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
 from app.storage.kafka.refresh_outage import RefreshOutage
@@ -134,12 +133,10 @@ class KafkaAclCache:
 
     def __init__(self, acls: KafkaAcls, *, interval_ms: int) -> None:
         self._acls = acls
-        self._interval_s = interval_ms / 1000
         self._outage = RefreshOutage("ACL cache", log)
         self._snapshot = AclSnapshot()
         self._refreshing = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._poller = self._outage.poller("acl-cache", self.reload, interval_ms=interval_ms)
         self.loaded = False
 
     def snapshot(self) -> AclSnapshot:
@@ -147,13 +144,10 @@ class KafkaAclCache:
 
     def start(self) -> None:
         self.reload()
-        self._thread = threading.Thread(target=self._run, name="acl-cache", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._poller.stop()
 
     def refresh(self, pattern: ResourcePattern) -> None:
         self.reload()
@@ -162,15 +156,6 @@ class KafkaAclCache:
         with self._refreshing:
             self._snapshot = AclSnapshot(self._acls.describe())
         self.loaded = True
-
-    def _run(self) -> None:
-        while not self._stopped.wait(self._interval_s):
-            try:
-                self.reload()
-            except KtsError as exc:
-                self._outage.failed(exc.message)
-            else:
-                self._outage.succeeded()
 
 
 class KafkaAclStore:

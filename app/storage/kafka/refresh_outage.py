@@ -10,6 +10,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from app.service.poller import Poller
+
 WARN_AFTER_S = 60.0
 
 
@@ -43,6 +45,16 @@ class RefreshOutage:
             else:
                 level, text = logging.DEBUG, f"{self._what} not refreshed: {cause}"
         self._log.log(level, "%s", text)
+
+    def poller(self, name: str, work: Callable[[], object], *, interval_ms: int) -> Poller:
+        """A ``Poller`` that runs ``work`` every ``interval_ms`` and reports each round here."""
+        return Poller(
+            name,
+            work,
+            interval_s=interval_ms / 1000,
+            failed=lambda exc: self.failed(exc.message),
+            succeeded=self.succeeded,
+        )
 
     def succeeded(self) -> None:
         with self._lock:

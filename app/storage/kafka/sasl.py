@@ -158,22 +158,26 @@ def sasl_login(mechanism_name: str, mechanism: SaslMechanism) -> SaslLogin:
 
 def converse(login: SaslLogin, send: Callable[[Any], Any]) -> None:
     """Drive ``login`` over a blocking transport: ``send(request)`` answers the broker's response. Returns when the
-    broker accepted; raises LoginRefused, or the transport's error when the broker was not reached."""
+    broker accepted; raises LoginRefused, or the transport's error when the broker was not reached.
+
+    The conversation is ``converse_async``'s, run to its end in one step: a transport that never suspends leaves
+    the coroutine nothing to wait for, so it needs no event loop."""
+
+    async def answered(request: Any) -> Any:
+        return send(request)
+
+    conversation = converse_async(login, answered)
     try:
-        request = next(login)
-        while True:
-            try:
-                answer = send(request)
-            except CONNECTION_CLOSED as exc:
-                request = login.throw(exc)
-            else:
-                request = login.send(answer)
+        conversation.send(None)
     except StopIteration:
         return
+    conversation.close()
+    raise RuntimeError("a blocking SASL conversation was suspended")  # a bug: nothing here awaits anything real
 
 
 async def converse_async(login: SaslLogin, send: Callable[[Any], Awaitable[Any]]) -> None:
-    """``converse`` over an asynchronous transport (kafka-python's connections)."""
+    """Drive ``login`` over an asynchronous transport (kafka-python's connections): ``await send(request)``
+    answers the broker's response; the login may retry a request on a connection that closed (it decides)."""
     try:
         request = next(login)
         while True:

@@ -18,7 +18,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from cachetools import TTLCache
 
@@ -27,9 +27,9 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import RecentCreate, StoredToken, TokenRequesters
+from app.storage.indexed_token_cache import IndexedTokenCache
 from app.storage.kafka.cluster import KafkaCluster
 from app.storage.kafka.refresh_outage import RefreshOutage
-from app.storage.token_index import TokenIndex
 
 log = logging.getLogger(__name__)
 _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
@@ -38,7 +38,7 @@ UNKNOWN_REQUESTER_RECHECK_S = 30.0
 OWN_WRITE_GRACE_S = 30.0  # how long this replica's write outranks snapshots that do not show it yet
 
 
-class KafkaTokenCache:
+class KafkaTokenCache(IndexedTokenCache):
     def __init__(
         self,
         cluster: KafkaCluster,
@@ -48,13 +48,11 @@ class KafkaTokenCache:
         interval_ms: int,
         timer: Callable[[], float] = time.monotonic,
     ) -> None:
+        super().__init__(secret)
         self._cluster = cluster
         self._requesters = requesters
-        self._interval_s = interval_ms / 1000
         self._timer = timer
         self._outage = RefreshOutage("token cache", log)
-        self._index = TokenIndex(secret)
-        self._lock = threading.Lock()  # guards the index; the brokers are asked outside it
         self._refreshing = threading.Lock()  # one refresh at a time; waiters share its outcome
         # This replica's own writes, kept over the snapshots until one shows them: a broker answers Describe from
         # its own copy of the metadata, which takes in a record a moment after the controller answered the write.
@@ -65,28 +63,17 @@ class KafkaTokenCache:
         self._described: dict[str, float] = {}  # ids some snapshot showed lately (gone since: deleted, not lagging)
         self._deleted: dict[str, float] = {}  # ids this replica deleted lately
         self._last_refresh = float("-inf")
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.loaded = False
+        self._poller = self._outage.poller("token-cache", self.refresh_all, interval_ms=interval_ms)
         self.refreshes = 0
 
     def start(self) -> None:
         self.refresh_all()
-        self._thread = threading.Thread(target=self._run, name="token-cache", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._poller.stop()
 
-    def __len__(self) -> int:
-        return len(self._index)
-
-    # --- reads (TokenView) ---
-
-    def get(self, token_id: str) -> StoredToken | None:
-        return self._index.get(token_id)
+    # --- reads (TokenView; the rest are IndexedTokenCache's) ---
 
     def lookup(self, token_id: str) -> StoredToken | None:
         """``get``, refreshing once (rate-limited, shared) when the token is not cached."""
@@ -96,34 +83,12 @@ class KafkaTokenCache:
             found = self._index.get(token_id)
         return found
 
-    def find_by_hmac(self, mac: bytes) -> str | None:
-        return self._index.find_by_hmac(mac)
-
-    def tokens(self) -> list[StoredToken]:
-        with self._lock:
-            return self._index.tokens()
-
-    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
-        with self._lock:
-            return self._index.related_to(principals)
-
-    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
-        with self._lock:
-            return self._index.after(token_id, count)
-
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
         """The cached tokens that count against ``key``, and those any replica made a moment ago that the
         brokers did not describe yet (``TokenRequesters.recent``): a quota never counts fewer than exist."""
         with self._lock:
             unshown = sum(1 for made in self._unshown if made.counts_against(key, now_ms))
             return self._index.live_count(key, now_ms) + unshown
-
-    def requested_count(self, principal: KafkaPrincipal) -> int:
-        return self._index.requested_count(principal)
-
-    def expired_count(self, now_ms: int) -> int:
-        with self._lock:
-            return self._index.expired_count(now_ms)
 
     def refresh(self, token_id: str) -> None:
         self.refresh_all()
@@ -264,15 +229,6 @@ class KafkaTokenCache:
                 else:  # kts's own (its start-up probe), or its create's audit row not yet settled: ask again later
                     self._not_ours[token_id] = True
         return known
-
-    def _run(self) -> None:
-        while not self._stopped.wait(self._interval_s):
-            try:
-                self.refresh_all()
-            except KtsError as exc:
-                self._outage.failed(exc.message)
-            else:
-                self._outage.succeeded()
 
 
 def _lately(seen: dict[str, float], now: float) -> dict[str, float]:

@@ -31,6 +31,7 @@ from sqlalchemy import ColumnElement, Connection, Engine, and_, select, update
 
 from app.domain.errors import KtsError
 from app.storage.audit.database import translated_db_errors
+from app.storage.leadership import ContendingLeadership
 from app.storage.sql.db_time import db_now_ms
 from app.storage.sql.statements import insert_if_absent
 from app.storage.sql.tables import leader_leases
@@ -132,8 +133,9 @@ def _current(term: Term) -> ColumnElement[bool]:
     )
 
 
-class DbLeadership:
-    """``start()`` contends in a thread of its own; ``work(lost)`` runs while this replica leads."""
+class DbLeadership(ContendingLeadership):
+    """The ``Leadership`` port by a lease row; the thread's life cycle is ``ContendingLeadership``'s, the lease's
+    renewer and watchdog threads run beside the work."""
 
     def __init__(
         self,
@@ -146,32 +148,13 @@ class DbLeadership:
     ) -> None:
         if lease_ms < 100:
             raise ValueError("a lease lasts at least 100 ms")
+        super().__init__(name, identifier, work)
         self._table = LeaseTable(engine, name, identifier, lease_ms)
-        self._name = name
-        self._identifier = identifier
-        self._work = work
         self._lease_s = lease_ms / 1000
-        self._stopped = threading.Event()
-        self._lost = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._helpers: list[threading.Thread] = []
         self._deadline = 0.0  # monotonic: when this replica must assume its lease has ended
         self._deadline_lock = threading.Lock()
-        self.is_leader = False
         self.term: Term | None = None
-
-    @property
-    def identifier(self) -> str:
-        return self._identifier
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._contend, name=f"leadership:{self._name}", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stopped.set()
-        self._lost.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
 
     def holder(self) -> str | None:
         return self._table.holder()
@@ -193,7 +176,7 @@ class DbLeadership:
                 continue
             self._extend(sent)
             try:
-                self._lead(term)
+                self._lead_term(term)
             except Exception:  # a duty that failed: the term ended with it; contend again
                 log.exception("a duty of %s failed", self._name)
                 self._stopped.wait(retry_s)
@@ -206,30 +189,28 @@ class DbLeadership:
         with self._deadline_lock:
             return self._deadline - time.monotonic()
 
-    def _lead(self, term: Term) -> None:
+    def _lead_term(self, term: Term) -> None:
         if self._stopped.is_set():
             self._release(term)
             return
-        self._lost.clear()
         self.term = term
-        self.is_leader = True
-        helpers = [
+        self._lead(f" (generation {term.generation})")
+
+    def _began(self) -> None:
+        assert self.term is not None  # set by _lead_term
+        self._helpers = [
             threading.Thread(target=self._watch, name=f"lease-watchdog:{self._name}", daemon=True),
-            threading.Thread(target=self._renew, args=(term,), name=f"lease-renewer:{self._name}", daemon=True),
+            threading.Thread(target=self._renew, args=(self.term,), name=f"lease-renewer:{self._name}", daemon=True),
         ]
-        for helper in helpers:
+        for helper in self._helpers:
             helper.start()
-        log.info("%s leads %s (generation %d)", self._identifier, self._name, term.generation)
-        try:
-            self._work(self._lost)
-        finally:
-            self.is_leader = False
-            self.term = None
-            self._lost.set()
-            for helper in helpers:
-                helper.join(timeout=10)
+
+    def _ended(self) -> None:
+        term, self.term = self.term, None
+        for helper in self._helpers:
+            helper.join(timeout=10)
+        if term is not None:
             self._release(term)
-            log.info("%s no longer leads %s", self._identifier, self._name)
 
     def _watch(self) -> None:
         """Sets ``lost`` when the last lease this replica knows it got may have run out, whether or not a

@@ -18,7 +18,6 @@ holds a bounded number of rows: at most ``max_shared`` locks in force, and nothi
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,7 +27,9 @@ from sqlalchemy import Connection, Engine, delete, insert, select
 from app.domain.clock import Clock
 from app.domain.errors import KtsError
 from app.domain.lockout import Lock, LockInForce
+from app.service.poller import Poller
 from app.storage.audit.database import translated_db_errors
+from app.storage.lockout_mirror import LockoutMirror
 from app.storage.release_listeners import ReleaseListeners
 from app.storage.sql.db_time import db_now_ms, read_now_ms
 from app.storage.sql.tables import SERVICE_ID_LENGTH, account_locks
@@ -48,8 +49,18 @@ class _Row:
     key: str
     until_ms: int  # the database's clock
 
+    @property
+    def ends_ms(self) -> int:
+        return self.until_ms
 
-class SqlLockoutStore:
+    @property
+    def is_lock(self) -> bool:
+        return self.kind == LOCK
+
+
+class SqlLockoutStore(LockoutMirror[int, _Row]):
+    """The view (``LockoutMirror``) holds the table's rows by id."""
+
     def __init__(
         self,
         engine: Engine,
@@ -60,33 +71,28 @@ class SqlLockoutStore:
         poll_interval_s: float = POLL_INTERVAL_S,
         max_shared: int = MAX_SHARED_LOCKS,
     ) -> None:
+        super().__init__(max_shared=max_shared)
         self._engine = engine
         self._service_id = service_id[:SERVICE_ID_LENGTH]
         self._replicas = replicas
         self._clock = clock
-        self._poll_interval_s = poll_interval_s
-        self._max_shared = max_shared
-        self._rows: dict[int, _Row] = {}  # row id -> row
         self._seen_releases: set[int] = set()
         # Rows this replica wrote, with when (monotonic) they were committed: a poll that began earlier may not
         # show them, so they are kept until one that began later has read the table.
         self._written: dict[int, tuple[float, _Row]] = {}
         self._offset_ms = 0  # the database's clock minus this replica's
         self._listeners = ReleaseListeners()
-        self._guard = threading.Lock()
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._poller = Poller(
+            "lockout-poller", self.poll, interval_s=poll_interval_s, failed=_poll_failed, join_timeout_s=10
+        )
 
     def start(self) -> None:
         """Read the locks once (raises StoreUnavailable when the database cannot be read), then follow them."""
         self.poll()
-        self._thread = threading.Thread(target=self._run, name="lockout-poller", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._poller.stop()
 
     # -- the port (app/service/ports.LockoutStore)
 
@@ -98,27 +104,10 @@ class SqlLockoutStore:
         on the releasing caller's for this replica's own)."""
         self._listeners.add(listener)
 
-    def locked_ms(self, key: str) -> int:
-        """How much longer the account's shared locks last (0: none in force)."""
-        now = self.now_ms()
-        with self._guard:
-            ends = [row.until_ms for row in self._rows.values() if row.kind == LOCK and row.key == key]
-        return max(0, max(ends, default=0) - now)
-
-    def in_force(self) -> int:
-        """How many shared locks are in force (the figure the bound applies to)."""
-        now = self.now_ms()
-        with self._guard:
-            return sum(1 for row in self._rows.values() if row.kind == LOCK and row.until_ms > now)
-
     def share(self, lock: Lock) -> bool:
         """Write the lock every replica will see; False when the bound is reached (nothing written). Raises
         StoreUnavailable when the database cannot take it."""
-        in_force = self.in_force()
-        with self._guard:
-            listed = len(self._rows)
-        if in_force >= self._max_shared or listed >= 2 * self._max_shared:
-            log.warning("%d account locks are shared already: this one is kept by this replica only", in_force)
+        if not self._room_to_share():
             return False
         with translated_db_errors(), self._engine.begin() as connection:
             self._measure(connection)
@@ -162,10 +151,10 @@ class SqlLockoutStore:
             ).one()
         with self._guard:
             for deleted_id, _ in deleted:
-                self._rows.pop(int(deleted_id), None)
-            for row_id_, row in list(self._rows.items()):  # locks this replica saw that another deleted first
+                self._entries.pop(int(deleted_id), None)
+            for row_id_, row in list(self._entries.items()):  # locks this replica saw that another deleted first
                 if row.kind == LOCK and row.key == key:
-                    del self._rows[row_id_]
+                    del self._entries[row_id_]
                     self._written.pop(row_id_, None)
             self._seen_releases.add(int(row_id))
         self._wrote(int(row_id), _Row(RELEASE, key, int(until)))
@@ -219,13 +208,13 @@ class SqlLockoutStore:
             self._written = {row_id: entry for row_id, entry in self._written.items() if entry[0] > began}
             for row_id, (_, row) in self._written.items():
                 view.setdefault(row_id, row)
-            self._rows = view
+            self._entries = view
         self._listeners.notify(fresh)
 
     def _wrote(self, row_id: int, row: _Row) -> None:
         with self._guard:
             self._written[row_id] = (time.monotonic(), row)
-            self._rows[row_id] = row
+            self._entries[row_id] = row
 
     def _measure(self, connection: Connection) -> int:
         """The database's clock minus this replica's, read around one round trip; kept for the view."""
@@ -236,9 +225,6 @@ class SqlLockoutStore:
         self._offset_ms = offset
         return offset
 
-    def _run(self) -> None:
-        while not self._stopped.wait(self._poll_interval_s):
-            try:
-                self.poll()
-            except KtsError as exc:
-                log.warning("account locks not refreshed (the last ones read still apply): %s", exc.message)
+
+def _poll_failed(exc: KtsError) -> None:
+    log.warning("account locks not refreshed (the last ones read still apply): %s", exc.message)

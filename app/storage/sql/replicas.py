@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 import secrets
-import threading
 
 from sqlalchemy import Engine, delete, func, insert, select, update
 
 from app.domain.errors import KtsError
+from app.service.poller import Poller
 from app.storage.audit.database import translated_db_errors
 from app.storage.sql.db_time import db_now_ms
 from app.storage.sql.tables import SERVICE_ID_LENGTH, replicas
@@ -38,19 +38,17 @@ class ReplicaRegistry:
         self.instance_id = instance or instance_id(service_id)
         self._ttl_ms = ttl_ms
         self._count = 1
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._poller = Poller(
+            "replica-heartbeat", self.beat, interval_s=ttl_ms / 3000, failed=self._beat_failed, join_timeout_s=10
+        )
 
     def start(self) -> None:
         """Register and count once (raises StoreUnavailable when the database cannot be reached), then beat."""
         self.beat()
-        self._thread = threading.Thread(target=self._run, name="replica-heartbeat", daemon=True)
-        self._thread.start()
+        self._poller.start()
 
     def stop(self) -> None:
-        self._stopped.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        self._poller.stop()
         try:
             with translated_db_errors(), self._engine.begin() as connection:
                 connection.execute(delete(replicas).where(replicas.c.instance_id == self.instance_id))
@@ -83,12 +81,5 @@ class ReplicaRegistry:
         self._count = max(1, int(live))
         return self._count
 
-    def _run(self) -> None:
-        interval_s = self._ttl_ms / 3000
-        while not self._stopped.wait(interval_s):
-            try:
-                self.beat()
-            except KtsError as exc:
-                log.warning(
-                    "replica heartbeat failed (the lockout keeps counting %d replicas): %s", self._count, exc.message
-                )
+    def _beat_failed(self, exc: KtsError) -> None:
+        log.warning("replica heartbeat failed (the lockout keeps counting %d replicas): %s", self._count, exc.message)

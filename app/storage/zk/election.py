@@ -20,38 +20,32 @@ from collections.abc import Callable
 from kazoo.exceptions import KazooException
 from kazoo.protocol.states import KazooState
 
+from app.storage.leadership import ContendingLeadership
 from app.storage.zk.connection import ZkConnection
 
 log = logging.getLogger(__name__)
 RETRY_S = 1.0
 
 
-class Leadership:
+class Leadership(ContendingLeadership):
+    """The ``Leadership`` port by kazoo's election under ``path``; the thread's life cycle is
+    ``ContendingLeadership``'s."""
+
     def __init__(self, zk: ZkConnection, path: str, identifier: str, work: Callable[[threading.Event], None]) -> None:
+        super().__init__(path, identifier, work)
         self._zk = zk
         self._path = path
-        self._identifier = identifier
-        self._work = work
-        self._stopped = threading.Event()
-        self._lost = threading.Event()
-        self._thread: threading.Thread | None = None
         self._election = zk.client.Election(path, identifier)
-        self.is_leader = False
 
     def start(self) -> None:
         self._zk.client.add_listener(self._on_state)
-        self._thread = threading.Thread(target=self._contend, name=f"leadership:{self._path}", daemon=True)
-        self._thread.start()
+        super().start()
 
-    def stop(self) -> None:
-        self._stopped.set()
-        self._lost.set()
+    def _stop_contending(self) -> None:
         try:
             self._election.cancel()
         except KazooException:
             pass
-        if self._thread is not None:
-            self._thread.join(timeout=10)
 
     def contenders(self) -> list[str]:
         return list(self._election.contenders())
@@ -66,21 +60,14 @@ class Leadership:
                 self._stopped.wait(RETRY_S)
                 continue
             try:
-                self._election.run(self._lead)
+                self._election.run(self._lead_if_connected)
             except Exception as exc:  # connection trouble while acquiring or releasing: contend again
                 log.warning("leadership of %s interrupted: %r", self._path, exc)
                 self._stopped.wait(RETRY_S)
 
-    def _lead(self) -> None:
+    def _lead_if_connected(self) -> None:
         # A suspension while we waited for the lock set ``lost``; if the session survived it, the lock we
         # now hold is ours, so start afresh. If we are not connected now, give leadership up at once.
         if self._stopped.is_set() or not self._zk.connected:
             return
-        self._lost.clear()
-        self.is_leader = True
-        log.info("%s leads %s", self._identifier, self._path)
-        try:
-            self._work(self._lost)
-        finally:
-            self.is_leader = False
-            log.info("%s no longer leads %s", self._identifier, self._path)
+        self._lead()

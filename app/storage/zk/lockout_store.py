@@ -23,7 +23,6 @@ the caller says so.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from kazoo.recipe.watchers import ChildrenWatch
 
 from app.domain.clock import Clock
 from app.domain.lockout import Lock, LockInForce
+from app.storage.lockout_mirror import LockoutMirror
 from app.storage.release_listeners import ReleaseListeners
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import session_errors_translated
@@ -57,21 +57,25 @@ class _Entry:
     def ends_ms(self) -> int:
         return self.since_ms + self.duration_ms
 
+    @property
+    def is_lock(self) -> bool:
+        return self.kind is LockoutKind.LOCK
 
-class ZkLockoutStore:
+
+class ZkLockoutStore(LockoutMirror[str, _Entry]):
+    """The view (``LockoutMirror``) holds each child of ``/kts/lockouts`` by its znode name."""
+
     def __init__(self, zk: ZkConnection, *, service_id: str, clock: Clock, max_shared: int = MAX_SHARED_LOCKS) -> None:
+        super().__init__(max_shared=max_shared)
         self._zk = zk
         self._service_id = service_id
         self._clock = clock
-        self._max_shared = max_shared
-        self._entries: dict[str, _Entry] = {}  # znode name -> what it is
         self._unlisted: set[str] = set()  # names this replica created that no child list has shown yet
         self._offset_ms = 0  # ZooKeeper's clock minus this replica's
         self._offset_read_ms: int | None = None  # this replica's clock when the offset was last read
         self._clock_reading = False
         self._replicas = 1
         self._listeners = ReleaseListeners()
-        self._guard = threading.Lock()
 
     def start(self) -> None:
         """Read ZooKeeper's clock and follow the locks and the replicas (raises StoreUnavailable when ZooKeeper
@@ -90,27 +94,10 @@ class ZkLockoutStore:
         """Call ``listener(key)`` for each release seen, whichever replica made it (on kazoo's thread)."""
         self._listeners.add(listener)
 
-    def locked_ms(self, key: str) -> int:
-        """How much longer the account's shared locks last (0: none in force)."""
-        now = self.now_ms()
-        with self._guard:
-            ends = [e.ends_ms for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.key == key]
-        return max(0, max(ends, default=0) - now)
-
-    def in_force(self) -> int:
-        """How many shared locks are in force (the figure the bound applies to)."""
-        now = self.now_ms()
-        with self._guard:
-            return sum(1 for e in self._entries.values() if e.kind is LockoutKind.LOCK and e.ends_ms > now)
-
     def share(self, lock: Lock) -> bool:
         """Create the lock every replica will see; False when the bound is reached (nothing written). Raises
         StoreUnavailable when ZooKeeper cannot take it."""
-        in_force = self.in_force()
-        with self._guard:
-            listed = len(self._entries)
-        if in_force >= self._max_shared or listed >= 2 * self._max_shared:
-            log.warning("%d account locks are shared already: this one is kept by this replica only", in_force)
+        if not self._room_to_share():
             return False
         data = KtsZNodes.encode_lockout(
             account=lock.account, failures=lock.failures, locked_at_ms=lock.locked_at_ms, service_id=self._service_id

@@ -12,18 +12,15 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 
 from cachetools import TTLCache
 
-from app.domain.principal import KafkaPrincipal
-from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
-from app.storage.token_index import TokenIndex
+from app.storage.indexed_token_cache import IndexedTokenCache
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -36,7 +33,7 @@ _TOKEN_ID = re.compile(TOKEN_ID_PATTERN)
 TOMBSTONE_SECONDS = 120.0
 
 
-class TokenCache:
+class TokenCache(IndexedTokenCache):
     def __init__(
         self,
         zk: ZkConnection,
@@ -48,19 +45,16 @@ class TokenCache:
     ) -> None:
         """``while_reloading``: entered around every load of every token, the first and those after a lost session
         (the composition root pauses the garbage collector meanwhile and freezes what was loaded)."""
+        super().__init__(secret)
         self._zk = zk
         self._while_reloading = while_reloading
         self._store = store
-        self._index = TokenIndex(secret)
-        # The lock guards the dicts only; ZooKeeper is read outside it. A read that raced a newer change
-        # cannot undo it: states are installed only when their znode version is newer than the cached one,
-        # and a token this replica saw deleted (a tombstone; ids are never reused) is never put back.
-        # Single-key reads need no lock (dict lookups are atomic).
-        self._lock = threading.Lock()
+        # A read that raced a newer change cannot undo it: states are installed only when their znode version is
+        # newer than the cached one, and a token this replica saw deleted (a tombstone; ids are never reused) is
+        # never put back.
         # Expired tombstones are dropped in amortized constant time per deletion, so a mass sweep that
         # forgets 100k tokens in a row stays linear; no size bound, lest one be dropped before its time.
         self._tombstones: TTLCache[str, bool] = TTLCache(maxsize=math.inf, ttl=TOMBSTONE_SECONDS, timer=timer)
-        self.loaded = False
         self._follower = ChangeFollower(
             zk,
             [NotificationQueue(TokenChangeZNode.ROOT, self._on_change, handle_batch=self._on_changes)],
@@ -74,46 +68,9 @@ class TokenCache:
     def stop(self) -> None:
         self._follower.stop()
 
-    def __len__(self) -> int:
-        return len(self._index)
-
-    def get(self, token_id: str) -> StoredToken | None:
-        return self._index.get(token_id)
-
     def lookup(self, token_id: str) -> StoredToken | None:
         """``get``: the watches keep this cache current, so an unknown token is refused without asking."""
         return self._index.get(token_id)
-
-    def find_by_hmac(self, mac: bytes) -> str | None:
-        return self._index.find_by_hmac(mac)
-
-    def tokens(self) -> list[StoredToken]:
-        with self._lock:
-            return self._index.tokens()
-
-    def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
-        """Tokens that any of ``principals`` owns, renews or requested."""
-        with self._lock:
-            return self._index.related_to(principals)
-
-    def after(self, token_id: str | None, count: int) -> list[StoredToken]:
-        """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""
-        with self._lock:
-            return self._index.after(token_id, count)
-
-    def live_count(self, key: QuotaKey, now_ms: int) -> int:
-        """Tokens counted against ``key``'s quota at ``now_ms``: expired ones never count, swept or not."""
-        with self._lock:
-            return self._index.live_count(key, now_ms)
-
-    def requested_count(self, principal: KafkaPrincipal) -> int:
-        """Tokens ``principal`` requested (for itself or others), expired ones included."""
-        return self._index.requested_count(principal)
-
-    def expired_count(self, now_ms: int) -> int:
-        """Tokens past their expiry or maximum, not swept yet."""
-        with self._lock:
-            return self._index.expired_count(now_ms)
 
     def refresh(self, token_id: str) -> None:
         """Re-read one token from ZooKeeper (after a notification)."""

@@ -45,6 +45,7 @@ from app.cli.server.kafka_broker.broker import (
 from app.cli.server.kafka_broker.dev_broker import TOKEN_MECHANISM, write_admin_config
 from app.cli.server.kafka_broker.dev_layout import KRAFT_STACK
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE, cache_root, fetch, is_cached
+from app.cli.server.kept_secret import kept_secret
 
 KTS_PRINCIPAL = "kts"
 _KTS_PASSWORD_FILE = "kts.password"
@@ -130,11 +131,7 @@ def start_kraft_dev_broker(data_dir: Path, secret: str, port: int, say: Callable
 
 def _kept_password(path: Path) -> str:
     """A random password kept in ``path`` (mode 0600), the same on every start of the stack."""
-    if not path.exists():
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "w") as handle:
-            handle.write(secrets.token_urlsafe(24))
-    return path.read_text().strip()
+    return kept_secret(path, 24)
 
 
 def _as_broker(broker: KafkaBroker) -> KafkaAdminClient:
