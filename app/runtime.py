@@ -60,6 +60,7 @@ from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.settings import KafkaSettings
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
@@ -78,6 +79,7 @@ from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
+from app.storage.zk.settings import ZooKeeperSettings
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_changes import ZkTokenChanges
 from app.storage.zk.token_store import ZkTokenStore
@@ -193,11 +195,11 @@ def zk_connection(settings: Settings) -> ZkConnection:
     """The ZooKeeper session of these settings: address, timeouts, login, TLS, znode ACL policy, and whether a
     Kafka cluster must already live there."""
     return ZkConnection(
-        settings.zookeeper_connect_string,
-        session_timeout_ms=settings.zookeeper_session_timeout_ms,
-        connection_timeout_ms=settings.zookeeper_connection_timeout_ms,
-        security=settings.zookeeper_security,
-        require_cluster=settings.zookeeper_cluster_required,
+        settings.group(ZooKeeperSettings).connect_string,
+        session_timeout_ms=settings.group(ZooKeeperSettings).session_timeout_ms,
+        connection_timeout_ms=settings.group(ZooKeeperSettings).connection_timeout_ms,
+        security=settings.group(ZooKeeperSettings).security,
+        require_cluster=settings.group(ZooKeeperSettings).cluster_required,
     )
 
 
@@ -304,17 +306,17 @@ def own_identity(settings: Settings, learned: Callable[[], KafkaPrincipal | None
     ``admin.sasl.jaas.config`` user and the principal the brokers answered (``learned``) through the Kafka
     protocol; its SASL login to ZooKeeper with ZooKeeper."""
     if settings.backend == "kafka":
-        login = settings.kafka_security.login
+        login = settings.group(KafkaSettings).security.login
         configured = [] if login is None else [KafkaPrincipal.user(login.username)]
         return OwnIdentity(configured, learned, source="its login to the brokers, admin.sasl.jaas.config")
-    zk_login = settings.zookeeper_security.login
+    zk_login = settings.group(ZooKeeperSettings).security.login
     configured = [] if zk_login is None else [KafkaPrincipal.user(zk_login.username)]
     return OwnIdentity(configured, learned, source="its SASL login to ZooKeeper")
 
 
 def warn_shared_identity(settings: Settings, identity: OwnIdentity, users: ScramUsers) -> None:
     """The start-up warning when kts's own principal is also a login someone may present to kts."""
-    login = settings.kafka_security.login if settings.backend == "kafka" else None
+    login = settings.group(KafkaSettings).security.login if settings.backend == "kafka" else None
     own_scram = login.username if login is not None and login.mechanism.startswith("SCRAM-") else None
     for warning in shared_identity_warnings(identity, settings.super_user_principals, users, own_scram_login=own_scram):
         log.warning(warning)
@@ -340,17 +342,17 @@ def kafka_cluster(settings: Settings) -> KafkaCluster:
     """The brokers of ``bootstrap.servers``, reached with the ``admin.*`` login."""
     from app.storage.kafka.cluster import KafkaCluster  # see _kafka_runtime
 
-    assert settings.bootstrap_servers is not None
     return KafkaCluster(
-        settings.bootstrap_servers, settings.kafka_security, request_timeout_ms=settings.admin_request_timeout_ms
+        settings.group(KafkaSettings).bootstrap_servers,
+        settings.group(KafkaSettings).security,
+        request_timeout_ms=settings.group(KafkaSettings).request_timeout_ms,
     )
 
 
 def zookeeper_facts(settings: Settings, cluster_id: str | None, identity: OwnIdentity) -> ClusterFacts:
     """What ``kts cluster status`` tells of a cluster kts reaches through ZooKeeper: the ensemble of
     ``zookeeper.connect`` (its chroot apart) and the principal of kts's SASL login to ZooKeeper, if any."""
-    assert settings.zookeeper_connect is not None
-    hosts, _, _chroot = settings.zookeeper_connect.partition("/")
+    hosts, _, _chroot = settings.group(ZooKeeperSettings).connect_string.partition("/")
     principals = sorted(str(principal) for principal in identity.principals())
     return ClusterFacts(
         mode="zookeeper",
@@ -443,7 +445,7 @@ def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation]
             if not state.writes_allowed:
                 raise state.refusal()
             zk.write_fence = cluster
-            store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
+            store = ZkTokenStore(zk, znode_version=settings.group(ZooKeeperSettings).token_znode_version)
             auditor = Auditor(audit_log, ZkIntentStore(zk))
             results.append(use(MigrationPreparation(store, auditor=auditor, clock=clock)))
 
@@ -455,10 +457,10 @@ def _unrenewable(settings: Settings, view: TokenCache, clock: Clock) -> Callable
     """How many live tokens kts's principal on bootstrap.servers could not renew (None: that principal is unknown,
     or ``admin.sasl.jaas.config`` names none, which prepare-migration reports)."""
     try:
-        principal = settings.kafka_login_principal
+        principal = settings.group(ZooKeeperSettings).kafka_login_principal
     except ValueError:
         principal = None
-    principal = principal or next(iter(settings.added_renewers), None)
+    principal = principal or next(iter(settings.group(ZooKeeperSettings).added_renewers), None)
     if principal is None:
         return None
     known = principal
@@ -471,7 +473,7 @@ def _policy(settings: Settings, *, added_renewers: bool = False) -> TokenPolicy:
         max_lifetime_ms=settings.delegation_token_max_lifetime_ms,
         default_renew_ms=settings.delegation_token_expiry_time_ms,
         create_for_super_users=settings.token_create_for_super_users,
-        added_renewers=settings.added_renewers if added_renewers else (),
+        added_renewers=settings.group(ZooKeeperSettings).added_renewers if added_renewers else (),
     )
 
 
@@ -569,7 +571,7 @@ def _shared_in_database(settings: Settings, clock: Clock, audit_log: AuditLog, c
         marks,
         requesters,
         # A create's RPC may land until the Kafka client gives up on it, and a little after.
-        SqlQuotaGuard(engine, in_flight_ms=max(30_000, 2 * settings.admin_request_timeout_ms)),
+        SqlQuotaGuard(engine, in_flight_ms=max(30_000, 2 * settings.group(KafkaSettings).request_timeout_ms)),
         lockout_store,
         settler,
         startup=[registry.start, lockout_store.start],
@@ -613,10 +615,12 @@ def _kafka_runtime(
     intents = shared.intents
     auditor = Auditor(audit_log, intents, observer=audit_observer)
     acl_rpc = KafkaAcls(cluster.wire)
-    acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.cluster_cache_refresh_ms)
+    acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.group(KafkaSettings).cache_refresh_ms)
     acl_store = KafkaAclStore(acl_rpc, acl_cache, intents)
     authorizer = _authorizer(settings, acl_cache)
-    token_cache = KafkaTokenCache(cluster, secret, shared.requesters, interval_ms=settings.cluster_cache_refresh_ms)
+    token_cache = KafkaTokenCache(
+        cluster, secret, shared.requesters, interval_ms=settings.group(KafkaSettings).cache_refresh_ms
+    )
     token_store = KafkaTokenStore(
         cluster, token_cache, secret, quota_guard=shared.quota_guard, intents=intents, requesters=shared.requesters
     )
@@ -732,9 +736,9 @@ def _zookeeper_runtime(
     identity = own_identity(settings)
     credentials = CredentialCache(zk, user_store)  # what Basic logins check passwords against
     secret = TokenSecret(settings.secret_key)
-    token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
+    token_store = ZkTokenStore(zk, znode_version=settings.group(ZooKeeperSettings).token_znode_version)
     token_cache = TokenCache(zk, token_store, secret, while_reloading=_reloaded_for_good)
-    capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
+    capacity_policy = CapacityPolicy(settings.group(ZooKeeperSettings).children_max_bytes)
     capacity = CapacityGuard(
         ZkChildLists(zk),
         capacity_policy,
@@ -742,7 +746,9 @@ def _zookeeper_runtime(
         next_expiry_ms=lambda: min((stored.token.expiry_timestamp for stored in token_cache.tokens()), default=None),
     )
     shares = TokenShares(
-        SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
+        SharePolicy.of(
+            settings.group(ZooKeeperSettings).children_max_bytes, settings.group(ZooKeeperSettings).write_share_ratio
+        ),
         token_cache,
         clock=clock,
         authorizer=authorizer,

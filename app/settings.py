@@ -4,16 +4,23 @@
 (``delegation.token.secret.key`` -> ``KTS_DELEGATION_TOKEN_SECRET_KEY``). Keys a broker's
 ``server.properties`` carries that kts does not use are ignored, so that file can be given as it is.
 Settings are built by the CLI or ``create_app``, never at import time.
+
+Each cluster backend reads and checks its own keys in a group of its own (``app/storage/<backend>/settings.py``):
+this module knows no backend. The composition root hands it the groups (app/backends.py); it reads their keys
+from the file and the environment as it reads its own, builds every group, and picks the backend in use.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 import socket
+from collections.abc import Mapping, Sequence
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 import javaproperties
@@ -22,21 +29,13 @@ from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from app.config_names.typos import likely_intended
-from app.domain.capacity import DEFAULT_MAX_BYTES as DEFAULT_CHILDREN_MAX_BYTES
-from app.domain.capacity import REPLY_FIXED_BYTES
 from app.domain.errors import InvalidPrincipal
-from app.domain.jaas import JaasSyntaxError, parse_login_module
 from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
-from app.domain.token_share import DEFAULT_RATIO as DEFAULT_SHARE_RATIO
-from app.domain.token_share import share_problem
-from app.storage.kafka.client_config import KafkaClientSecurity, bootstrap_servers, kafka_client_security
-from app.storage.zk.client_security import ZkClientSecurity, client_security
 
 ENV_PREFIX = "KTS_"
 DEFAULT_JWT_MAX_LIFETIME_S = 86_400  # one day: a Kubernetes projected token lives an hour by default
-_CONNECT = re.compile(r"[^,/\s:]+:\d{1,5}(,[^,/\s:]+:\d{1,5})*(/[^\s]*)?")
 
 
 class ConfigError(Exception):
@@ -79,20 +78,78 @@ def read_properties(path: Path) -> dict[str, str]:
         return dict(javaproperties.load(handle))
 
 
-class _PropertiesFile(PydanticBaseSettingsSource):
-    """Reads a properties file, keeping only the keys that name a setting. A key that is neither kts's nor
-    Kafka's but a likely misspelling of a kts key refuses the start (app/config_names/typos.py)."""
+class BackendGroup(Protocol):
+    """One cluster backend's group of settings, a pydantic model in ``app/storage/<backend>/settings.py`` whose
+    fields carry their key's name (``zookeeper_session_timeout_ms``) as alias: it reads and checks the keys of that
+    backend, and derives what the backend needs from them (its client security, read once at load)."""
 
-    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+    name: ClassVar[str]  # the backend's name, ``settings.backend``
+    selector: ClassVar[str]  # the field (alias) whose value chooses this backend: ``zookeeper_connect``
+    purpose: ClassVar[str]  # what the selector reaches, for the one line when no backend is chosen
+
+    @classmethod
+    def model_validate(cls, obj: Any) -> Any: ...
+
+    @property
+    def selected(self) -> bool:
+        """Whether the keys choose this backend (the first chosen in the composition root's order is in use)."""
+        ...
+
+    def derive(self, in_use: bool) -> None:
+        """The checks of the keys read together, at the end of the load (raise ValueError naming the key)."""
+        ...
+
+
+Group = TypeVar("Group", bound=BackendGroup)
+
+
+def group_fields(backends: Sequence[type[BackendGroup]]) -> dict[str, FieldInfo]:
+    """Every key of these groups (field alias: ``zookeeper_connect``) and its field, in order."""
+    found: dict[str, FieldInfo] = {}
+    for backend in backends:
+        model_fields: dict[str, FieldInfo] = getattr(backend, "model_fields")  # noqa: B009 - a pydantic model's
+        for name, info in model_fields.items():
+            found.setdefault(info.alias or name, info)
+    return found
+
+
+@dataclass(frozen=True)
+class _Load:
+    """What one load reads, for the sources and validators pydantic-settings builds from the class."""
+
+    backends: Sequence[type[BackendGroup]] = ()
+    file_values: Mapping[str, str] = field(default_factory=dict)  # every key of the file
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+
+    def raw(self, key: str) -> tuple[bool, Any]:
+        """A key's value as a setting reads it: an explicit override, else ``KTS_<KEY>``, else the file."""
+        if key in self.overrides:
+            return True, self.overrides[key]
+        variable = env_name(key).lower()
+        for name, value in os.environ.items():
+            if name.lower() == variable:
+                return True, value
+        if property_key(key) in self.file_values:
+            return True, self.file_values[property_key(key)]
+        return False, None
+
+    def group_values(self, backend: type[BackendGroup]) -> dict[str, Any]:
+        values = {}
+        for key in group_fields([backend]):
+            found, value = self.raw(key)
+            if found:
+                values[key] = value
+        return values
+
+
+class _PropertiesFile(PydanticBaseSettingsSource):
+    """The properties file's keys that name a setting of this class (the load has read it and checked it for
+    misspelled keys)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], load: _Load) -> None:
         super().__init__(settings_cls)
-        self._values: dict[str, str] = {}
-        if path is not None:
-            raw = read_properties(path)
-            fields = {property_key(name): name for name in settings_cls.model_fields}
-            for key in raw:
-                if (intended := likely_intended(key, fields)) is not None:
-                    raise ConfigError(f"{key}: not a kts or Kafka key; did you mean {intended}?")
-            self._values = {fields[key]: value for key, value in raw.items() if key in fields}
+        fields = {property_key(name): name for name in settings_cls.model_fields}
+        self._values = {fields[key]: value for key, value in load.file_values.items() if key in fields}
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
         return self._values.get(field_name), field_name, False
@@ -104,10 +161,8 @@ class _PropertiesFile(PydanticBaseSettingsSource):
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, case_sensitive=False, extra="ignore")
 
-    # Kafka broker keys. The cluster: zookeeper.connect (ZooKeeper-mode clusters, read and written in ZooKeeper),
-    # else bootstrap.servers (any cluster from Kafka 3.3 on, KRaft included, through the Kafka protocol).
-    zookeeper_connect: str | None = None
-    bootstrap_servers: str | None = None
+    # Kafka broker keys. The cluster's keys are its backend's group's (BackendGroup): zookeeper.connect
+    # (app/storage/zk/settings.py), else bootstrap.servers (app/storage/kafka/settings.py).
     delegation_token_secret_key: SecretStr | None = None
     delegation_token_master_key: SecretStr | None = None
     delegation_token_max_lifetime_ms: int = Field(604_800_000, ge=1)
@@ -116,39 +171,6 @@ class Settings(BaseSettings):
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False
     ssl_principal_mapping_rules: str = "DEFAULT"
-    zookeeper_session_timeout_ms: int = Field(18_000, ge=1_000, le=600_000)
-    # How long start-up waits for a ZooKeeper session; unset, as in Kafka, zookeeper.session.timeout.ms.
-    zookeeper_connection_timeout_ms: int | None = Field(None, ge=100, le=600_000)
-    # kts key: refuse to start where no broker ever wrote /cluster/id (a mistyped chroot); false only to run
-    # kts before the cluster's first broker
-    zookeeper_cluster_required: bool = True
-    # ZooKeeper security: Kafka's keys where kazoo can honour them, kts keys for SASL and PEM files
-    # (checked together by app/storage/zk/client_security.py; docs/operations.md#zookeeper-security)
-    zookeeper_set_acl: bool = False
-    zookeeper_sasl_username: str | None = None
-    zookeeper_sasl_password: SecretStr | None = None
-    zookeeper_jaas_file: Path | None = None
-    zookeeper_sasl_clientconfig: str = "Client"  # the JAAS section, as ZooKeeper's system property names it
-    zookeeper_ssl_client_enable: bool = False
-    zookeeper_ssl_cafile: Path | None = None
-    zookeeper_ssl_certfile: Path | None = None
-    zookeeper_ssl_keyfile: Path | None = None
-    zookeeper_ssl_keyfile_password: SecretStr | None = None
-    zookeeper_ssl_endpoint_identification_algorithm: str = "HTTPS"
-    # kts's own login to the brokers (bootstrap.servers only): a Kafka admin client's keys, prefixed ``admin.``
-    # as Kafka Connect names its admin client's (checked together by app/storage/kafka/client_config.py)
-    admin_security_protocol: str = "PLAINTEXT"
-    admin_sasl_mechanism: str = "GSSAPI"
-    admin_sasl_jaas_config: SecretStr | None = None
-    admin_ssl_truststore_location: Path | None = None
-    admin_ssl_truststore_type: str = "PEM"
-    admin_ssl_keystore_location: Path | None = None
-    admin_ssl_keystore_type: str = "PEM"
-    admin_ssl_key_password: SecretStr | None = None
-    admin_ssl_endpoint_identification_algorithm: str = "https"
-    admin_request_timeout_ms: int = Field(30_000, ge=1_000, le=600_000)
-    # How often each replica re-reads tokens and ACLs from the brokers (bootstrap.servers only)
-    cluster_cache_refresh_ms: int = Field(2_000, ge=100, le=3_600_000)
     # service keys
     http_listeners: str = "http://127.0.0.1:8080"
     # A broker's listeners (SASL_SSL://:9093,...) are not kts's: read only when every entry is an http(s) URL,
@@ -160,11 +182,7 @@ class Settings(BaseSettings):
     ssl_keyfile: Path | None = None
     ssl_cafile: Path | None = None
     ssl_client_auth: Literal["none", "requested", "required"] = "none"
-    token_znode_version: int = 3
     token_create_for_super_users: bool = False  # a token authenticates as its owner: a super user's power
-    # kts key, ZooKeeper mode: User principals (``;``-separated) named renewers of every token kts creates, so that
-    # kts on bootstrap.servers, logged in as one of them, can renew and expire them after a migration to KRaft
-    token_renewers_add: str = ""
     service_id: str = Field(default_factory=socket.gethostname, min_length=1, max_length=255)
     log_format: Literal["json", "text"] | None = None  # unset: json for `kts serve`, text for `kts dev`
     # Bulk revocation when kts removes what let a token be made (as in Kafka, off by default):
@@ -186,11 +204,6 @@ class Settings(BaseSettings):
     auth_failures_address_max: int = Field(100, ge=1)  # per client address, whatever it claims
     auth_failures_window_ms: int = Field(60_000, ge=1)
     auth_throttle_max_keys: int = Field(100_000, ge=1)
-    # cluster capacity guard (app/domain/capacity.py): the largest getChildren reply, in bytes, kts lets either
-    # /delegation_token/tokens or /delegation_token/token_changes grow to; keep it under brokers' jute.maxbuffer
-    zookeeper_children_max_bytes: int = Field(DEFAULT_CHILDREN_MAX_BYTES, gt=REPLY_FIXED_BYTES)
-    # each principal's share of that budget for its token writes (app/domain/token_share.py); 0 = no shares
-    token_write_share_ratio: float = Field(DEFAULT_SHARE_RATIO, ge=0, le=1, allow_inf_nan=False)
     # workload JWTs (Kafka's OAUTHBEARER validation keys, KIP-768; app/auth/workload_jwt.py): on when the URL is set
     sasl_oauthbearer_jwks_endpoint_url: str | None = None
     sasl_oauthbearer_jwks_endpoint_refresh_ms: int = Field(3_600_000, ge=1_000)
@@ -215,48 +228,43 @@ class Settings(BaseSettings):
     auth_lockout_cleanup_interval_ms: int = Field(60_000, ge=100, le=86_400_000)  # the leader deletes ended locks
     # audit rows older than this many days are deleted by the leader (unset: kept for ever)
     audit_retention_days: int | None = Field(None, ge=1, le=36_500)
-    # Derived once while validating (the JAAS file is read then, not each time the value is used).
-    _zookeeper_security: ZkClientSecurity = PrivateAttr(default_factory=ZkClientSecurity)
-    _kafka_security: KafkaClientSecurity = PrivateAttr(default_factory=KafkaClientSecurity)
+    # Every backend's group, in the composition root's order, each built and checked at load.
+    _groups: tuple[BackendGroup, ...] = PrivateAttr(default=())
     _listener_key_used: str = PrivateAttr(default="http.listeners")
-
-    @field_validator("zookeeper_connect")
-    @classmethod
-    def _connect_string(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        if not _CONNECT.fullmatch(value.strip()):
-            raise ValueError("must be host:port[,host:port...][/chroot]")
-        return value.strip()
-
-    @field_validator("bootstrap_servers")
-    @classmethod
-    def _bootstrap_servers(cls, value: str | None) -> str | None:
-        if value is None or not value.strip():
-            return None
-        return ",".join(bootstrap_servers(value))
 
     @model_validator(mode="after")
     def _one_cluster(self) -> Settings:
-        if self.zookeeper_connect is None and self.bootstrap_servers is None:
-            raise ValueError(
-                "zookeeper.connect: missing (set it, or bootstrap.servers for a cluster reached through the Kafka "
-                "protocol, in the properties file or as KTS_ZOOKEEPER_CONNECT / KTS_BOOTSTRAP_SERVERS)"
-            )
+        """Builds every backend's group from its keys (a bad value refuses the start, one line naming the key)
+        and checks that one chooses the cluster."""
+        load = _loading.get() or _Load()
+        groups = []
+        for backend in load.backends:
+            try:
+                groups.append(backend.model_validate(load.group_values(backend)))
+            except ValidationError as exc:
+                raise ValueError(describe_validation_error(exc)) from None
+        self._groups = tuple(groups)
+        if not any(group.selected for group in groups):
+            raise ValueError(_no_cluster(load.backends))
         return self
 
     @property
-    def backend(self) -> Literal["zookeeper", "kafka"]:
-        """Where kts reads and writes the cluster's tokens, ACLs and users: ZooKeeper wherever zookeeper.connect
-        is set (as before bootstrap.servers existed), else the Kafka protocol."""
-        return "zookeeper" if self.zookeeper_connect is not None else "kafka"
+    def cluster(self) -> BackendGroup:
+        """The group of the backend in use: the first whose keys choose it."""
+        return next(group for group in self._groups if group.selected)
 
     @property
-    def zookeeper_connect_string(self) -> str:
-        """``zookeeper.connect``, for the ZooKeeper backend only."""
-        if self.zookeeper_connect is None:
-            raise ConfigError("zookeeper.connect: missing")
-        return self.zookeeper_connect
+    def backend(self) -> str:
+        """Where kts reads and writes the cluster's tokens, ACLs and users (``zookeeper``, ``kafka``): the first
+        backend, in the composition root's order, whose key is set."""
+        return self.cluster.name
+
+    def group(self, backend: type[Group]) -> Group:
+        """The group of ``backend``, the one in use; ConfigError naming its key when another is in use."""
+        found = self.cluster
+        if not isinstance(found, backend):
+            raise ConfigError(f"{property_key(backend.selector)}: missing")
+        return found
 
     @field_validator("token_quota_per_owner", "token_quota_per_requester", mode="before")
     @classmethod
@@ -266,13 +274,6 @@ class Settings(BaseSettings):
         if isinstance(value, int) and value < 0:
             raise ValueError(f"{value} is not a whole number of tokens, 0 (no limit) or more")
         return value
-
-    @model_validator(mode="after")
-    def _write_share(self) -> Settings:
-        problem = share_problem(self.zookeeper_children_max_bytes, self.token_write_share_ratio)
-        if problem is not None:
-            raise ValueError(f"token.write.share.ratio: {problem}")
-        return self
 
     @field_validator("http_trusted_proxies")
     @classmethod
@@ -299,13 +300,6 @@ class Settings(BaseSettings):
     def lockout_exempt_addresses(self) -> ExemptAddresses:
         return ExemptAddresses.parse(self.auth_lockout_exempt_addresses)
 
-    @field_validator("token_znode_version")
-    @classmethod
-    def _znode_version(cls, value: int) -> int:
-        if value not in (1, 3):
-            raise ValueError("must be 1 (Kafka 1.1 to 3.2 brokers) or 3 (Kafka 3.3 and later)")
-        return value
-
     @field_validator("super_users")
     @classmethod
     def _principals(cls, value: str) -> str:
@@ -314,15 +308,6 @@ class Settings(BaseSettings):
                 KafkaPrincipal.parse(item)
             except InvalidPrincipal as exc:
                 raise ValueError(f"{item!r} is not a principal: {exc.message}") from None
-        return value
-
-    @field_validator("token_renewers_add")
-    @classmethod
-    def _renewers(cls, value: str) -> str:
-        cls._principals(value)
-        for item in filter(None, (part.strip() for part in value.split(";"))):
-            if not KafkaPrincipal.parse(item).is_user:
-                raise ValueError(f"{item!r}: a renewer must be a principal of type User, as Kafka requires")
         return value
 
     @field_validator("ssl_principal_mapping_rules")
@@ -428,59 +413,12 @@ class Settings(BaseSettings):
         return self
 
     @model_validator(mode="after")
-    def _zookeeper_security_settings(self) -> Settings:
-        """Checks the ZooKeeper security keys together (raises ValueError naming the bad key) and keeps the
-        result, so the JAAS file is read once, at load."""
-
-        def secret(value: SecretStr | None) -> str | None:
-            return None if value is None else value.get_secret_value()
-
-        self._zookeeper_security = client_security(
-            set_acl=self.zookeeper_set_acl,
-            sasl_username=self.zookeeper_sasl_username,
-            sasl_password=secret(self.zookeeper_sasl_password),
-            jaas_file=self.zookeeper_jaas_file,
-            jaas_section=self.zookeeper_sasl_clientconfig,
-            ssl_client_enable=self.zookeeper_ssl_client_enable,
-            ssl_cafile=self.zookeeper_ssl_cafile,
-            ssl_certfile=self.zookeeper_ssl_certfile,
-            ssl_keyfile=self.zookeeper_ssl_keyfile,
-            ssl_keyfile_password=secret(self.zookeeper_ssl_keyfile_password),
-            ssl_endpoint_identification_algorithm=self.zookeeper_ssl_endpoint_identification_algorithm,
-        )
+    def _derived(self) -> Settings:
+        """Each group's keys read together (its client security), last, as they always were."""
+        in_use = self.cluster
+        for group in self._groups:
+            group.derive(group is in_use)
         return self
-
-    @model_validator(mode="after")
-    def _kafka_client_settings(self) -> Settings:
-        """Checks the ``admin.*`` keys together (raises ValueError naming the bad key), for bootstrap.servers."""
-        if self.backend != "kafka":
-            return self
-
-        def secret(value: SecretStr | None) -> str | None:
-            return None if value is None else value.get_secret_value()
-
-        self._kafka_security = kafka_client_security(
-            security_protocol=self.admin_security_protocol,
-            sasl_mechanism=self.admin_sasl_mechanism,
-            sasl_jaas_config=secret(self.admin_sasl_jaas_config),
-            truststore_location=self.admin_ssl_truststore_location,
-            truststore_type=self.admin_ssl_truststore_type,
-            keystore_location=self.admin_ssl_keystore_location,
-            keystore_type=self.admin_ssl_keystore_type,
-            key_password=secret(self.admin_ssl_key_password),
-            endpoint_identification_algorithm=self.admin_ssl_endpoint_identification_algorithm,
-        )
-        return self
-
-    @property
-    def kafka_security(self) -> KafkaClientSecurity:
-        """How kts logs in to the brokers (derived at load from the ``admin.*`` keys)."""
-        return self._kafka_security
-
-    @property
-    def zookeeper_security(self) -> ZkClientSecurity:
-        """How the ZooKeeper session authenticates, encrypts and sets znode ACLs (derived at load)."""
-        return self._zookeeper_security
 
     @property
     def secret_key(self) -> str:
@@ -494,30 +432,6 @@ class Settings(BaseSettings):
     @property
     def super_user_principals(self) -> list[KafkaPrincipal]:
         return [KafkaPrincipal.parse(p.strip()) for p in self.super_users.split(";") if p.strip()]
-
-    @property
-    def kafka_login_principal(self) -> KafkaPrincipal | None:
-        """``User:<username>`` of ``admin.sasl.jaas.config`` (kts's login on bootstrap.servers, PLAIN or SCRAM), read
-        in ZooKeeper mode too, for ``kts cluster prepare-migration``; None when the key is not set. ValueError naming
-        the key when it names no user."""
-        if self.admin_sasl_jaas_config is None or not self.admin_sasl_jaas_config.get_secret_value().strip():
-            return None
-        try:
-            module = parse_login_module(self.admin_sasl_jaas_config.get_secret_value())
-        except JaasSyntaxError as exc:
-            raise ValueError(f"admin.sasl.jaas.config: {exc.reason}") from None
-        username = module.options.get("username")
-        if not username:
-            raise ValueError(
-                "admin.sasl.jaas.config: names no user (a username option, as PLAIN and SCRAM logins have)"
-            )
-        return KafkaPrincipal.user(username)
-
-    @property
-    def added_renewers(self) -> tuple[KafkaPrincipal, ...]:
-        """``token.renewers.add``, in order, each once."""
-        parsed = (KafkaPrincipal.parse(p.strip()) for p in self.token_renewers_add.split(";") if p.strip())
-        return tuple(dict.fromkeys(parsed))
 
     @property
     def listener_scheme(self) -> str:
@@ -569,12 +483,23 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return init_settings, env_settings, _PropertiesFile(settings_cls, _properties_path.get())
+        return init_settings, env_settings, _PropertiesFile(settings_cls, _loading.get() or _Load())
 
 
-# The file the current load reads. pydantic-settings builds its sources from the class, so the path
-# reaches the source through a context variable (safe across threads and tasks).
-_properties_path: ContextVar[Path | None] = ContextVar("kts_properties_path", default=None)
+# What the current load reads. pydantic-settings builds its sources from the class, so the file's values and
+# the backends' groups reach the source and the validators through a context variable (safe across threads and
+# tasks).
+_loading: ContextVar[_Load | None] = ContextVar("kts_settings_load", default=None)
+
+
+def _no_cluster(backends: Sequence[type[BackendGroup]]) -> str:
+    """The one line when no backend's key is set: the first's key, and the others' as alternatives."""
+    if not backends:
+        return "no cluster backend: the composition root gives the backends' settings groups"
+    first, *others = backends
+    alternatives = "".join(f", or {property_key(other.selector)} for {other.purpose}" for other in others)
+    variables = " / ".join(env_name(backend.selector) for backend in backends)
+    return f"{property_key(first.selector)}: missing (set it{alternatives}, in the properties file or as {variables})"
 
 
 def allow_everyone_warning(settings: Settings) -> str | None:
@@ -603,11 +528,31 @@ def jwt_super_user_warnings(settings: Settings) -> list[str]:
     ]
 
 
-def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Build settings from the file, the environment and explicit overrides, or raise ConfigError."""
+def setting_fields(backends: Sequence[type[BackendGroup]]) -> dict[str, FieldInfo]:
+    """Every key kts reads (``zookeeper_connect``: a key's name with ``_`` for ``.``) and its field: the service's
+    and each backend's."""
+    return dict(Settings.model_fields) | {
+        name: info for name, info in group_fields(backends).items() if name not in Settings.model_fields
+    }
+
+
+def read_settings(config_file: Path | None, backends: Sequence[type[BackendGroup]], **overrides: Any) -> Settings:
+    """Build settings, with each of ``backends``' groups, from the file, the environment and explicit overrides
+    (keyed like the fields: ``zookeeper_connect=...``), or raise ConfigError. A key of the file that is neither
+    kts's nor Kafka's but a likely misspelling of a kts key refuses the start (app/config_names/typos.py)."""
     if config_file is not None and not config_file.is_file():
         raise ConfigError(f"configuration file {config_file} does not exist")
-    reset = _properties_path.set(config_file)
+    file_values: dict[str, str] = {}
+    if config_file is not None:
+        try:
+            file_values = read_properties(config_file)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"cannot read configuration file {config_file}: {exc}") from None
+        keys = [property_key(name) for name in setting_fields(backends)]
+        for key in file_values:
+            if (intended := likely_intended(key, keys)) is not None:
+                raise ConfigError(f"{key}: not a kts or Kafka key; did you mean {intended}?")
+    reset = _loading.set(_Load(tuple(backends), file_values, overrides))
     try:
         return Settings(**overrides)
     except (OSError, UnicodeDecodeError) as exc:
@@ -615,7 +560,7 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc)) from None
     finally:
-        _properties_path.reset(reset)
+        _loading.reset(reset)
 
 
 def describe_validation_error(exc: ValidationError) -> str:

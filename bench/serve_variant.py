@@ -23,8 +23,8 @@ def _serve(audit: str) -> None:
     import uvicorn
 
     from app.api.app import create_app
+    from app.backends import load_settings
     from app.cli.server.serve import prepare_audit_database, uvicorn_options
-    from app.settings import load_settings
     from app.storage.audit.sink import NullAuditLog
 
     settings = load_settings()

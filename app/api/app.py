@@ -20,11 +20,12 @@ from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, cluster, ops, tokens, users
 from app.api.security_headers import SecurityHeaders
+from app.backends import load_settings
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
 from app.runtime import build_runtime
 from app.service.audit import AuditLog
-from app.settings import Settings, load_settings
+from app.settings import Settings
 
 CONFIG_ENV = "KTS_CONFIG"
 

@@ -7,10 +7,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.backends import load_settings
 from app.cli.analytics_extra import missing_extra
 from app.domain.clock import SystemClock
 from app.domain.errors import StoreUnavailable
-from app.settings import ConfigError, load_settings
+from app.settings import ConfigError
 
 if TYPE_CHECKING:
     from app.analytics.export import ExportResult

@@ -18,9 +18,10 @@ from app.cli.lockout import _operator
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.backends import load_settings
     from app.domain.errors import KtsError
     from app.runtime import with_cluster_writes
-    from app.settings import load_settings
+    from app.storage.zk.settings import ZooKeeperSettings
 
     settings = load_settings(args.config)
     if settings.backend != "zookeeper":
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
             "prepare-migration runs with kts's ZooKeeper-mode configuration (zookeeper.connect), before the migration"
         )
     try:
-        principal = settings.kafka_login_principal
+        principal = settings.group(ZooKeeperSettings).kafka_login_principal
     except ValueError as exc:
         args.usage.error(str(exc))
     if principal is None:

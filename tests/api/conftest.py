@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.domain.credentials import Mechanism
 from app.domain.scram import derive
-from app.settings import load_settings
 from app.storage.zk.znodes import UserConfigZNode
 from tests.api.backends import BACKENDS, Cluster, protocol_cluster, zookeeper_cluster
 from tests.conftest import SECRET

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.domain.audit import EventQuery
-from app.settings import load_settings
 from app.storage.zk.znodes import KtsZNodes, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually

@@ -21,8 +21,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.app import create_app
 from app.auth import basic as basic_module
+from app.backends import load_settings
 from app.domain.clock import SystemClock
-from app.settings import load_settings
 from app.storage.zk.user_store import ZkUserStore
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
 from tests.conftest import SECRET

@@ -11,7 +11,7 @@ from kazoo.client import KazooClient
 
 from app.api.app import create_app
 from app.api.management import create_management_app
-from app.settings import load_settings
+from app.backends import load_settings
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
-from app.settings import load_settings
 from app.version import DISTRIBUTION
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.conftest import CLUSTER_ID, SECRET, seed_kafka_cluster

@@ -16,7 +16,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
-from app.settings import load_settings
+from app.backends import load_settings
 from tests.api.backends import User, kafka_settings
 from tests.api.conftest import ADMIN, basic, bearer, put_user
 from tests.conftest import CLUSTER_ID, SECRET, ZK_SASL_USERS, SaslZooKeeper

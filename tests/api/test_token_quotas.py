@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.domain.clock import SystemClock
-from app.settings import load_settings
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, put_user
 from tests.conftest import SECRET

@@ -25,12 +25,12 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.domain.capacity import CREATE, CapacityPolicy, ChildList, ListReading, Purpose
 from app.domain.clock import SystemClock
 from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_share import ShareLedger, SharePolicy, ShareWrite, ensure_within
-from app.settings import load_settings
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, put_user
 from tests.api.helpers import eventually

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.domain.clock import SystemClock
-from app.settings import load_settings
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
 

@@ -21,7 +21,7 @@ from kazoo.client import KazooClient
 from app.api.app import create_app
 from app.auth.authorization_header import MAX_JWT_LENGTH
 from app.auth.jwks import MIN_FETCH_INTERVAL_MS
-from app.settings import load_settings
+from app.backends import load_settings
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.conftest import SECRET
 from tests.jwt_material import AUDIENCE, ISSUER, SPARK, JwksServer, JwtKey, claims_for, forge, jwks, jwks_server

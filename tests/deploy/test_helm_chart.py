@@ -21,9 +21,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.settings import ENV_PREFIX, Settings, load_settings
+from app.backends import load_settings
+from app.settings import ENV_PREFIX, Settings
 from app.storage.kafka.client_config import SaslLogin
+from app.storage.kafka.settings import KafkaSettings
 from app.storage.zk.client_security import DigestLogin
+from app.storage.zk.settings import ZooKeeperSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART = ROOT / "helm" / "kts"
@@ -364,12 +367,12 @@ def test_the_config_map_starts_kts_serve(defaults: dict[str, dict[str, Any]], tm
     properties.write_text(config_map["data"][config_path.name], encoding="utf-8")
     env = {entry["name"]: entry.get("value") for entry in kts["env"]}
     settings = load_settings(properties, delegation_token_secret_key="from-the-secret")
-    assert settings.zookeeper_connect == "zookeeper:2181"
+    assert settings.group(ZooKeeperSettings).connect == "zookeeper:2181"
     assert settings.delegation_token_max_lifetime_ms == 604_800_000
     assert settings.delegation_token_expiry_time_ms == 86_400_000
     assert settings.delegation_token_expiry_check_interval_ms == 3_600_000
-    assert settings.zookeeper_session_timeout_ms == 18_000
-    assert settings.token_znode_version == 3
+    assert settings.group(ZooKeeperSettings).session_timeout_ms == 18_000
+    assert settings.group(ZooKeeperSettings).token_znode_version == 3
     assert settings.audit_db_auto_migrate is True
     assert not settings.lockout_exempt_addresses  # no address is a way around the lockout
     # The environment overrides the file, so the Deployment repeats the file's listener in KTS_HTTP_LISTENERS.
@@ -399,12 +402,12 @@ def test_config_values_reach_kts_as_written(chart: helm.Chart, tmp_path: Path) -
     properties = tmp_path / "server.properties"
     properties.write_text(objects["ConfigMap"]["data"]["server.properties"], encoding="utf-8")
     settings = load_settings(properties, delegation_token_secret_key="from-the-secret")
-    assert settings.zookeeper_connect == "zk-0.zk:2181,zk-1.zk:2181/kafka"
+    assert settings.group(ZooKeeperSettings).connect == "zk-0.zk:2181,zk-1.zk:2181/kafka"
     assert settings.delegation_token_max_lifetime_ms == 1_209_600_000
     assert [str(principal) for principal in settings.super_user_principals] == ["User:admin", "User:CN=ops,O=Example"]
     assert settings.allow_everyone_if_no_acl_found is True
     assert settings.ssl_principal_mapping_rules == rules
-    assert settings.token_znode_version == 1
+    assert settings.group(ZooKeeperSettings).token_znode_version == 1
     assert settings.audit_db_auto_migrate is False
     assert settings.auth_lockout_exempt_addresses == "203.0.113.0/24,2001:db8::7"
     assert settings.service_id == "kts-eu"
@@ -590,8 +593,9 @@ def test_defaults_start_an_http_listener_without_zookeeper_security(
     settings, environment = settings_in_pod(defaults, tmp_path, monkeypatch)
     assert settings.http_listeners == "http://0.0.0.0:8080"
     assert settings.ssl_certfile is None and settings.ssl_client_auth == "none"
-    assert settings.zookeeper_security.login is None and settings.zookeeper_security.tls is None
-    assert not settings.zookeeper_set_acl
+    zookeeper = settings.group(ZooKeeperSettings).security
+    assert zookeeper.login is None and zookeeper.tls is None
+    assert not settings.group(ZooKeeperSettings).set_acl
     assert settings.secret_key == "the-brokers-secret"
     assert not [name for name in environment if name.startswith("KTS_SSL") or "ZOOKEEPER" in name]
 
@@ -640,8 +644,8 @@ def test_zookeeper_sasl_password_comes_from_a_secret(
     values = {"zookeeper": {"setAcl": True, "sasl": {"username": "kafka", "passwordSecret": {"name": "kts-zookeeper"}}}}
     objects = by_kind(render(chart, values))
     settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
-    assert settings.zookeeper_set_acl is True
-    assert settings.zookeeper_security.login == DigestLogin("kafka", "zk-password")
+    assert settings.group(ZooKeeperSettings).set_acl is True
+    assert settings.group(ZooKeeperSettings).security.login == DigestLogin("kafka", "zk-password")
     assert environment["KTS_ZOOKEEPER_SASL_PASSWORD"] == "zk-password"
     env = {entry["name"]: entry for entry in container(objects)["env"]}
     assert env["KTS_ZOOKEEPER_SASL_PASSWORD"]["valueFrom"] == {
@@ -655,7 +659,7 @@ def test_zookeeper_login_and_tls_come_from_mounted_secrets(
 ) -> None:
     objects = by_kind(render(chart, SECURED))
     settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
-    security = settings.zookeeper_security
+    security = settings.group(ZooKeeperSettings).security
     assert security.set_acl is True
     assert security.login == DigestLogin("kafka", "from-the-jaas-file")  # the ZkClient section of the JAAS Secret
     assert security.tls is not None and security.tls.check_hostname is False
@@ -749,7 +753,8 @@ def test_production_values_run_three_https_replicas_on_postgresql_with_a_zookeep
     settings, _ = settings_in_pod(objects, tmp_path, monkeypatch)
     assert settings.listener_scheme == "https" and settings.ssl_client_auth == "requested"
     assert settings.audit_db_url.startswith("postgresql://")
-    assert settings.zookeeper_set_acl and settings.zookeeper_security.login == DigestLogin("kafka", "zk-password")
+    zookeeper = settings.group(ZooKeeperSettings)
+    assert zookeeper.set_acl and zookeeper.security.login == DigestLogin("kafka", "zk-password")
     assert [probe["scheme"] for probe in probes(objects)] == ["HTTPS"] * 3
     report = helm.lint(CHART, PRODUCTION, strict=True, kube_version=f"v{KUBERNETES_VERSION}")
     assert report["errors"] == []
@@ -825,9 +830,9 @@ def test_kraft_production_values_reach_the_brokers_through_the_kafka_protocol(
     assert objects["Deployment"]["spec"]["replicas"] == 3
     assert "strategy" not in objects["Deployment"]["spec"]  # rolling updates: PostgreSQL takes any number
     settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
-    assert settings.backend == "kafka" and settings.zookeeper_connect is None
-    assert settings.bootstrap_servers == KRAFT_PRODUCTION["config"]["bootstrapServers"]
-    security = settings.kafka_security
+    assert settings.backend == "kafka" and not isinstance(settings.cluster, ZooKeeperSettings)
+    assert settings.group(KafkaSettings).bootstrap_servers == KRAFT_PRODUCTION["config"]["bootstrapServers"]
+    security = settings.group(KafkaSettings).security
     assert security.protocol == "SASL_SSL"
     assert security.login == SaslLogin("SCRAM-SHA-512", "kts", "kts-pw")
     assert security.tls is not None and security.tls.check_hostname is True and security.tls.certfile is None
@@ -853,13 +858,13 @@ def test_every_admin_option_reaches_kts_with_one_replica_on_sqlite(
 ) -> None:
     objects = by_kind(render(chart, KAFKA_SECURED))
     settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
-    security = settings.kafka_security
+    security = settings.group(KafkaSettings).security
     assert security.login == SaslLogin("SCRAM-SHA-256", "kts", "kts-pw-256")
     assert security.tls is not None and security.tls.check_hostname is False
     assert security.tls.cafile is not None and security.tls.cafile.read_text() == "the brokers' CA bundle"
     assert security.tls.certfile is not None and security.tls.certfile.read_text() == "kts's client certificate and key"
     assert security.tls.key_password == environment["KTS_ADMIN_SSL_KEY_PASSWORD"] == "key-password"
-    assert settings.admin_request_timeout_ms == 15_000
+    assert settings.group(KafkaSettings).request_timeout_ms == 15_000
     # SQLite: one replica, the file on the claim, never two pods writing it at once, no database Secret.
     deployment = objects["Deployment"]
     assert deployment["spec"]["replicas"] == 1 and deployment["spec"]["strategy"] == {"type": "Recreate"}
@@ -899,11 +904,14 @@ def test_the_security_protocol_decides_which_admin_keys_are_written(
     assert ("admin.sasl.mechanism=" in properties) is login
     assert ("admin.ssl.endpoint.identification.algorithm=" in properties) is tls
     settings, environment = settings_in_pod(objects, tmp_path, monkeypatch)
-    assert (settings.kafka_security.login is not None) is login
+    assert (settings.group(KafkaSettings).security.login is not None) is login
     assert ("KTS_ADMIN_SASL_JAAS_CONFIG" in environment) is login
-    assert (settings.kafka_security.tls is not None) is tls
+    assert (settings.group(KafkaSettings).security.tls is not None) is tls
     if tls and "secretName" not in admin.get("ssl", {}):
-        assert settings.kafka_security.tls is not None and settings.kafka_security.tls.cafile is None  # system CAs
+        assert (
+            settings.group(KafkaSettings).security.tls is not None
+            and settings.group(KafkaSettings).security.tls.cafile is None
+        )  # system CAs
         pod = objects["Deployment"]["spec"]["template"]["spec"]
         assert "kafka" not in {volume["name"] for volume in pod["volumes"]}
 
@@ -1015,5 +1023,8 @@ def test_the_kraft_example_of_the_deployment_guide_renders_and_starts_kts(
     values = yaml.safe_load(block)
     settings, _ = settings_in_pod(by_kind(render(chart, values)), tmp_path, monkeypatch)
     assert settings.backend == "kafka"
-    assert settings.kafka_security.login == SaslLogin("SCRAM-SHA-512", "kts", "kts-pw")
-    assert settings.kafka_security.tls is not None and settings.kafka_security.tls.cafile is not None
+    assert settings.group(KafkaSettings).security.login == SaslLogin("SCRAM-SHA-512", "kts", "kts-pw")
+    assert (
+        settings.group(KafkaSettings).security.tls is not None
+        and settings.group(KafkaSettings).security.tls.cafile is not None
+    )

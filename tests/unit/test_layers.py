@@ -128,6 +128,18 @@ def test_nothing_above_storage_names_a_backend_adapter_but_the_composition_root(
     assert _violations(above, ("app.storage.zk", "app.storage.kafka")) == []
 
 
+def test_settings_import_no_storage() -> None:
+    """app/settings.py reads the file and the environment for every key; each backend's keys are read and checked
+    by its own group (app/storage/<backend>/settings.py), which the composition root (app/backends.py) hands it."""
+    assert _violations(("app.settings",), ("app.storage",)) == []
+    assert any(_within(name, "app.storage.zk.settings") for name in imports()["app.backends"])  # positive control
+
+
+def test_storage_imports_no_settings() -> None:
+    """A backend's settings group is a pydantic model of its own: storage needs nothing of app/settings.py."""
+    assert _violations(("app.storage",), ("app.settings",)) == []
+
+
 def test_domain_service_and_storage_never_import_the_api_or_the_cli() -> None:
     assert _violations(("app.domain", "app.service", "app.storage"), ("app.api", "app.cli")) == []
 

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from app.backends import load_settings
 from app.domain.principal import KafkaPrincipal
-from app.settings import ConfigError, Settings, jwt_super_user_warnings, load_settings
+from app.settings import ConfigError, Settings, jwt_super_user_warnings
+from app.storage.zk.settings import ZooKeeperSettings
 
 SECRET = "Sup3r-S3cret-Value"
 CONNECT = "zk1:2181,zk2:2181/kafka"
@@ -64,7 +66,7 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path, tmp_path
             "service.id": "kts-1",
         },
     )
-    assert settings.zookeeper_connect == CONNECT
+    assert settings.group(ZooKeeperSettings).connect == CONNECT
     assert settings.secret_key == SECRET
     assert settings.delegation_token_max_lifetime_ms == 3_600_000
     assert settings.delegation_token_expiry_time_ms == 60_000
@@ -72,7 +74,7 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path, tmp_path
     assert settings.super_user_principals == [KafkaPrincipal.user("admin"), KafkaPrincipal.user("ops")]
     assert settings.allow_everyone_if_no_acl_found is True
     assert settings.ssl_principal_mapping_rules == "RULE:^CN=(.*?),.*$/$1/L,DEFAULT"
-    assert settings.zookeeper_session_timeout_ms == 6_000
+    assert settings.group(ZooKeeperSettings).session_timeout_ms == 6_000
     assert (settings.listener_scheme, settings.listener_host, settings.listener_port) == ("https", "127.0.0.2", 9000)
     assert settings.audit_db_url == "sqlite:////var/lib/kts/audit.db"
     assert settings.ssl_client_auth == "requested"
@@ -82,17 +84,17 @@ def test_reads_kafka_key_names_from_a_properties_file(properties: Path, tmp_path
 @pytest.mark.parametrize("version", [1, 3])
 def test_token_znode_version_from_the_file(properties: Path, version: int) -> None:
     settings = load_file(properties, {**REQUIRED, "token.znode.version": str(version)})
-    assert settings.token_znode_version == version
+    assert settings.group(ZooKeeperSettings).token_znode_version == version
 
 
 def test_token_znode_version_from_the_environment(properties: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KTS_TOKEN_ZNODE_VERSION", "1")
-    assert load_file(properties, REQUIRED).token_znode_version == 1
+    assert load_file(properties, REQUIRED).group(ZooKeeperSettings).token_znode_version == 1
 
 
 def test_token_znode_version_as_an_explicit_integer_override() -> None:
     settings = load_settings(zookeeper_connect=CONNECT, delegation_token_secret_key=SECRET, token_znode_version=1)
-    assert settings.token_znode_version == 1
+    assert settings.group(ZooKeeperSettings).token_znode_version == 1
 
 
 def test_unknown_broker_keys_are_ignored(properties: Path) -> None:
@@ -108,7 +110,7 @@ def test_unknown_broker_keys_are_ignored(properties: Path) -> None:
             **REQUIRED,
         },
     )
-    assert settings.zookeeper_connect == CONNECT
+    assert settings.group(ZooKeeperSettings).connect == CONNECT
 
 
 def test_a_missing_file_is_a_config_error(tmp_path: Path) -> None:
@@ -124,7 +126,7 @@ def test_kts_environment_overrides_the_file(properties: Path, monkeypatch: pytes
     monkeypatch.setenv("KTS_DELEGATION_TOKEN_MAX_LIFETIME_MS", "1000")
     monkeypatch.setenv("KTS_DELEGATION_TOKEN_SECRET_KEY", "from-the-environment")
     settings = load_file(properties, {**REQUIRED, "delegation.token.max.lifetime.ms": "5000"})
-    assert settings.zookeeper_connect == "other:2181/chroot"
+    assert settings.group(ZooKeeperSettings).connect == "other:2181/chroot"
     assert settings.delegation_token_max_lifetime_ms == 1000
     assert settings.secret_key == "from-the-environment"
 
@@ -134,7 +136,7 @@ def test_environment_alone_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KTS_DELEGATION_TOKEN_SECRET_KEY", SECRET)
     monkeypatch.setenv("KTS_SUPER_USERS", "User:root")
     settings = load_settings()
-    assert settings.zookeeper_connect == CONNECT
+    assert settings.group(ZooKeeperSettings).connect == CONNECT
     assert settings.secret_key == SECRET
     assert settings.super_user_principals == [KafkaPrincipal.user("root")]
 
@@ -142,7 +144,7 @@ def test_environment_alone_is_enough(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_explicit_overrides_win_over_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KTS_ZOOKEEPER_CONNECT", CONNECT)
     monkeypatch.setenv("KTS_DELEGATION_TOKEN_SECRET_KEY", SECRET)
-    assert load_settings(zookeeper_connect="zk9:2181").zookeeper_connect == "zk9:2181"
+    assert load_settings(zookeeper_connect="zk9:2181").group(ZooKeeperSettings).connect == "zk9:2181"
 
 
 def test_invalid_environment_value_names_the_key(properties: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,8 +160,8 @@ def test_the_zookeeper_jaas_file_is_read_once_at_load(properties: Path, tmp_path
     settings = load_file(properties, {**REQUIRED, "zookeeper.jaas.file": str(jaas), "zookeeper.set.acl": "true"})
     jaas.unlink()  # using the settings afterwards reads no file
 
-    assert settings.zookeeper_security.identity == "SASL user 'kafka'"
-    assert settings.zookeeper_security is settings.zookeeper_security
+    assert settings.group(ZooKeeperSettings).security.identity == "SASL user 'kafka'"
+    assert settings.group(ZooKeeperSettings).security is settings.group(ZooKeeperSettings).security
 
 
 # -------------------- required keys
@@ -334,8 +336,8 @@ def test_defaults_match_the_contract(properties: Path) -> None:
     assert settings.ssl_keyfile is None
     assert settings.ssl_cafile is None
     assert settings.ssl_client_auth == "none"
-    assert settings.token_znode_version == 3
-    assert settings.zookeeper_session_timeout_ms == 18_000
+    assert settings.group(ZooKeeperSettings).token_znode_version == 3
+    assert settings.group(ZooKeeperSettings).session_timeout_ms == 18_000
     assert settings.service_id == socket.gethostname()
     assert settings.delegation_token_master_key is None
     assert (settings.token_revoke_on_credential_delete, settings.token_revoke_on_acl_delete) == (False, False)
@@ -384,8 +386,8 @@ def test_super_user_principals_parses_semicolon_separated_principals(
 
 def test_token_renewers_add_reads_user_principals_and_refuses_other_types(properties: Path) -> None:
     settings = load_file(properties, {**REQUIRED, "token.renewers.add": "User:kts; User:kts;User:ops"})
-    assert settings.added_renewers == (KafkaPrincipal.user("kts"), KafkaPrincipal.user("ops"))
-    assert load_file(properties, REQUIRED).added_renewers == ()
+    assert settings.group(ZooKeeperSettings).added_renewers == (KafkaPrincipal.user("kts"), KafkaPrincipal.user("ops"))
+    assert load_file(properties, REQUIRED).group(ZooKeeperSettings).added_renewers == ()
     message = config_error(properties, {**REQUIRED, "token.renewers.add": "Group:ops"})
     assert message.startswith("token.renewers.add")
     assert "Group:ops" in message

@@ -10,13 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from app.backends import all_setting_fields, load_settings
 from app.config_names.typos import edit_distance, is_kafka_key, likely_intended
-from app.settings import ConfigError, Settings, load_settings, property_key
+from app.settings import ConfigError, property_key
+from app.storage.zk.settings import ZooKeeperSettings
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "kafka-3.x-server.properties"
 SECRET = "Sup3r-S3cret-Value"
 REQUIRED = {"zookeeper.connect": "zk1:2181/kafka", "delegation.token.secret.key": SECRET}
-KTS_KEYS = sorted(property_key(name) for name in Settings.model_fields)
+KTS_KEYS = sorted(property_key(name) for name in all_setting_fields())
 
 
 def broker_file(tmp_path: Path, extra: str = "") -> Path:
@@ -36,7 +38,7 @@ def write(path: Path, values: dict[str, str]) -> Path:
 
 def test_a_brokers_server_properties_is_read_as_it_is(tmp_path: Path) -> None:
     settings = load_settings(broker_file(tmp_path))
-    assert settings.zookeeper_connect == "zk1:2181/kafka"
+    assert settings.group(ZooKeeperSettings).connect == "zk1:2181/kafka"
     assert settings.secret_key == SECRET
     assert [str(p) for p in settings.super_user_principals] == [
         "User:admin",

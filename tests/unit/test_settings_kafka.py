@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
-from app.settings import ConfigError, load_settings
+from app.backends import load_settings
+from app.settings import ConfigError
+from app.storage.kafka.settings import KafkaSettings
 
 SCRAM = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="kts" password="p4ss";'
 BASE: dict[str, Any] = {"delegation_token_secret_key": "s", "bootstrap_servers": "b1:9093,b2:9093"}
@@ -18,9 +20,12 @@ def test_zookeeper_connect_wins_and_bootstrap_servers_alone_means_the_protocol()
     kafka = load_settings(
         **BASE, admin_security_protocol="SASL_SSL", admin_sasl_mechanism="SCRAM-SHA-512", admin_sasl_jaas_config=SCRAM
     )
-    assert kafka.backend == "kafka" and kafka.bootstrap_servers == "b1:9093,b2:9093"
-    assert kafka.kafka_security.login is not None and kafka.kafka_security.login.username == "kts"
-    assert "p4ss" not in repr(kafka.kafka_security)
+    assert kafka.backend == "kafka" and kafka.group(KafkaSettings).bootstrap_servers == "b1:9093,b2:9093"
+    assert (
+        kafka.group(KafkaSettings).security.login is not None
+        and kafka.group(KafkaSettings).security.login.username == "kts"
+    )
+    assert "p4ss" not in repr(kafka.group(KafkaSettings).security)
 
 
 def test_neither_cluster_key_is_one_line() -> None:

@@ -73,11 +73,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from app.backends import load_settings
     from app.cli.server.listener_check import check_bindable
     from app.cli.server.logging_config import configure_logging
     from app.cli.server.serve import prepare_audit_database, serve
     from app.runtime import check_cluster
-    from app.settings import load_settings
 
     settings = load_settings(args.config)
     # The listeners first: a busy port is one line and exit code 2 before the database or ZooKeeper is touched.

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backends import load_settings
 from app.cli.server.dev_admin import (
     ADMIN_USER,
     banner_password_line,
@@ -25,7 +26,9 @@ from app.cli.server.kept_secret import kept_secret
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
 from app.runtime import check_cluster
-from app.settings import ConfigError, load_settings, read_properties
+from app.settings import ConfigError, read_properties
+from app.storage.kafka.settings import KafkaSettings
+from app.storage.zk.settings import ZooKeeperSettings
 
 SECRET_FILE = "secret.key"
 DEV_HOST = "127.0.0.1"
@@ -126,7 +129,7 @@ def _dev_zookeeper(
             # First: the broker writes the /cluster/id kts requires (zookeeper.cluster.required) before it starts.
             broker = start_dev_broker(
                 data_dir,
-                settings.zookeeper_connect_string,
+                settings.group(ZooKeeperSettings).connect_string,
                 settings.secret_key,
                 kafka_port,
                 f"User:{ADMIN_USER}",
@@ -135,7 +138,7 @@ def _dev_zookeeper(
         done, generated = ensure_zookeeper_admin(settings)
         check_cluster(settings)  # the secret kept in the data dir against the cluster's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
-        console.print(f"  ZooKeeper: {settings.zookeeper_connect}")
+        console.print(f"  ZooKeeper: {settings.group(ZooKeeperSettings).connect_string}")
         console.print(banner_password_line(done, generated))
         if broker is not None:
             password = known_password(done, generated)
@@ -156,7 +159,8 @@ def _dev_on_cluster(data_dir: Path, config_file: Path | None, overrides: dict[st
     settings = load_settings(config_file, **overrides)
     check_cluster(settings)
     console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
-    console.print(f"  Kafka cluster: {settings.bootstrap_servers} (bootstrap.servers; kts logs in with admin.*)")
+    servers = settings.group(KafkaSettings).bootstrap_servers
+    console.print(f"  Kafka cluster: {servers} (bootstrap.servers; kts logs in with admin.*)")
     console.print(f"  super users: {settings.super_users or 'none'} (super.users; kts dev sets no password there)")
     return serve(settings, default_log_format="text")
 

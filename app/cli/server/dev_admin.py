@@ -10,10 +10,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backends import load_settings
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive, password_matches
 from app.runtime import zk_connection
-from app.settings import Settings, load_settings
+from app.settings import Settings
 from app.storage.zk.user_store import ZkUserStore
 
 ADMIN_USER = "admin"

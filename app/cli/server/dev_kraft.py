@@ -8,12 +8,13 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backends import load_settings
 from app.cli.server.dev_admin import banner_password_line, print_banner, with_admin
 from app.cli.server.kafka_broker.dev_broker import banner
 from app.cli.server.kafka_broker.dev_kraft import KraftDevStack, start_kraft_dev_broker
 from app.cli.server.serve import serve
 from app.runtime import check_cluster
-from app.settings import load_settings
+from app.storage.kafka.settings import KafkaSettings
 
 
 def dev_kraft(
@@ -27,7 +28,8 @@ def dev_kraft(
         settings = with_admin(load_settings(config_file, **cluster), config_file, cluster)
         check_cluster(settings)  # the secret kept in the data dir against the controller's, before the banner
         console.print(f"[bold]kts dev[/bold] on [link]{settings.http_listeners}[/link]  (data in {data_dir})")
-        console.print(f"  Kafka cluster: {settings.bootstrap_servers} (KRaft; kts logs in as User:{stack.kts.name})")
+        servers = settings.group(KafkaSettings).bootstrap_servers
+        console.print(f"  Kafka cluster: {servers} (KRaft; kts logs in as User:{stack.kts.name})")
         console.print(banner_password_line(stack.admin_password, stack.generated))
         print_banner(console, banner(stack.broker, settings.http_listeners, data_dir))
         return serve(settings, default_log_format="text")

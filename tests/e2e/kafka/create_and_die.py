@@ -12,11 +12,11 @@ import signal
 import sys
 from typing import Any
 
+from app.backends import load_settings
 from app.domain.authorization import Caller
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_rules import CreateRequest
 from app.runtime import build_runtime
-from app.settings import load_settings
 
 
 def main(settings: dict[str, Any], user: str, kill_point: str) -> None:

@@ -20,6 +20,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.domain.audit import EventQuery, StoredEvent
 from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
@@ -27,7 +28,6 @@ from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
 from app.runtime import kafka_cluster
 from app.service.cluster_audit import ClusterAuditReconciler
-from app.settings import load_settings
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.sql.intent_marks import SqlIntentMarks

@@ -12,6 +12,7 @@ import pytest
 import uvicorn
 
 from app.api.app import create_app
+from app.backends import load_settings
 from app.cli.server.serve import (
     DESCRIPTOR_RESERVE,
     MANAGEMENT_MAX_CONNECTIONS,
@@ -21,7 +22,7 @@ from app.cli.server.serve import (
     serve,
     uvicorn_options,
 )
-from app.settings import ConfigError, Settings, allow_everyone_warning, load_settings
+from app.settings import ConfigError, Settings, allow_everyone_warning
 from tests.conftest import SECRET
 from tests.tls_material import CertificateAuthority
 

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
+from app.backends import load_settings
 from app.domain.jaas import DIGEST_LOGIN_MODULE
-from app.settings import ConfigError, load_settings
+from app.settings import ConfigError
 from app.storage.zk.client_security import client_security
+from app.storage.zk.settings import ZooKeeperSettings
 from app.storage.zk.znodes.znode_acls import ZnodeAcls, is_sensitive
 
 PASSWORD = "zk-Pa55word"
@@ -183,6 +185,6 @@ def test_settings_from_a_properties_file_hide_the_password(tmp_path: Path) -> No
         f"zookeeper.sasl.username=kafka\nzookeeper.sasl.password={PASSWORD}\n"
     )
     settings = load_settings(properties)
-    assert settings.zookeeper_security.set_acl
-    assert settings.zookeeper_security.identity == "SASL user 'kafka'"
+    assert settings.group(ZooKeeperSettings).security.set_acl
+    assert settings.group(ZooKeeperSettings).security.identity == "SASL user 'kafka'"
     assert PASSWORD not in repr(settings) and PASSWORD not in str(settings.model_dump())
