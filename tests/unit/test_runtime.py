@@ -4,6 +4,8 @@ the duties every backend's leader has to the backend's own."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -124,3 +126,12 @@ def test_a_backend_without_a_leadership_runs_no_election(monkeypatch: pytest.Mon
     built.stop()
     assert backend.leaderships == []
     assert backend.steps == ["schema", "connect", "warn", "start", "stop"]
+
+
+def test_the_composition_root_leaves_the_kafka_protocol_client_unimported() -> None:
+    """A ZooKeeper replica never pays the Kafka-protocol client's import time: the Kafka backend's assembly is
+    imported only when the settings select it (app/backends.py)."""
+    code = "import sys, app.runtime; print(' '.join(sorted({name.split('.')[0] for name in sys.modules})))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "app" in loaded  # positive control
+    assert not {"kafka", "kio"} & set(loaded)
