@@ -46,8 +46,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_release(args: argparse.Namespace) -> int:
+    from app.backend_selection import with_break_glass
     from app.backends import load_settings
-    from app.runtime import with_break_glass
 
     if not args.name:
         args.usage.error("the user name must not be empty")
@@ -60,8 +60,8 @@ def run_release(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
+    from app.backend_selection import with_break_glass
     from app.backends import load_settings
-    from app.runtime import with_break_glass
 
     found = with_break_glass(load_settings(args.config), lambda locks: locks.locks())
     if not found:

@@ -18,9 +18,9 @@ from app.cli.lockout import _operator
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.backend_selection import with_cluster_writes
     from app.backends import load_settings
     from app.domain.errors import KtsError
-    from app.runtime import with_cluster_writes
     from app.storage.zk.settings import ZooKeeperSettings
 
     settings = load_settings(args.config)

@@ -63,6 +63,7 @@ SAMPLE_CHARS = 64
 
 
 TOKEN_SUBJECT_PREFIX = "DelegationToken:"
+UNREACHED = 2**31  # a limit no client reaches
 
 
 IPV6_GROUP_PREFIX = 64
@@ -120,6 +121,19 @@ class ThrottlePolicy:
     max_keys: int = 100_000
     # Subjects (by prefix) the per-subject and per-pair keys count; None: every subject.
     counted_subjects: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls, max_failures: int, address_max_failures: int, *, window_ms: int, max_keys: int, lockout: bool
+    ) -> ThrottlePolicy | None:
+        """The throttle of one kind of attempt (``max_failures`` 0: turned off); ``lockout``: whether the account
+        lockout counts these attempts too. None when neither is on. With the lockout alone, a throttle whose limits
+        no client reaches still groups the audit records of a locked account's refused attempts into bursts."""
+        if max_failures:
+            return cls(max_failures, address_max_failures, window_ms, max_keys)
+        if lockout:
+            return cls(UNREACHED, UNREACHED, window_ms, max_keys, counted_subjects=())
+        return None
 
     def counts(self, subject: str) -> bool:
         return self.counted_subjects is None or subject.startswith(self.counted_subjects)

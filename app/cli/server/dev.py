@@ -10,6 +10,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backend_selection import check_cluster
 from app.backends import load_settings
 from app.cli.server.dev_admin import (
     ADMIN_USER,
@@ -25,7 +26,6 @@ from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker, wri
 from app.cli.server.kept_secret import kept_secret
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
-from app.runtime import check_cluster
 from app.settings import ConfigError, read_properties
 from app.storage.kafka.settings import KafkaSettings
 from app.storage.zk.settings import ZooKeeperSettings

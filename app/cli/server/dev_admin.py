@@ -13,8 +13,8 @@ from rich.console import Console
 from app.backends import load_settings
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive, password_matches
-from app.runtime import zk_connection
 from app.settings import Settings
+from app.storage.zk.assembly import zk_connection
 from app.storage.zk.user_store import ZkUserStore
 
 ADMIN_USER = "admin"

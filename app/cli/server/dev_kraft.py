@@ -8,12 +8,12 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backend_selection import check_cluster
 from app.backends import load_settings
 from app.cli.server.dev_admin import banner_password_line, print_banner, with_admin
 from app.cli.server.kafka_broker.dev_broker import banner
 from app.cli.server.kafka_broker.dev_kraft import KraftDevStack, start_kraft_dev_broker
 from app.cli.server.serve import serve
-from app.runtime import check_cluster
 from app.storage.kafka.settings import KafkaSettings
 
 
