@@ -35,7 +35,6 @@ from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.domain.token_share import SharePolicy
 from app.leader.duties import Duty, side_by_side
-from app.leader.sweeper import Sweeper
 from app.observability.metrics import ChildListFigures, RuntimeReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
@@ -43,8 +42,6 @@ from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.break_glass import BreakGlass
-from app.service.capacity import CapacityGuard
-from app.service.cluster_audit import ClusterAuditReconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.migration_prep import MigrationPreparation, unrenewable
@@ -52,7 +49,6 @@ from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, To
 from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_bridge import TokenBridge
-from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
@@ -60,6 +56,7 @@ from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.cluster_audit import ClusterAuditReconciler
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
@@ -69,6 +66,8 @@ from app.storage.sql.replicas import ReplicaRegistry
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
+from app.storage.zk.admission import ZkAdmission
+from app.storage.zk.capacity import CapacityGuard
 from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
@@ -78,8 +77,10 @@ from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
+from app.storage.zk.sweeper import Sweeper
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_changes import ZkTokenChanges
+from app.storage.zk.token_shares import TokenShares
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
@@ -747,6 +748,7 @@ def _zookeeper_runtime(
         clock=clock,
         authorizer=authorizer,
     )
+    admission = ZkAdmission(capacity, shares, authorizer=authorizer)
     purger = NotificationPurger(
         zk,
         [TokenChangeZNode.ROOT, AclChangeZNode.LITERAL_ROOT, AclChangeZNode.PREFIXED_ROOT],
@@ -768,12 +770,11 @@ def _zookeeper_runtime(
         clock=clock,
         auditor=auditor,
         verify_guard=verify_guard,
-        capacity=capacity,
+        admission=admission,
         quota=_quota(settings),
         own_principal=identity.is_own,
-        shares=shares,
     )
-    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, shares=shares)
+    revocation = TokenRevocation(token_store, token_cache, authorizer=authorizer, auditor=auditor, admission=admission)
     schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, capacity_policy)
     sweeper = Sweeper(
         token_store,
@@ -784,7 +785,7 @@ def _zookeeper_runtime(
         room=capacity.sweep_room,
         early_threshold=schedule.threshold,
         near_capacity=capacity.near_limit,
-        shares=shares,
+        admission=admission,
         writes_allowed=lambda: cluster.state.writes_allowed,
     )
     bridge = TokenBridge(ZkTokenChanges(zk), lambda: cluster.state, auditor=auditor, clock=clock)

@@ -12,13 +12,12 @@ from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
-from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.lockout import Lock, LockInForce
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
-from app.domain.token_share import ShareLedger
+from app.service.admission import WriteCharge
 
 R = TypeVar("R")
 
@@ -44,29 +43,6 @@ class Expiry:
 
 
 @dataclass(frozen=True, slots=True)
-class LedgerState:
-    """One principal's share ledger as read (app/domain/token_share.py): an empty ledger at version
-    ``NO_LEDGER`` when it has none yet."""
-
-    ledger: ShareLedger
-    version: int
-
-
-NO_LEDGER = -1
-
-
-class ShareCharge(Protocol):
-    """A charge to one principal's share ledger, written in the same transaction as a token write, compare-and-set
-    on the ledger's version: ``decide`` gets the ledger as read and answers its new state, or raises to refuse the
-    write. On a lost race the store reads again and asks again."""
-
-    @property
-    def principal(self) -> KafkaPrincipal: ...
-
-    def decide(self, state: LedgerState) -> ShareLedger: ...
-
-
-@dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
     """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the caller
     wants back from the attempt that was written, the request the change stands for, and the share charge written
@@ -79,7 +55,7 @@ class TokenChange(Generic[R]):
     token: TokenInformation | None
     result: R
     request: Renewal | Expiry | None = None
-    charge: ShareCharge | None = None
+    charge: WriteCharge | None = None
 
 
 class TokenStore(Protocol):
@@ -93,7 +69,7 @@ class TokenStore(Protocol):
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
         transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
         principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
@@ -108,7 +84,7 @@ class TokenStore(Protocol):
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
@@ -246,7 +222,7 @@ class TokenRequesters(Protocol):
         self, token_id: str, *, requester: str, owner: str, event_id: int | None, counts_until_ms: int | None = None
     ) -> bool:
         """Remember who asked for a token the cluster just made, and the pending event of its create (the audit
-        reconciler's record that the event made this token, app/service/cluster_audit.py); False when the token
+        reconciler's record that the event made this token, app/storage/kafka/cluster_audit.py); False when the token
         has a record already. Raises StoreUnavailable when the database cannot take it."""
         ...
 
@@ -271,18 +247,6 @@ class IntentMarks(Protocol):
     cannot create it in the same transaction as the change (the Kafka protocol)."""
 
     def mark(self, intent: str) -> None: ...
-
-
-class ChildListGauge(Protocol):
-    """The size of the child lists brokers must list (app/domain/capacity.py), read from ZooKeeper."""
-
-    def entries(self) -> dict[ChildList, int]:
-        """How many children each list has now (its parent's Stat)."""
-        ...
-
-    def oldest_notification_created_ms(self) -> int | None:
-        """When the oldest token change notification was created (None: there is none)."""
-        ...
 
 
 class LockoutStore(Protocol):

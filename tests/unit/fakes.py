@@ -27,7 +27,9 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.domain.token_share import ShareLedger
-from app.service.ports import NO_LEDGER, LedgerState, ShareCharge, StoredToken
+from app.service.admission import WriteCharge
+from app.service.ports import StoredToken
+from app.storage.zk.share_ledgers import NO_LEDGER, LedgerState, ShareCharge, share_charge
 
 NOW = 1_700_000_000_000
 AUDIT_DOWN = "The audit database is not reachable right now; retry shortly."
@@ -90,7 +92,7 @@ class FakeTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """Quota guards as the ZooKeeper store keeps them: a version per key, moved on by each create."""
         if admit is not None:
@@ -156,7 +158,7 @@ class FakeTokenStore:
             return written, decision.result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """All or nothing, like a ZooKeeper multi-op transaction, charges included."""
         for token_id, version, _ in deletions:
             self._current(token_id, version)
@@ -164,7 +166,7 @@ class FakeTokenStore:
         for token_id, version, intent in deletions:
             self.delete(token_id, version, intent)
         if charges:
-            self.ledgers.charges.append([charge.principal for charge in charges])
+            self.ledgers.charges.append([share_charge(charge).principal for charge in charges])
         for principal, ledger in ledgers:
             self.ledgers.put(principal, ledger)
 
@@ -186,8 +188,9 @@ class FakeShareLedgers:
         ledger, version = self.ledgers.get(principal, (ShareLedger(), NO_LEDGER))
         return LedgerState(ledger, version)
 
-    def decide(self, charge: ShareCharge) -> tuple[KafkaPrincipal, ShareLedger]:
-        return charge.principal, charge.decide(self.state(charge.principal))
+    def decide(self, charge: WriteCharge) -> tuple[KafkaPrincipal, ShareLedger]:
+        ledger_charge: ShareCharge = share_charge(charge)
+        return ledger_charge.principal, ledger_charge.decide(self.state(ledger_charge.principal))
 
     def put(self, principal: KafkaPrincipal, ledger: ShareLedger) -> None:
         self.ledgers[principal] = (ledger, self.state(principal).version + 1)
@@ -528,7 +531,7 @@ class RecordingObserver:
 
 
 class FakeTrail:
-    """The audit trail and the token requesters' ledger of app/service/cluster_audit.py, sharing one state as
+    """The audit trail and the token requesters' ledger of app/storage/kafka/cluster_audit.py, sharing one state as
     the database's tables do: events by id, and the ledger's rows (token id -> event id, requester, whether
     reconstructed). A claim or a reconstruction writes the row and the event together, or neither."""
 
@@ -585,7 +588,7 @@ class FakeTrail:
         return set(token_ids) & self.ledger.keys()
 
     def created_events(self, token_ids: Sequence[str]) -> dict[str, Any]:
-        from app.service.cluster_audit import NamedCreate
+        from app.storage.sql.token_requesters import NamedCreate
 
         found: dict[str, NamedCreate] = {}
         for stored in sorted(self.events.values(), key=lambda e: -e.id):

@@ -10,7 +10,7 @@ where ZooKeeper mode accepts any period up to the maximum). Reads come from the 
 What ZooKeeper writes in one transaction with a change, the quota guard and the audit intent marker, lives here
 in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). A create records the
 token the cluster made with who asked and the create's pending event (``TokenRequesters.record``): that is its
-intent mark, the one the audit reconciler settles a create by (app/service/cluster_audit.py), and what the next
+intent mark, the one the audit reconciler settles a create by (app/storage/kafka/cluster_audit.py), and what the next
 turn on its quota counts until a broker describes the token. There are no share ledgers: fair shares guard the
 child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a cluster reached through the
 protocol keeps to itself; the runtime gives this backend no shares, and a charge is refused here as the mistake
@@ -27,12 +27,12 @@ from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
+from app.service.admission import WriteCharge
 from app.service.ports import (
     Expiry,
     IntentMarks,
     QuotaGuard,
     Renewal,
-    ShareCharge,
     StoredToken,
     TokenChange,
     TokenRequesters,
@@ -79,7 +79,7 @@ class KafkaTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         _no_shares([charge])
         kts = self._cluster.principal
@@ -132,7 +132,7 @@ class KafkaTokenStore:
         self._mark(intent)
         return StoredToken(stored.token.with_expiry(expiry), stored.version + 1), change.result
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Expire each now. Not one transaction as in ZooKeeper: each expire stands alone, and a token already
         gone is skipped (what a revocation wants, it is)."""
         _no_shares(charges)
@@ -175,6 +175,6 @@ class KafkaTokenStore:
             self._intents.mark(intent)
 
 
-def _no_shares(charges: Iterable[ShareCharge | None]) -> None:
+def _no_shares(charges: Iterable[WriteCharge | None]) -> None:
     if any(charge is not None for charge in charges):
         raise ValueError("the Kafka-protocol backend keeps no share ledgers")

@@ -3,7 +3,7 @@
 
 ZooKeeper creates its marker in the change's own transaction, so there the marker exists if and only if the
 change was applied. Here the mark follows the change: a mark means applied, but a replica killed between the
-RPC and the mark leaves none. So the reconciler (app/service/cluster_audit.py) asks the cluster about token
+RPC and the mark leaves none. So the reconciler (app/storage/kafka/cluster_audit.py) asks the cluster about token
 changes whatever the marks say, and uses a mark where the cluster cannot tell it (a renew or an expire it marks;
 ACL and credential changes). Both the ``IntentStore`` the auditor clears and the ``IntentMarks`` stores mark.
 """

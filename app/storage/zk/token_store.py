@@ -18,12 +18,13 @@ from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import new_token_id
-from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
+from app.service.admission import WriteCharge
+from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
 from app.storage.zk.multi_read import ReadResult
-from app.storage.zk.share_ledgers import add_charge, ledger_state
+from app.storage.zk.share_ledgers import LedgerState, ShareCharge, add_charge, ledger_state, share_charge
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
@@ -63,22 +64,25 @@ class ZkTokenStore:
             raise refused_read(answer, f"token {token_id}")
         return self._decode(token_id, *answer)
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
         transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
         and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
         again, while a token that changed refuses the batch at once, as without charges."""
         subject = _subject(",".join(token_id for token_id, _, _ in deletions[:3]))
+        ledger_charges = [share_charge(charge) for charge in charges]
 
         def attempt() -> None:
-            paths = [ShareLedgerZNode.path(charge.principal) for charge in charges]
+            paths = [ShareLedgerZNode.path(charge.principal) for charge in ledger_charges]
             read = self._zk.read_many(paths) if paths else []
-            states = [ledger_state(charge.principal, answer) for charge, answer in zip(charges, read, strict=True)]
+            states = [
+                ledger_state(charge.principal, answer) for charge, answer in zip(ledger_charges, read, strict=True)
+            ]
             transaction = ChangeTransaction(self._zk)
             for token_id, version, intent in deletions:
                 transaction.delete(TokenZNode.path(token_id), version)
                 self._notify(transaction, token_id, intent)
-            for charge, state in zip(charges, states, strict=True):
+            for charge, state in zip(ledger_charges, states, strict=True):
                 add_charge(transaction, charge, state)
             try:
                 transaction.commit(subject)
@@ -118,13 +122,14 @@ class ZkTokenStore:
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
         compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
         committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
         ledger, read in the same round trip. Brokers see the same bytes either way."""
         subject = _subject(token.token_id)
+        ledger_charge = None if charge is None else share_charge(charge)
         retried = False
 
         def attempt() -> StoredToken:
@@ -132,7 +137,7 @@ class ZkTokenStore:
             if retried:  # perhaps lost to a guard version this session's server had not seen yet
                 self._zk.sync()
             retried = True
-            versions, ledger = self._guard_versions(quotas, charge)
+            versions, ledger = self._guard_versions(quotas, ledger_charge)
             if admit is not None:
                 admit(versions)
             transaction = ChangeTransaction(self._zk)
@@ -140,8 +145,8 @@ class ZkTokenStore:
             self._notify(transaction, token.token_id, intent)
             for key, version in versions.items():
                 transaction.write(KtsZNodes.quota_guard(key), b"", version)
-            if charge is not None and ledger is not None:
-                add_charge(transaction, charge, ledger)
+            if ledger_charge is not None and ledger is not None:
+                add_charge(transaction, ledger_charge, ledger)
             transaction.commit(subject)
             return StoredToken(token, 0)
 
@@ -187,8 +192,9 @@ class ZkTokenStore:
             transaction.write(TokenZNode.path(token_id), new, stored.version)
             self._notify(transaction, token_id, intent)
             if change.charge is not None:
-                path = ShareLedgerZNode.path(change.charge.principal)
-                add_charge(transaction, change.charge, ledger_state(change.charge.principal, self._zk.get(path)))
+                charge = share_charge(change.charge)
+                path = ShareLedgerZNode.path(charge.principal)
+                add_charge(transaction, charge, ledger_state(charge.principal, self._zk.get(path)))
             transaction.commit(_subject(token_id))
             written = None if change.token is None else StoredToken(change.token, stored.version + 1)
             return written, change.result

@@ -19,10 +19,10 @@ from sqlalchemy import Engine
 from app.domain.audit import Action, EventQuery, StoredEvent
 from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
-from app.service.cluster_audit import ClusterAuditReconciler, Reconciliation
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.cluster_audit import ClusterAuditReconciler, Reconciliation
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.fake_cluster import DAY_MS, FakeCluster

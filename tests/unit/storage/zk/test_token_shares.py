@@ -1,4 +1,4 @@
-"""The fair shares through TokenService over in-memory ports (app/service/token_shares.py): who each write is
+"""The fair shares through TokenService over in-memory ports (app/storage/zk/token_shares.py): who each write is
 charged to, that a refusal writes nothing and is audited as denied, that two replicas sharing the store take
 exactly one share between them, that deletions are never refused but charged to the token's requester, that
 super users have no share and a reserve instead, and that an extending expire is admitted as a renew."""
@@ -20,9 +20,7 @@ from app.domain.token_rules import CreateRequest, TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.domain.token_share import SharePolicy
 from app.service.audit import Auditor
-from app.service.capacity import CapacityGuard
 from app.service.ports import StoredToken
-from app.service.token_shares import TokenShares
 from app.service.tokens import TokenService
 from tests.unit.fakes import (
     NOW,
@@ -34,6 +32,7 @@ from tests.unit.fakes import (
     FakeTokenStore,
     FakeTokenView,
 )
+from tests.unit.storage.zk.fakes import FakeChildLists, zk_admission
 
 ALICE = KafkaPrincipal.user("alice")
 BOB = KafkaPrincipal.user("bob")
@@ -44,17 +43,6 @@ SECRET = TokenSecret("unit-test-secret")
 CAPACITY = CapacityPolicy(10_000)
 
 
-class FakeGauge:
-    def __init__(self) -> None:
-        self.counts = {ChildList.TOKENS: 0, ChildList.TOKEN_CHANGES: 0}
-
-    def entries(self) -> dict[ChildList, int]:
-        return dict(self.counts)
-
-    def oldest_notification_created_ms(self) -> int | None:
-        return None
-
-
 @dataclass
 class Replica:
     """One replica's service over a store shared with the others: its own cache, shares and guard."""
@@ -62,12 +50,15 @@ class Replica:
     store: FakeTokenStore
     clock: FakeClock
     log: FakeAuditLog = field(default_factory=FakeAuditLog)
-    gauge: FakeGauge = field(default_factory=FakeGauge)
+    gauge: FakeChildLists = field(default_factory=FakeChildLists)
 
     def __post_init__(self) -> None:
         self.view = FakeTokenView(store=self.store, secret=SECRET)
         authorizer = AclAuthorizer([ADMIN], FakeAclView(FakeAclStore()).snapshot)
-        self.shares = TokenShares(SHARE, self.view, clock=self.clock, authorizer=authorizer)
+        admission = zk_admission(
+            self.view, clock=self.clock, authorizer=authorizer, shares=SHARE, gauge=self.gauge, capacity=CAPACITY
+        )
+        self.shares = admission.shares
         self.service = TokenService(
             self.store,
             self.view,
@@ -76,8 +67,7 @@ class Replica:
             authorizer=authorizer,
             clock=self.clock,
             auditor=Auditor(self.log, FakeIntentStore()),
-            capacity=CapacityGuard(self.gauge, CAPACITY, clock=self.clock, next_expiry_ms=lambda: None),
-            shares=self.shares,
+            admission=admission,
         )
 
     def create(self, principal: KafkaPrincipal, lifetime_ms: int = -1) -> TokenInformation:
