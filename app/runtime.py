@@ -35,7 +35,7 @@ from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret
 from app.domain.token_share import SharePolicy
 from app.leader.duties import Duty, side_by_side
-from app.observability.metrics import ChildListFigures, RuntimeReadings
+from app.observability.metrics import ChildListFigures, RuntimeReadings, SweepReadings, ZooKeeperReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
@@ -706,9 +706,6 @@ def _kafka_runtime(
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
-            sweep_runs=lambda: 0,
-            swept_tokens=lambda: 0,
-            leads_sweeper=lambda: False,
             cluster_state=lambda: cluster.state,
             backend="kafka",
             replicas=lockout_store.replicas,
@@ -871,17 +868,21 @@ def _zookeeper_runtime(
         readings_of=lambda: RuntimeReadings(
             cached_tokens=lambda: len(token_cache),
             acl_entries=lambda: len(acl_cache.snapshot()),
-            sweep_runs=lambda: sweeper.runs_total,
-            early_sweep_runs=lambda: sweeper.early_runs_total,
             expired_tokens=lambda: token_cache.expired_count(clock.now_ms()),
-            swept_tokens=lambda: sweeper.deleted_total,
-            leads_sweeper=lambda: sweeper_leadership.is_leader,
             cluster_state=lambda: zk.state.lower(),
             backend="zookeeper",
-            child_lists=lambda: _child_list_figures(capacity),
             replicas=lockout_store.replicas,
             account_locks=lockout_store.in_force,
-            cluster_phase=lambda: cluster.state.phase.value,
-            bridged_notifications=lambda: bridge.notifications_total,
+            sweeps=SweepReadings(
+                runs=lambda: sweeper.runs_total,
+                swept=lambda: sweeper.deleted_total,
+                leads=lambda: sweeper_leadership.is_leader,
+                early_runs=lambda: sweeper.early_runs_total,
+            ),
+            zookeeper=ZooKeeperReadings(
+                child_lists=lambda: _child_list_figures(capacity),
+                cluster_phase=lambda: cluster.state.phase.value,
+                bridged_notifications=lambda: bridge.notifications_total,
+            ),
         ),
     )

@@ -15,8 +15,9 @@ from app.domain.errors import ConcurrentModification, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import ShareLedger
-from app.service.ports import LedgerState, StoredToken, TokenChange
+from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.share_ledgers import LedgerState
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import KtsZNodes, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
