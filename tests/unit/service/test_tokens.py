@@ -4,12 +4,9 @@ the token operations")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from app.domain.acl import AccessControlEntry, AclAuthorizer, ResourcePattern
-from app.domain.audit import Action, AuditEvent, Outcome
+from app.domain.audit import Action, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import (
     InvalidPrincipalType,
@@ -22,77 +19,17 @@ from app.domain.errors import (
 )
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.domain.token_rules import CreateRequest, TokenPolicy
-from app.domain.token_secret import TokenSecret
-from app.service.audit import Auditor
+from app.domain.token_rules import CreateRequest
 from app.service.ports import StoredToken
-from app.service.tokens import TokenService
 from tests.unit.fakes import (
     NOW,
-    FakeAclStore,
-    FakeAclView,
-    FakeAuditLog,
-    FakeClock,
-    FakeIntentStore,
-    FakeTokenStore,
-    FakeTokenView,
 )
+from tests.unit.service.token_harness import ADMIN, ALICE, BOB, DAY, SECRET, WEEK, TokenHarness
 
-ALICE = KafkaPrincipal.user("alice")
-BOB = KafkaPrincipal.user("bob")
 CAROL = KafkaPrincipal.user("carol")
-ADMIN = KafkaPrincipal.user("admin")
-DAY = 86_400_000
-WEEK = 7 * DAY
-POLICY = TokenPolicy(max_lifetime_ms=WEEK, default_renew_ms=DAY)
-SECRET = TokenSecret("unit-test-secret")
 
 
-@dataclass
-class Setup:
-    clock: FakeClock = field(default_factory=FakeClock)
-    store: FakeTokenStore = field(default_factory=FakeTokenStore)
-    acl_store: FakeAclStore = field(default_factory=FakeAclStore)
-    log: FakeAuditLog = field(default_factory=FakeAuditLog)
-    intents: FakeIntentStore = field(default_factory=FakeIntentStore)
-
-    def __post_init__(self) -> None:
-        self.view = FakeTokenView(store=self.store, secret=SECRET)
-        self.acls = FakeAclView(self.acl_store)
-        self.service = TokenService(
-            self.store,
-            self.view,
-            secret=SECRET,
-            policy=POLICY,
-            authorizer=AclAuthorizer([ADMIN], self.acls.snapshot),
-            clock=self.clock,
-            auditor=Auditor(self.log, self.intents),
-        )
-
-    def grant(self, principal: KafkaPrincipal, operation: str, resource_type: str, name: str) -> None:
-        pattern = ResourcePattern(resource_type, name)
-        entry = AccessControlEntry(str(principal), "*", operation, "Allow")
-        self.acl_store.change(pattern, lambda entries: entries | {entry})
-        self.acls.reload()
-
-    def token(
-        self,
-        token_id: str,
-        owner: KafkaPrincipal = ALICE,
-        *,
-        renewers: tuple[KafkaPrincipal, ...] = (BOB,),
-        requester: KafkaPrincipal | None = None,
-        expiry: int = NOW + DAY,
-        max_ts: int = NOW + WEEK,
-    ) -> None:
-        """A token already stored and cached (made earlier, on this replica or another)."""
-        token = TokenInformation(token_id, owner, requester or owner, renewers, NOW - DAY, expiry, max_ts)
-        self.store.tokens[token_id] = StoredToken(token, 0)
-        self.view.apply(self.store.tokens[token_id])
-        self.view.applied.clear()
-
-    def events(self) -> list[AuditEvent]:
-        return self.log.events()
+Setup = TokenHarness  # ADMIN is a super user
 
 
 def login(principal: KafkaPrincipal) -> Caller:

@@ -5,70 +5,39 @@ super users have no share and a reserve instead, and that an extending expire is
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action, Outcome
-from app.domain.authorization import Caller
+from app.domain.authorization import Authorizer, Caller
 from app.domain.capacity import CapacityPolicy, ChildList, Purpose
 from app.domain.errors import CapacityExhausted, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.domain.token_rules import CreateRequest, TokenPolicy
-from app.domain.token_secret import TokenSecret
+from app.domain.token_rules import CreateRequest
 from app.domain.token_share import SharePolicy
-from app.service.audit import Auditor
-from app.service.ports import StoredToken
-from app.service.tokens import TokenService
-from tests.unit.fakes import (
-    NOW,
-    FakeAclStore,
-    FakeAclView,
-    FakeAuditLog,
-    FakeClock,
-    FakeIntentStore,
-    FakeTokenStore,
-    FakeTokenView,
-)
+from app.service.admission import Admission
+from app.service.ports import StoredToken, TokenView
+from tests.unit.fakes import NOW, FakeClock, FakeTokenStore
+from tests.unit.service.token_harness import ADMIN, ALICE, BOB, DAY, TokenHarness
 from tests.unit.storage.zk.fakes import FakeChildLists, zk_admission
 
-ALICE = KafkaPrincipal.user("alice")
-BOB = KafkaPrincipal.user("bob")
-ADMIN = KafkaPrincipal.user("admin")
-DAY = 86_400_000
 SHARE = SharePolicy(200)  # 7 tokens, 7 notification entries: 3 creates
-SECRET = TokenSecret("unit-test-secret")
 CAPACITY = CapacityPolicy(10_000)
 
 
-@dataclass
-class Replica:
+class Replica(TokenHarness):
     """One replica's service over a store shared with the others: its own cache, shares and guard."""
 
-    store: FakeTokenStore
-    clock: FakeClock
-    log: FakeAuditLog = field(default_factory=FakeAuditLog)
-    gauge: FakeChildLists = field(default_factory=FakeChildLists)
+    def __init__(self, store: FakeTokenStore, clock: FakeClock) -> None:
+        self.gauge = FakeChildLists()
+        super().__init__(clock=clock, store=store, admission_of=self._admission)
+        self.shares = self.zk_admission.shares
 
-    def __post_init__(self) -> None:
-        self.view = FakeTokenView(store=self.store, secret=SECRET)
-        authorizer = AclAuthorizer([ADMIN], FakeAclView(FakeAclStore()).snapshot)
-        admission = zk_admission(
-            self.view, clock=self.clock, authorizer=authorizer, shares=SHARE, gauge=self.gauge, capacity=CAPACITY
+    def _admission(self, view: TokenView, clock: FakeClock, authorizer: Authorizer) -> Admission:
+        self.zk_admission = zk_admission(
+            view, clock=clock, authorizer=authorizer, shares=SHARE, gauge=self.gauge, capacity=CAPACITY
         )
-        self.shares = admission.shares
-        self.service = TokenService(
-            self.store,
-            self.view,
-            secret=SECRET,
-            policy=TokenPolicy(max_lifetime_ms=7 * DAY, default_renew_ms=DAY),
-            authorizer=authorizer,
-            clock=self.clock,
-            auditor=Auditor(self.log, FakeIntentStore()),
-            admission=admission,
-        )
+        return self.zk_admission
 
     def create(self, principal: KafkaPrincipal, lifetime_ms: int = -1) -> TokenInformation:
         return self.service.create(Caller(principal, host="192.0.2.1"), CreateRequest(None, (BOB,), lifetime_ms)).token
