@@ -44,8 +44,7 @@ from app.service.audit_trail import AuditTrail
 from app.service.break_glass import BreakGlass
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
-from app.service.migration_prep import MigrationPreparation, unrenewable
-from app.service.ports import AclView, IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
+from app.service.ports import AclView, LockoutStore
 from app.service.readiness import ClusterStatus, Readiness
 from app.service.revocation import TokenRevocation
 from app.service.token_bridge import TokenBridge
@@ -57,6 +56,7 @@ from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.kafka.cluster_audit import ClusterAuditReconciler
+from app.storage.kafka.ports import IntentMarks, QuotaGuard, TokenRequesters
 from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
@@ -75,6 +75,7 @@ from app.storage.zk.credential_cache import CredentialCache
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
+from app.storage.zk.migration_prep import MigrationPreparation, unrenewable
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.sweeper import Sweeper

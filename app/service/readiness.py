@@ -35,7 +35,7 @@ class Readiness:
     # The backend's own section, where it has one. Not a check: a cluster migrating to KRaft refuses writes for
     # good, yet reads go on, so the replica stays ready and /readyz says what it sees (the ZooKeeper backend:
     # app/storage/zk/cluster_watch.py), and the live tokens kts could not renew after a switch to the Kafka
-    # protocol (app/service/migration_prep.py).
+    # protocol (app/storage/zk/migration_prep.py).
     cluster: Callable[[], ClusterState] | None = None
     unrenewable: Callable[[], int] | None = None
 

@@ -24,7 +24,7 @@ from app.domain.revocation import RevocationReason, RevokeSelector, tokens_witho
 from app.domain.token import TokenInformation
 from app.service.admission import OPEN_ADMISSION, Admission, WriteCharge
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import EXPIRE_NOW, StoredToken, TokenChange, TokenStore, TokenView
 
 
 class TokenRevocation:
@@ -157,7 +157,7 @@ class TokenRevocation:
 
         def delete(stored: StoredToken) -> TokenChange[None]:
             charges.append(self._admission.deletion(stored.token))
-            return TokenChange(None, None, charge=charges[-1])
+            return TokenChange(None, None, EXPIRE_NOW, charges[-1])
 
         try:
             self._auditor.mutation(

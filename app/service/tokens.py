@@ -20,7 +20,7 @@ from app.domain.token_secret import TokenSecret
 from app.service.admission import OPEN_ADMISSION, Admission, TokenWrite
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
-from app.service.ports import Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import EXPIRE_NOW, Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
 
 T = TypeVar("T")
@@ -352,7 +352,7 @@ class TokenService:
             if isinstance(decision, DeleteToken):
                 # Never refused: charged to the requester, whose token held room for what its deletion writes.
                 return TokenChange(
-                    None, (decision.expiry_timestamp, False), Expiry(-1), admission.deletion(stored.token)
+                    None, (decision.expiry_timestamp, False), EXPIRE_NOW, admission.deletion(stored.token)
                 )
             new = stored.token.with_expiry(decision.expiry_timestamp)
             planned = (decision.expiry_timestamp, decision.extended)

@@ -18,8 +18,8 @@ from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeA
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, PatternType, ResourcePattern
 from app.domain.errors import KtsError
-from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
+from app.storage.kafka.ports import IntentMarks
 from app.storage.kafka.refresh_outage import RefreshOutage
 from app.storage.kafka.wire import KafkaWire
 

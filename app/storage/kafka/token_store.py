@@ -11,16 +11,15 @@ What ZooKeeper writes in one transaction with a change, the quota guard and the 
 in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). A create records the
 token the cluster made with who asked and the create's pending event (``TokenRequesters.record``): that is its
 intent mark, the one the audit reconciler settles a create by (app/storage/kafka/cluster_audit.py), and what the next
-turn on its quota counts until a broker describes the token. There are no share ledgers: fair shares guard the
-child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a cluster reached through the
-protocol keeps to itself; the runtime gives this backend no shares, and a charge is refused here as the mistake
-it would be.
+turn on its quota counts until a broker describes the token. Nothing is written with a change for the admission:
+this backend's is ``OPEN_ADMISSION`` (app/service/admission.py), which charges nothing, since the controller guards
+its own lists.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
@@ -30,14 +29,12 @@ from app.domain.token_secret import TokenSecret
 from app.service.admission import WriteCharge
 from app.service.ports import (
     Expiry,
-    IntentMarks,
-    QuotaGuard,
     Renewal,
     StoredToken,
     TokenChange,
-    TokenRequesters,
 )
 from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.ports import IntentMarks, QuotaGuard, TokenRequesters
 from app.storage.kafka.token_cache import KafkaTokenCache
 
 log = logging.getLogger(__name__)
@@ -81,7 +78,6 @@ class KafkaTokenStore:
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
         charge: WriteCharge | None = None,
     ) -> StoredToken:
-        _no_shares([charge])
         kts = self._cluster.principal
         renewers = token.renewers if kts in token.renewers else (*token.renewers, kts)
         with self._guard.hold(quotas) as versions:
@@ -115,7 +111,6 @@ class KafkaTokenStore:
         if stored is None:
             raise TokenNotFound(f"Token {token_id} does not exist.")
         change = decide(stored)
-        _no_shares([change.charge])
         mac = self._secret.hmac(token_id)
         rpc = self._cluster.tokens
         request = change.request
@@ -125,17 +120,14 @@ class KafkaTokenStore:
             return None, change.result
         if isinstance(request, Renewal):
             expiry = rpc.renew(mac, request.period_ms, token_id)
-        elif isinstance(request, Expiry):
-            expiry = rpc.expire(mac, request.period_ms, token_id)
         else:
-            raise ValueError("a token change through the Kafka protocol must say whether it renews or expires")
+            expiry = rpc.expire(mac, request.period_ms, token_id)
         self._mark(intent)
         return StoredToken(stored.token.with_expiry(expiry), stored.version + 1), change.result
 
     def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Expire each now. Not one transaction as in ZooKeeper: each expire stands alone, and a token already
-        gone is skipped (what a revocation wants, it is)."""
-        _no_shares(charges)
+        gone is skipped (what a revocation wants, it is). ``charges``: none, from this backend's admission."""
         rpc = self._cluster.tokens
         for token_id, _version, intent in deletions:
             try:
@@ -173,8 +165,3 @@ class KafkaTokenStore:
     def _mark(self, intent: str | None) -> None:
         if intent is not None:
             self._intents.mark(intent)
-
-
-def _no_shares(charges: Iterable[WriteCharge | None]) -> None:
-    if any(charge is not None for charge in charges):
-        raise ValueError("the Kafka-protocol backend keeps no share ledgers")

@@ -17,8 +17,8 @@ from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserS
 
 from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.errors import CredentialNotFound
-from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
+from app.storage.kafka.ports import IntentMarks
 from app.storage.kafka.wire import KafkaWire
 
 MECHANISM_CODES: Final = {Mechanism.SCRAM_SHA_256: 1, Mechanism.SCRAM_SHA_512: 2}

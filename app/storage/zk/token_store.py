@@ -31,6 +31,8 @@ from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, T
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 QUOTA_ATTEMPTS = 32
+# A change as this store writes it: the token's new record (None: deleted), the caller's result, the charge.
+_Write = tuple[TokenInformation | None, R, WriteCharge | None]
 
 
 class ZkTokenStore:
@@ -178,26 +180,47 @@ class ZkTokenStore:
     def change(
         self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
     ) -> tuple[StoredToken | None, R]:
-        """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer its new state (None
-        deletes it), write that guarded by the version read; on a lost race read and decide again. Returns
-        what was written (None: deleted) and ``decide``'s result. TokenNotFound when the token is absent."""
+        """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer the change, write the state
+        it planned (None deletes the token; kts writes the record as a broker would, so the request itself is not
+        needed) guarded by the version read; on a lost race read and decide again. Returns what was written (None:
+        deleted) and ``decide``'s result. TokenNotFound when the token is absent."""
 
+        def write(stored: StoredToken) -> _Write[R]:
+            change = decide(stored)
+            return change.token, change.result, change.charge
+
+        return self._written(token_id, write, intent)
+
+    def rewrite(
+        self, token_id: str, edit: Callable[[StoredToken], TokenInformation], intent: str | None = None
+    ) -> StoredToken:
+        """Compare-and-set a change of the token's record other than a renew or an expire (``kts cluster
+        prepare-migration`` adds a renewer, app/storage/zk/migration_prep.py): ZooKeeper's own, where kts writes
+        the record. ``edit`` answers the new record, or raises to give up."""
+
+        written, _ = self._written(token_id, lambda stored: (edit(stored), None, None), intent)
+        assert written is not None  # an edit never deletes
+        return written
+
+    def _written(
+        self, token_id: str, decide: Callable[[StoredToken], _Write[R]], intent: str | None
+    ) -> tuple[StoredToken | None, R]:
         def attempt() -> tuple[StoredToken | None, R]:
             stored = self.get(token_id)
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")
-            change = decide(stored)
-            new = None if change.token is None else TokenZNode.encode(change.token, self._znode_version)
+            token, result, charged = decide(stored)
+            new = None if token is None else TokenZNode.encode(token, self._znode_version)
             transaction = ChangeTransaction(self._zk)
             transaction.write(TokenZNode.path(token_id), new, stored.version)
             self._notify(transaction, token_id, intent)
-            if change.charge is not None:
-                charge = share_charge(change.charge)
+            if charged is not None:
+                charge = share_charge(charged)
                 path = ShareLedgerZNode.path(charge.principal)
                 add_charge(transaction, charge, ledger_state(charge.principal, self._zk.get(path)))
             transaction.commit(_subject(token_id))
-            written = None if change.token is None else StoredToken(change.token, stored.version + 1)
-            return written, change.result
+            written = None if token is None else StoredToken(token, stored.version + 1)
+            return written, result
 
         return compare_and_set(attempt, _subject(token_id))
 

@@ -17,7 +17,7 @@ from app.domain.errors import ClusterMigrating, ClusterNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
-from app.service.ports import TokenChange
+from app.service.ports import Renewal, TokenChange
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
@@ -98,7 +98,9 @@ def test_a_kraft_claim_is_seen_by_the_watch_and_refuses_every_write(
     entry = AccessControlEntry("User:alice", "*", "CreateTokens", "Allow")
     attempts = [
         lambda: tokens.create(_token("AfterClaimTokenAAAAAAA")),
-        lambda: tokens.change("BeforeClaimTokenAAAAAA", lambda stored: TokenChange(stored.token.with_expiry(1500), 0)),
+        lambda: tokens.change(
+            "BeforeClaimTokenAAAAAA", lambda stored: TokenChange(stored.token.with_expiry(1500), 0, Renewal(-1))
+        ),
         lambda: tokens.delete_many([("BeforeClaimTokenAAAAAA", 0, None)]),
         lambda: acls.change(ResourcePattern("User", "User:alice", PatternType.LITERAL), lambda now: now | {entry}),
         lambda: users.put_credential("bob", Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, "pw", 4096)),

@@ -21,7 +21,7 @@ from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
 from app.service import admission as admission_module
 from app.service.audit import Auditor, AuditReconciler, MutationBatches
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import Renewal, StoredToken, TokenChange
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
@@ -127,7 +127,7 @@ def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audi
 
 
 def _renewed_for_an_hour(stored: StoredToken) -> TokenChange[None]:
-    return TokenChange(stored.token.with_expiry(_now() + HOUR), None)
+    return TokenChange(stored.token.with_expiry(_now() + HOUR), None, Renewal(-1))
 
 
 class _RenewedRightAfterRead(ZkTokenStore):
