@@ -38,7 +38,7 @@ from app.leader.duties import Duty, side_by_side
 from app.observability.metrics import ChildListFigures, RuntimeReadings, SweepReadings, ZooKeeperReadings
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
-from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler
+from app.service.audit import AuditLog, AuditObserver, Auditor, AuditReconciler, IntentStore
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
 from app.service.break_glass import BreakGlass
@@ -493,18 +493,8 @@ def _authorizer(settings: Settings, view: AclView) -> AclAuthorizer:
     )
 
 
-class _IntentMarkStore(IntentMarks, Protocol):
+class _IntentMarkStore(IntentMarks, IntentStore, Protocol):
     """What the Kafka-protocol stores mark and the auditor clears (``IntentMarks`` and ``IntentStore``)."""
-
-    def path(self, event_id: int) -> str: ...
-
-    def existing(self, event_ids: list[int]) -> set[int]: ...
-
-    def clear(self, event_id: int) -> None: ...
-
-    def clear_many(self, event_ids: list[int]) -> None: ...
-
-    def list(self) -> list[int]: ...
 
 
 class _SharedLockoutStore(LockoutStore, Protocol):

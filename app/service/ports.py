@@ -72,7 +72,7 @@ class TokenStore(Protocol):
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
         transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
         principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
@@ -83,7 +83,7 @@ class TokenStore(Protocol):
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
@@ -99,7 +99,7 @@ class TokenStore(Protocol):
         ...
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
         """Compare-and-set: read the token, let ``decide`` answer its new state, write that guarded by the
         version read (with the answer's share charge, if any, decided on the ledger as read now); on a lost
@@ -165,12 +165,12 @@ class UserStore(Protocol):
         ...
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         """Write ``credential`` (derived by kts: ``salted_password`` is set, for a cluster that takes it)."""
         ...
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None: ...
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None: ...
 
 
 class AclStore(Protocol):
@@ -178,7 +178,7 @@ class AclStore(Protocol):
         self,
         pattern: ResourcePattern,
         edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
-        intent: str | None = None,
+        intent: int | None = None,
     ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]: ...
 
 

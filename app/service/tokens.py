@@ -240,7 +240,7 @@ class TokenService:
         audited as one."""
         self._auditor.decided(event, lambda: self._admission.judge(caller.principal, write))
 
-    def _created(self, token: TokenInformation, intent: str) -> StoredToken:
+    def _created(self, token: TokenInformation, intent: int) -> StoredToken:
         # Within the quotas and the admission's charge, judged exactly as the token is written; this replica
         # reads its own write at once.
         admission = self._admission
@@ -312,7 +312,7 @@ class TokenService:
         def decide(stored: StoredToken) -> TokenChange[None]:
             return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms), charge)
 
-        def renewed(intent: str) -> ExpiryChange:
+        def renewed(intent: int) -> ExpiryChange:
             written, _ = self._change(token_id, decide, intent, caller)
             assert written is not None  # a renew never deletes
             # The expiry the store wrote: a cluster that makes the change may answer another than kts planned.
@@ -358,7 +358,7 @@ class TokenService:
             planned = (decision.expiry_timestamp, decision.extended)
             return TokenChange(new, planned, Expiry(expiry_period_ms), kept_charge)
 
-        def expired(intent: str) -> tuple[ExpiryChange, bool, bool]:
+        def expired(intent: int) -> tuple[ExpiryChange, bool, bool]:
             written, (planned, extended) = self._change(token_id, decide, intent, caller)
             if written is None:
                 return ExpiryChange(token_id, planned), True, False
@@ -374,7 +374,7 @@ class TokenService:
         return change
 
     def _change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str, caller: Caller
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: int, caller: Caller
     ) -> tuple[StoredToken | None, T]:
         """Change the token (ZooKeeper: compare-and-set, a renew and an expire racing on two replicas: the loser
         reads again and decides again), then install what was written: this replica reads its writes at once.

@@ -56,9 +56,9 @@ class FakeTokenStore:
 
     def __init__(self, tokens: Iterable[StoredToken] = ()) -> None:
         self.tokens: dict[str, StoredToken] = {stored.token.token_id: stored for stored in tokens}
-        self.created: list[tuple[str, str | None]] = []
-        self.updated: list[tuple[str, int, str | None]] = []
-        self.deleted: list[tuple[str, int, str | None]] = []
+        self.created: list[tuple[str, int | None]] = []
+        self.updated: list[tuple[str, int, int | None]] = []
+        self.deleted: list[tuple[str, int, int | None]] = []
         self.after_get: Callable[[str], None] | None = None
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
@@ -88,7 +88,7 @@ class FakeTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
@@ -117,14 +117,14 @@ class FakeTokenStore:
             raise ConcurrentModification("The token changed while this request was being handled.")
         return current
 
-    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
+    def update(self, token: TokenInformation, expected_version: int, intent: int | None = None) -> StoredToken:
         self._failing()
         self._current(token.token_id, expected_version)
         stored = self.tokens[token.token_id] = StoredToken(token, expected_version + 1)
         self.updated.append((token.token_id, expected_version, intent))
         return stored
 
-    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
+    def delete(self, token_id: str, expected_version: int, intent: int | None = None) -> None:
         self._failing()
         self._current(token_id, expected_version)
         del self.tokens[token_id]
@@ -133,7 +133,7 @@ class FakeTokenStore:
             self.after_delete(token_id)
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], Any], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], Any], intent: int | None = None
     ) -> tuple[StoredToken | None, Any]:
         """Compare-and-set as the ZooKeeper store does it: read, let ``decide`` answer the new state (its
         ``token``, None to delete, and its ``result``), write guarded by the version read; on a lost race
@@ -158,7 +158,7 @@ class FakeTokenStore:
             return written, decision.result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """All or nothing, like a ZooKeeper multi-op transaction, charges included."""
         for token_id, version, _ in deletions:
             self._current(token_id, version)
@@ -288,14 +288,14 @@ class FakeAclStore:
 
     def __init__(self) -> None:
         self.entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
-        self.changes: list[tuple[ResourcePattern, str | None]] = []
+        self.changes: list[tuple[ResourcePattern, int | None]] = []
         self.fail_with: KtsError | None = None
 
     def change(
         self,
         pattern: ResourcePattern,
         edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
-        intent: str | None = None,
+        intent: int | None = None,
     ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]:
         if self.fail_with is not None:
             error, self.fail_with = self.fail_with, None
@@ -330,7 +330,7 @@ class FakeAclView:
 class FakeUserStore:
     def __init__(self) -> None:
         self.users: dict[str, dict[Mechanism, ScramCredential]] = {}
-        self.intents: list[str | None] = []
+        self.intents: list[int | None] = []
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
@@ -340,12 +340,12 @@ class FakeUserStore:
         return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         self.users.setdefault(user_name, {})[mechanism] = credential
         self.intents.append(intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None:
         if mechanism not in self.users.get(user_name, {}):
             raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
         del self.users[user_name][mechanism]
@@ -495,9 +495,6 @@ class FakeIntentStore:
     def __init__(self) -> None:
         self.present: set[int] = set()
         self.cleared: list[int] = []
-
-    def path(self, event_id: int) -> str:
-        return f"/kts/audit-intents/{event_id}"
 
     def existing(self, event_ids: list[int]) -> set[int]:
         return {event_id for event_id in event_ids if event_id in self.present}

@@ -184,7 +184,7 @@ class KafkaAclStore:
         self._intents = intents
 
     def change(
-        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: str | None = None
+        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: int | None = None
     ) -> tuple[Entries, Entries]:
         self._cache.reload()
         before = self._cache.snapshot().entries(pattern)

@@ -72,7 +72,7 @@ class KafkaTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
@@ -103,7 +103,7 @@ class KafkaTokenStore:
         )
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
         """Decide on the cached state, then ask the controller (which refuses what it must, whatever kts
         decided: a token expired or gone meanwhile)."""
@@ -125,7 +125,7 @@ class KafkaTokenStore:
         self._mark(intent)
         return StoredToken(stored.token.with_expiry(expiry), stored.version + 1), change.result
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Expire each now. Not one transaction as in ZooKeeper: each expire stands alone, and a token already
         gone is skipped (what a revocation wants, it is). ``charges``: none, from this backend's admission."""
         rpc = self._cluster.tokens
@@ -140,7 +140,7 @@ class KafkaTokenStore:
         return [StoredToken(found.token, 0) for found in self._cluster.tokens.describe()]
 
     def _record(
-        self, answered: TokenInformation, asked: TokenInformation, intent: str | None, *, required: bool
+        self, answered: TokenInformation, asked: TokenInformation, intent: int | None, *, required: bool
     ) -> None:
         """Who asked for the token the cluster made. Best effort without quotas: the token is made, and the audit
         reconciler records it later; with quotas a failure raises StoreUnavailable (the request answers 503, the
@@ -150,7 +150,7 @@ class KafkaTokenStore:
                 answered.token_id,
                 requester=str(asked.token_requester),
                 owner=str(answered.owner),
-                event_id=None if intent is None else int(intent),
+                event_id=None if intent is None else intent,
                 counts_until_ms=min(answered.expiry_timestamp, answered.max_timestamp),
             )
         except KtsError as exc:
@@ -162,6 +162,6 @@ class KafkaTokenStore:
                     "The token was created but its quota could not be recorded; the audit trail will show it."
                 ) from exc
 
-    def _mark(self, intent: str | None) -> None:
+    def _mark(self, intent: int | None) -> None:
         if intent is not None:
             self._intents.mark(intent)

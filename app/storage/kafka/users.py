@@ -51,7 +51,7 @@ class KafkaUserStore:
         return {mechanism: found[mechanism] for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         if not credential.salted_password:
             raise ValueError("a credential for the Kafka protocol needs its salted password (derive it from one)")
@@ -64,14 +64,14 @@ class KafkaUserStore:
         )
         self._alter(user_name, AlterUserScramCredentialsRequest(deletions=[], upsertions=[upsertion]), intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None:
         request = AlterUserScramCredentialsRequest(deletions=[(user_name, MECHANISM_CODES[mechanism])], upsertions=[])
         self._alter(user_name, request, intent)
 
     def changes(self, user_name: str) -> int:
         return self._changes.get(user_name, 0)
 
-    def _alter(self, user_name: str, request: AlterUserScramCredentialsRequest, intent: str | None) -> None:
+    def _alter(self, user_name: str, request: AlterUserScramCredentialsRequest, intent: int | None) -> None:
         response = self._wire.send(request)
         for result in response.results:
             if result.error_code == RESOURCE_NOT_FOUND:

@@ -30,15 +30,12 @@ class SqlIntentMarks:
         self._engine = engine
         self._clock = clock
 
-    def path(self, event_id: int) -> str:
-        return str(event_id)
-
-    def mark(self, intent: str) -> None:
+    def mark(self, intent: int) -> None:
         """Best effort: the change is made, and a mark the database cannot take leaves the event to the
         reconciler, which asks the cluster."""
         try:
             with translated_db_errors(), self._engine.begin() as connection:
-                insert_if_absent(connection, marks, {"event_id": int(intent), "marked_at_ms": self._clock.now_ms()})
+                insert_if_absent(connection, marks, {"event_id": intent, "marked_at_ms": self._clock.now_ms()})
         except KtsError as exc:
             log.warning("audit intent %s not marked (the reconciler settles it): %s", intent, exc.message)
 

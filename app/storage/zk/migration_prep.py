@@ -71,7 +71,7 @@ class MigrationPreparation:
         return Preparation(principal, added, len(live) - len(missing), gone)
 
     def _change(self, token_id: str, event: AuditEvent, edit: Callable[[StoredToken], TokenInformation]) -> None:
-        def perform(intent: str) -> None:
+        def perform(intent: int) -> None:
             self._store.rewrite(token_id, edit, intent)
 
         def succeeded(_: None) -> AuditEvent:

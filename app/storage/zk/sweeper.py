@@ -181,8 +181,8 @@ class Sweeper:
         self._deleted(current.token.token_id)
         return 1
 
-    def _deleting(self, stored: StoredToken, charges: list[WriteCharge]) -> Callable[[str], None]:
-        def delete(intent: str) -> None:
+    def _deleting(self, stored: StoredToken, charges: list[WriteCharge]) -> Callable[[int], None]:
+        def delete(intent: int) -> None:
             self._store.delete_many([(stored.token.token_id, stored.version, intent)], charges)
 
         return delete

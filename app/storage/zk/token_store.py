@@ -66,7 +66,7 @@ class ZkTokenStore:
             raise refused_read(answer, f"token {token_id}")
         return self._decode(token_id, *answer)
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[WriteCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
         transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
         and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
@@ -120,7 +120,7 @@ class ZkTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
@@ -178,7 +178,7 @@ class ZkTokenStore:
         return versions, ledger
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
         """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer the change, write the state
         it planned (None deletes the token; kts writes the record as a broker would, so the request itself is not
@@ -192,7 +192,7 @@ class ZkTokenStore:
         return self._written(token_id, write, intent)
 
     def rewrite(
-        self, token_id: str, edit: Callable[[StoredToken], TokenInformation], intent: str | None = None
+        self, token_id: str, edit: Callable[[StoredToken], TokenInformation], intent: int | None = None
     ) -> StoredToken:
         """Compare-and-set a change of the token's record other than a renew or an expire (``kts cluster
         prepare-migration`` adds a renewer, app/storage/zk/migration_prep.py): ZooKeeper's own, where kts writes
@@ -203,7 +203,7 @@ class ZkTokenStore:
         return written
 
     def _written(
-        self, token_id: str, decide: Callable[[StoredToken], _Write[R]], intent: str | None
+        self, token_id: str, decide: Callable[[StoredToken], _Write[R]], intent: int | None
     ) -> tuple[StoredToken | None, R]:
         def attempt() -> tuple[StoredToken | None, R]:
             stored = self.get(token_id)
@@ -225,7 +225,7 @@ class ZkTokenStore:
         return compare_and_set(attempt, _subject(token_id))
 
     @staticmethod
-    def _notify(transaction: ChangeTransaction, token_id: str, intent: str | None) -> None:
+    def _notify(transaction: ChangeTransaction, token_id: str, intent: int | None) -> None:
         transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
         transaction.mark_intent(intent)
 

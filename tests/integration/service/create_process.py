@@ -54,11 +54,11 @@ def main(url: str, cluster_file: str, owner: str, kill_point: str) -> None:
     )
     kill_if("before-pending")
 
-    def perform(intent: str) -> TokenInformation:
+    def perform(intent: int) -> TokenInformation:
         kill_if("before-rpc")
         token = cluster.create(requester=KTS, owner=KafkaPrincipal.parse(owner), renewers=(KTS,))
         kill_if("after-rpc")
-        requesters.record(token.token_id, requester=REQUESTER, owner=owner, event_id=int(intent))
+        requesters.record(token.token_id, requester=REQUESTER, owner=owner, event_id=intent)
         kill_if("after-record")
         return token
 

@@ -59,7 +59,7 @@ def test_a_caller_creates_a_token_for_itself(setup: Setup) -> None:
     assert (token.owner, token.token_requester, token.renewers) == (ALICE, ALICE, (BOB,))
     assert (token.issue_timestamp, token.expiry_timestamp, token.max_timestamp) == (NOW, NOW + DAY, NOW + WEEK)
     assert issued.hmac == SECRET.hmac(token.token_id)
-    assert setup.store.created == [(token.token_id, "/kts/audit-intents/1")]  # the change carries its intent
+    assert setup.store.created == [(token.token_id, 1)]  # the change carries its intent
     assert setup.view.get(token.token_id) is not None  # this replica reads its own write at once
     (pending,) = setup.log.appended.values()
     assert (pending.action, pending.outcome, pending.token_id) == (Action.TOKEN_CREATE, Outcome.PENDING, token.token_id)
@@ -134,7 +134,7 @@ def test_owner_renewer_and_super_user_renew(setup: Setup, caller: KafkaPrincipal
 
     assert (change.token_id, change.expiry_timestamp) == ("T1", NOW + 6_000)
     assert setup.store.tokens["T1"].token.expiry_timestamp == NOW + 6_000
-    assert setup.store.updated == [("T1", 0, "/kts/audit-intents/1")]
+    assert setup.store.updated == [("T1", 0, 1)]
     (done,) = setup.events()
     assert (done.action, done.outcome, done.principal) == (Action.TOKEN_RENEW, Outcome.SUCCEEDED, str(caller))
     assert (done.owner, done.details["expiryTimestamp"]) == ("User:alice", NOW + 6_000)
@@ -196,7 +196,7 @@ def test_expiring_with_a_negative_period_deletes_the_token(setup: Setup) -> None
     change = setup.service.expire(login(ALICE), "T1", -1)
     assert change.expiry_timestamp == NOW
     assert "T1" not in setup.store.tokens and setup.view.get("T1") is None
-    assert setup.store.deleted == [("T1", 0, "/kts/audit-intents/1")]
+    assert setup.store.deleted == [("T1", 0, 1)]
     assert setup.events()[-1].details["deleted"] is True
 
 

@@ -125,13 +125,15 @@ def test_a_write_in_flight_when_the_claim_lands_fails_as_a_whole(
         frozen.refresh()
     assert frozen.state.writes_allowed
     kafka_znodes.claim_for_kraft(raw_zk)  # the fence has not seen it: only the transaction's check stands
-    intent = KtsZNodes.audit_intent(7)
+    intent = 7
 
     with pytest.raises(ClusterMigrating):
         ZkTokenStore(zk).create(_token("InFlightTokenAAAAAAAAA"), intent)
 
     assert raw_zk.exists(TokenZNode.path("InFlightTokenAAAAAAAAA")) is None
-    assert raw_zk.exists(intent) is None  # so the audit event is failed, and reconciliation agrees
+    assert (
+        raw_zk.exists(KtsZNodes.audit_intent(intent)) is None
+    )  # so the audit event is failed, and reconciliation agrees
     assert raw_zk.get_children("/delegation_token/token_changes") == []
     assert frozen.state.phase is Phase.MIGRATING  # the failed check made it read again
 

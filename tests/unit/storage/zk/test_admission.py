@@ -96,7 +96,7 @@ def test_a_full_batch_stays_well_under_zookeepers_request_limit() -> None:
         session_timeout_ms=18_000,
         security=ZkClientSecurity(set_acl=True, login=DigestLogin("kts", "pw")),
     )
-    batch = [(f"{n:064d}", 2**31 - 1, f"/kts/audit-intents/{2**63 - 1 - n}") for n in range(admission_module.BATCH)]
+    batch = [(f"{n:064d}", 2**31 - 1, 2**63 - 1 - n) for n in range(admission_module.BATCH)]
     ZkTokenStore(zk).delete_many(batch)
     (size,) = _MeasuredConnection.sizes
     assert size < JUTE_MAXBUFFER // 2, size
@@ -111,7 +111,7 @@ def test_a_full_batch_charging_the_most_requesters_stays_under_two_thirds_of_the
         session_timeout_ms=18_000,
         security=ZkClientSecurity(set_acl=True, login=DigestLogin("kts", "pw")),
     )
-    batch = [(f"{n:064d}", 2**31 - 1, f"/kts/audit-intents/{2**63 - 1 - n}") for n in range(admission_module.BATCH)]
+    batch = [(f"{n:064d}", 2**31 - 1, 2**63 - 1 - n) for n in range(admission_module.BATCH)]
     ZkTokenStore(zk).delete_many(batch, [_FullLedger(n) for n in range(MAX_REQUESTERS_PER_BATCH)])
     (size,) = _MeasuredConnection.sizes
     print(f"worst-case deletion batch with {MAX_REQUESTERS_PER_BATCH} ledger charges: {size} bytes")

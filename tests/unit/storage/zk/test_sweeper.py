@@ -151,7 +151,7 @@ def test_deletes_the_version_it_judged_expired_with_the_audit_intent_in_the_same
     harness.sweeper.sweep()
 
     (event_id,) = harness.log.appended
-    assert harness.store.deleted == [("PastExpiry", 7, f"/kts/audit-intents/{event_id}")]
+    assert harness.store.deleted == [("PastExpiry", 7, event_id)]
 
 
 def test_a_token_renewed_since_the_cache_saw_it_is_not_swept() -> None:
