@@ -78,6 +78,8 @@ class AuditLog(Protocol):
 
 
 class IntentStore(Protocol):
+    """The marks of applied changes, by their pending event's id (however the backend keeps them)."""
+
     def existing(self, event_ids: list[int]) -> set[int]:
         """Those of ``event_ids`` whose marker exists (few round trips)."""
         ...

@@ -62,7 +62,9 @@ class TokenChange(Generic[R]):
 
 
 class TokenStore(Protocol):
-    # ``intent``: the audit intent marker of the change (see app/service/audit.py), created with it.
+    # ``intent``: the id of the change's pending audit event (app/service/audit.py), which the store marks its own
+    # way: ZooKeeper creates a marker znode in the change's transaction, the Kafka protocol marks it in the database
+    # the replicas share once the cluster answered (app/storage/kafka/ports.py, IntentMarks).
 
     def next_token_id(self) -> str | None:
         """The id of the next token to create, or None when the cluster picks it (``create`` answers it)."""
