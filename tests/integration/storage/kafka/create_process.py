@@ -1,5 +1,5 @@
 """A replica's token create on a cluster without intent markers, as its own process, killed with SIGKILL at a
-chosen point: ``python -m tests.integration.service.create_process AUDIT_URL CLUSTER_FILE OWNER KILL_POINT``.
+chosen point: ``python -m tests.integration.storage.kafka.create_process AUDIT_URL CLUSTER_FILE OWNER KILL_POINT``.
 
 The request path is the one app/storage/kafka/cluster_audit.py describes: the pending event (through the real
 ``Auditor`` with ``SqlIntentMarks``), the create RPC (to the fake cluster of tests/fake_cluster.py, standing in
