@@ -19,13 +19,13 @@ from app.domain.token_secret import TokenSecret
 from app.service.audit import AuditLog
 from app.service.backend import ClusterBackend
 from app.service.break_glass import BreakGlass
-from app.service.migration_prep import MigrationPreparation
 from app.service.ports import LockListing, LockoutStore
 from app.settings import Settings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.assembly import ZooKeeperBackend, with_cluster_writes_in_zookeeper
+from app.storage.zk.migration_prep import MigrationPreparation
 
 T = TypeVar("T")
 

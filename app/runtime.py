@@ -1,5 +1,5 @@
 """The composition root: builds the services once, over whichever cluster backend the settings select
-(app/backends.py; each backend is one assembly under app/storage/, app/service/backend.py's ``ClusterBackend``),
+(app/backend_selection.py; each backend is one assembly under app/storage/, app/service/backend.py's ``ClusterBackend``),
 and runs the life cycle of both. The API (``create_app``'s lifespan) and the server commands use it; the HTTP layer
 then sees only the services and views it exposes (``app/api/deps.py``). It holds no policy: the settings' choices
 are read in app/policies.py, a backend's own in its assembly. Nothing here runs at import."""
@@ -91,7 +91,7 @@ def build_runtime(
 ) -> Runtime:
     """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
     ``audit_observer`` is told how each action ended (the metrics). Built in the order the layers stand: what the
-    replica stores in (app/backends.py), the rules (app/policies.py), then the services over both."""
+    replica stores in (app/backend_selection.py), the rules (app/policies.py), then the services over both."""
     clock = clock or SystemClock()
     secret = TokenSecret(settings.secret_key)  # the HMAC key of every token, which the backend checks at connect
     stored = storage(settings, clock, secret, audit_log)
@@ -122,13 +122,12 @@ def build_runtime(
         clock=clock,
         auditor=auditor,
         verify_guard=verify_guard,
-        capacity=bound.admission.capacity,
+        admission=bound.admission,
         quota=rules.quota,
         own_principal=rules.identity.is_own,
-        shares=bound.admission.shares,
     )
     revocation = TokenRevocation(
-        backend.token_store, backend.token_view, authorizer=authorizer, auditor=auditor, shares=bound.admission.shares
+        backend.token_store, backend.token_view, authorizer=authorizer, auditor=auditor, admission=bound.admission
     )
     cleanup_ms = settings.auth_lockout_cleanup_interval_ms
     duties: list[tuple[str, Duty]] = [

@@ -16,7 +16,7 @@ What the trail looks like:
   of hundreds of failed logins from a few addresses against a few principals, which the service's
   brute-force throttle records as its first attempt plus ``throttled`` summaries of ``attempts``.
 
-Every field follows what the service writes (``app/service``, ``app/leader/sweeper.py``), ``details``
+Every field follows what the service writes (``app/service``, ``app/storage/zk/sweeper.py``), ``details``
 included. Generation never holds the whole trail: it walks day by day. Each day's tokens are generated
 with their whole lifecycle, and the events that fall on later days are spilled to Arrow files in a
 temporary directory; a day is finished once its own tokens are made (no event precedes its token), then

@@ -23,7 +23,7 @@ _DESCRIPTIONS = {
     "Retry-After seconds. On a token create, also a per-user token quota reached (TOKEN_QUOTA_EXCEEDED); on a "
     "token create, renew or expire that keeps the token, also the caller's share of the token lists used up "
     "(TOKEN_WRITE_SHARE_EXCEEDED, with Retry-After)",
-    503: "ZooKeeper or the audit database unreachable; retry after Retry-After seconds",
+    503: "The cluster or the audit database unreachable; retry after Retry-After seconds",
 }
 
 

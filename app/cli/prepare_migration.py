@@ -1,7 +1,7 @@
 """``kts cluster prepare-migration``: run before the KRaft controller is started, where the server's configuration is
 (``--config`` and the ``KTS_*`` environment, as ``kts serve`` reads them), it makes the principal of
 ``admin.sasl.jaas.config`` (kts's login on bootstrap.servers) a renewer of every live token of the ZooKeeper-mode
-cluster, so that kts on bootstrap.servers renews and expires them after the switch (app/service/migration_prep.py).
+cluster, so that kts on bootstrap.servers renews and expires them after the switch (app/storage/zk/migration_prep.py).
 Each change goes through kts's normal write path: with its change notification, audited as ``token.renewer.add``
 with the operating-system user who ran it, refused once a KRaft controller has claimed the cluster.
 

@@ -100,3 +100,24 @@ def tokens_without_grant(
         ):
             lost.append(token)
     return lost
+
+
+def deletion_batches(
+    tokens: Iterable[TokenInformation], *, size: int, max_requesters: int | None = None
+) -> list[list[TokenInformation]]:
+    """``tokens`` in batches for a bulk deletion: grouped by requester (so that a batch charges few of a backend's
+    per-requester records), each of at most ``size`` tokens and ``max_requesters`` requesters; by token id
+    within a requester, the order a revocation answers its ids in."""
+    batches: list[list[TokenInformation]] = []
+    batch: list[TokenInformation] = []
+    requesters: set[KafkaPrincipal] = set()
+    for token in sorted(tokens, key=lambda token: (str(token.token_requester), token.token_id)):
+        new_requester = token.token_requester not in requesters
+        if len(batch) == size or (new_requester and max_requesters is not None and len(requesters) == max_requesters):
+            batches.append(batch)
+            batch, requesters = [], set()
+        batch.append(token)
+        requesters.add(token.token_requester)
+    if batch:
+        batches.append(batch)
+    return batches

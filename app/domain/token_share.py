@@ -23,20 +23,18 @@ reserve instead (``Purpose.SUPER_USER_ISSUE``). Deleting a token is never refuse
 (app/domain/token_quota.py) are judged on their own, before the share.
 
 Pure rules with an injected "now": the notifications are kept per minute in a ``ShareLedger`` (whose keeping
-across replicas is storage's business, app/service/token_shares.py), the tokens are counted by the caller.
+across replicas is storage's business, app/storage/zk/token_shares.py), the tokens are counted by the caller.
 """
 
 from __future__ import annotations
 
 import datetime
 import enum
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from app.domain.capacity import NOTIFICATION_RETENTION_MS, ChildList
 from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
-from app.domain.token import TokenInformation
 
 DEFAULT_RATIO = 0.05
 MINUTE_MS = 60_000
@@ -205,23 +203,3 @@ def _retry_after_s(now_ms: int, room_ms: int | None) -> int:
 def _iso(epoch_ms: int) -> str:
     moment = datetime.datetime.fromtimestamp(epoch_ms / 1000, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def deletion_batches(
-    tokens: Iterable[TokenInformation], *, size: int, max_requesters: int = MAX_REQUESTERS_PER_BATCH
-) -> list[list[TokenInformation]]:
-    """``tokens`` in batches for deletion: grouped by requester (so that a batch charges few ledgers), each of
-    at most ``size`` tokens and ``max_requesters`` requesters; by token id within a requester."""
-    batches: list[list[TokenInformation]] = []
-    batch: list[TokenInformation] = []
-    requesters: set[KafkaPrincipal] = set()
-    for token in sorted(tokens, key=lambda token: (str(token.token_requester), token.token_id)):
-        new_requester = token.token_requester not in requesters
-        if len(batch) == size or (new_requester and len(requesters) == max_requesters):
-            batches.append(batch)
-            batch, requesters = [], set()
-        batch.append(token)
-        requesters.add(token.token_requester)
-    if batch:
-        batches.append(batch)
-    return batches

@@ -8,9 +8,10 @@ process (the tests) never clash over metric names. Three kinds of figures:
 - actions by audit action, outcome and Kafka error code, counted as the auditor settles each event (it is
   an ``AuditObserver``), so every token create, renew, expire, describe and every denial is counted once;
 - figures read from the running replica at each scrape (``RuntimeReadings``): cached tokens and ACL
-  entries, sweeps and swept tokens, sweeper leadership, ZooKeeper session state, and the size of the child
-  lists brokers must list (app/domain/capacity.py) with the room left in them, and the cluster's phase in its
-  migration to KRaft (app/domain/cluster_migration.py).
+  entries, the connection to the cluster, replicas and account locks; the sweeps of a backend whose replicas
+  expire tokens themselves (``SweepReadings``: zeros where the cluster expires them); and one optional section
+  of the backend's own (``ZooKeeperReadings``: the child lists brokers must list, app/domain/capacity.py, the
+  cluster's phase in its migration to KRaft, app/domain/cluster_migration.py, and the dual-write bridge).
 """
 
 from __future__ import annotations
@@ -45,27 +46,45 @@ UNMATCHED_ROUTE = "unmatched"  # a path no route knows: its raw text stays out o
 
 
 @dataclass(frozen=True, slots=True)
+class SweepReadings:
+    """The expiry sweeps of a backend whose replicas delete expired tokens themselves (the leader sweeps). Where
+    the cluster expires them (a KRaft controller), ``NO_SWEEPS``: the metrics read 0."""
+
+    runs: Callable[[], int]
+    swept: Callable[[], int]
+    leads: Callable[[], bool]  # whether this replica leads the sweeps
+    early_runs: Callable[[], int] = lambda: 0  # sweeps brought forward by expired tokens piling up
+
+
+NO_SWEEPS = SweepReadings(runs=lambda: 0, swept=lambda: 0, leads=lambda: False)
+
+
+@dataclass(frozen=True, slots=True)
+class ZooKeeperReadings:
+    """The ZooKeeper backend's own section of the figures."""
+
+    # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
+    # renews are refused; None when ZooKeeper cannot be read.
+    child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
+    cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
+    # Change notifications this replica wrote for the KRaft controller's token changes (app/service/token_bridge.py).
+    bridged_notifications: Callable[[], int] = lambda: 0
+
+
+@dataclass(frozen=True, slots=True)
 class RuntimeReadings:
     """Where the scrape-time figures come from. Callables, so each scrape reads the current value and
     nothing is kept up to date between scrapes."""
 
     cached_tokens: Callable[[], int]
     acl_entries: Callable[[], int]
-    sweep_runs: Callable[[], int]
-    swept_tokens: Callable[[], int]
-    leads_sweeper: Callable[[], bool]
     cluster_state: Callable[[], str]  # one of CLUSTER_STATES
-    backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
-    # The child lists brokers must list, as ZooKeeper has them now, with the bytes left before creates and
-    # renews are refused; None when ZooKeeper cannot be read or is not used.
-    child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
+    backend: str  # how the cluster is reached, the label of kts_cluster_connection_state
     replicas: Callable[[], int] = lambda: 1  # live replicas sharing the account lockout, as this one sees them
     account_locks: Callable[[], int] = lambda: 0  # shared account locks in force, as this one sees them
-    early_sweep_runs: Callable[[], int] = lambda: 0  # sweeps brought forward by expired tokens piling up
     expired_tokens: Callable[[], int] = lambda: 0  # in the cache, past their expiry, not swept yet
-    cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
-    # Change notifications this replica wrote for the KRaft controller's token changes (app/service/token_bridge.py).
-    bridged_notifications: Callable[[], int] = lambda: 0
+    sweeps: SweepReadings = NO_SWEEPS
+    zookeeper: ZooKeeperReadings | None = None  # the ZooKeeper backend's section
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,14 +166,16 @@ class _RuntimeCollector(Collector):
         )
         for name in CLUSTER_STATES:
             cluster.add_metric([readings.backend, name], 1.0 if name == state else 0.0)
+        section = readings.zookeeper
         return [
-            *_child_list_metrics(readings.child_lists()),
-            *_cluster_metrics(readings.cluster_phase()),
+            *([] if section is None else _child_list_metrics(section.child_lists())),
+            *([] if section is None else _cluster_metrics(section.cluster_phase())),
             *self._replica_metrics(readings, cluster),
         ]
 
     @staticmethod
     def _replica_metrics(readings: RuntimeReadings, cluster: Metric) -> list[Metric]:
+        sweeps, section = readings.sweeps, readings.zookeeper
         return [
             GaugeMetricFamily(
                 "kts_tokens",
@@ -162,12 +183,12 @@ class _RuntimeCollector(Collector):
                 value=readings.cached_tokens(),
             ),
             GaugeMetricFamily("kts_acl_entries", "ACL entries in this replica's cache.", value=readings.acl_entries()),
-            CounterMetricFamily("kts_sweep_runs", "Expiry sweeps this replica has run.", value=readings.sweep_runs()),
+            CounterMetricFamily("kts_sweep_runs", "Expiry sweeps this replica has run.", value=sweeps.runs()),
             CounterMetricFamily(
                 "kts_sweep_early_runs",
                 "Expiry sweeps this replica ran before their interval, because expired tokens piled up or a token "
                 "list neared its limit.",
-                value=readings.early_sweep_runs(),
+                value=sweeps.early_runs(),
             ),
             GaugeMetricFamily(
                 "kts_expired_tokens",
@@ -178,15 +199,15 @@ class _RuntimeCollector(Collector):
                 "kts_token_bridge_notifications",
                 "Token change notifications this replica wrote during a migration's dual-write phase, for token "
                 "changes the KRaft controller made without one (each also audited as token.bridge).",
-                value=readings.bridged_notifications(),
+                value=0 if section is None else section.bridged_notifications(),
             ),
             CounterMetricFamily(
-                "kts_swept_tokens", "Expired tokens this replica's sweeps deleted.", value=readings.swept_tokens()
+                "kts_swept_tokens", "Expired tokens this replica's sweeps deleted.", value=sweeps.swept()
             ),
             GaugeMetricFamily(
                 "kts_sweeper_leader",
                 "1 while this replica leads the expiry sweeper, else 0.",
-                value=1.0 if readings.leads_sweeper() else 0.0,
+                value=1.0 if sweeps.leads() else 0.0,
             ),
             GaugeMetricFamily(
                 "kts_replicas",
@@ -228,7 +249,7 @@ class _DeprecatedSessionState(Collector):
 
     def collect(self) -> Iterable[Metric]:
         readings = self._readings()
-        if readings is None or readings.backend != "zookeeper":
+        if readings is None or readings.zookeeper is None:
             return []
         state = readings.cluster_state()
         family = GaugeMetricFamily(

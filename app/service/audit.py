@@ -78,7 +78,7 @@ class AuditLog(Protocol):
 
 
 class IntentStore(Protocol):
-    def path(self, event_id: int) -> str: ...
+    """The marks of applied changes, by their pending event's id (however the backend keeps them)."""
 
     def existing(self, event_ids: list[int]) -> set[int]:
         """Those of ``event_ids`` whose marker exists (few round trips)."""
@@ -131,15 +131,16 @@ class Auditor:
             self.refused(event, exc)
             raise
 
-    def mutation(self, event: AuditEvent, perform: Callable[[str], T], *, succeeded: Callable[[T], AuditEvent]) -> T:
-        """Run ``perform(intent_path)`` under the protocol above; ``succeeded`` builds the completed event."""
+    def mutation(self, event: AuditEvent, perform: Callable[[int], T], *, succeeded: Callable[[T], AuditEvent]) -> T:
+        """Run ``perform(intent)`` under the protocol above (``intent``: the pending event's id, which the store
+        marks its own way); ``succeeded`` builds the completed event."""
         try:
             event_id = self._log.append(event.ended(Outcome.PENDING), request_context.get())  # 503 if down
         except KtsError as exc:
             self._observe(_ended_by(event, exc))  # nothing was done
             raise
         try:
-            result = perform(self._intents.path(event_id))
+            result = perform(event_id)
         except StoreUnavailable as exc:
             # The outcome is unknown (a commit may land although its answer was lost): the event stays
             # pending and the reconciler settles it by the intent marker.
@@ -154,7 +155,7 @@ class Auditor:
     def mutations(
         self,
         batch: list[AuditEvent],
-        perform: Callable[[list[str]], None],
+        perform: Callable[[list[int]], None],
         *,
         succeeded: Callable[[AuditEvent], AuditEvent] | None = None,
     ) -> None:
@@ -178,12 +179,12 @@ class Auditor:
         return MutationBatches(self)
 
     def _perform_batch(
-        self, event_ids: list[int], batch: list[AuditEvent], perform: Callable[[list[str]], None]
+        self, event_ids: list[int], batch: list[AuditEvent], perform: Callable[[list[int]], None]
     ) -> None:
         """Step 3 for a batch whose pending events are committed: the transaction with their markers. A refusal
         settles them at once; an unknown outcome leaves them pending for the reconciler."""
         try:
-            perform([self._intents.path(event_id) for event_id in event_ids])
+            perform(event_ids)
         except StoreUnavailable as exc:
             for event in batch:  # outcome unknown: the reconciler settles the events by their markers
                 self._observe(event.ended(Outcome.PENDING, error=exc.name))
@@ -245,7 +246,7 @@ class MutationBatches:
     def __exit__(self, *_: object) -> None:
         self.close()
 
-    def run(self, batch: list[AuditEvent], perform: Callable[[list[str]], None]) -> None:
+    def run(self, batch: list[AuditEvent], perform: Callable[[list[int]], None]) -> None:
         """``Auditor.mutations`` for one batch (each event marked succeeded unchanged once applied)."""
         settling, self._applied = self._applied, []
         try:

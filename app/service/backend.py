@@ -13,14 +13,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from app.domain.authorization import Authorizer
 from app.domain.principal import KafkaPrincipal
+from app.service.admission import OPEN_ADMISSION, Admission
 from app.service.audit import Auditor, IntentStore
 from app.service.ports import AclStore, AclView, CredentialSource, LockoutStore, TokenStore, TokenView, UserStore
 from app.service.readiness import Readiness
 
 if TYPE_CHECKING:
     from app.observability.metrics import RuntimeReadings
-    from app.service.capacity import CapacityGuard
-    from app.service.token_shares import TokenShares
 
 # What the elected leader runs until ``lost`` is set (the same shape as app/leader/duties.py's ``Duty``).
 Duty = Callable[[threading.Event], None]
@@ -51,19 +50,6 @@ class OwnLogin:
     source: str  # where it comes from, for messages: the setting that names the login (never its password)
     learned: Callable[[], KafkaPrincipal | None] = lambda: None  # the principal the cluster answered, once connected
     scram_user: str | None = None  # kts's SCRAM login name, which a caller could also present to kts
-
-
-@dataclass(frozen=True)
-class Admission:
-    """What limits token writes beyond the token rules: the capacity guard and write shares of the ZooKeeper child
-    lists. Today's ``TokenService``/``TokenRevocation`` take these as optional parts; a backend without such
-    limits gives ``OPEN_ADMISSION``."""
-
-    capacity: CapacityGuard | None = None
-    shares: TokenShares | None = None
-
-
-OPEN_ADMISSION = Admission()
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,22 @@
 """What the use cases need from storage. Two backends implement these: ZooKeeper (``app/storage/zk``), which kts
 writes as a broker would, with compare-and-set and ids kts picks; and the Kafka protocol (``app/storage/kafka``),
-where the controller makes each change, picks token ids and times, and kts only asks. The ports are shaped so that
-the services decide the same way over both: a change carries both its new state (what ZooKeeper writes) and the
-request it stands for (what the protocol sends)."""
+where the controller makes each change, picks token ids and times, and kts only asks. The ports are what both
+backends do (the Kafka protocol's own, the database its replicas share, are in app/storage/kafka/ports.py; the
+admission each supplies, in app/service/admission.py), so that the services decide the same way over both."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
-from app.domain.capacity import ChildList
 from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.lockout import Lock, LockInForce
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
-from app.domain.token_share import ShareLedger
+from app.service.admission import WriteCharge
 
 R = TypeVar("R")
 
@@ -43,47 +41,30 @@ class Expiry:
     period_ms: int
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerState:
-    """One principal's share ledger as read (app/domain/token_share.py): an empty ledger at version
-    ``NO_LEDGER`` when it has none yet."""
-
-    ledger: ShareLedger
-    version: int
-
-
-NO_LEDGER = -1
-
-
-class ShareCharge(Protocol):
-    """A charge to one principal's share ledger, written in the same transaction as a token write, compare-and-set
-    on the ledger's version: ``decide`` gets the ledger as read and answers its new state, or raises to refuse the
-    write. On a lost race the store reads again and asks again."""
-
-    @property
-    def principal(self) -> KafkaPrincipal: ...
-
-    def decide(self, state: LedgerState) -> ShareLedger: ...
+EXPIRE_NOW = Expiry(-1)  # a deletion, as Kafka asks it
 
 
 @dataclass(frozen=True, slots=True)
 class TokenChange(Generic[R]):
-    """What ``TokenStore.change``'s ``decide`` answers: the token's new state (None deletes it), what the caller
-    wants back from the attempt that was written, the request the change stands for, and the share charge written
-    with it, if any. A store that writes the state itself (ZooKeeper) writes ``token`` (and ``charge``, in the same
-    transaction); a store whose cluster makes the change (the Kafka protocol) sends ``request`` (a deletion is an
-    expire now) and answers the state the cluster reports, which may differ from ``token`` (a KRaft controller
-    never renews past ``delegation.token.expiry.time.ms``); it keeps no share ledgers (shares guard ZooKeeper's
-    child lists, app/domain/token_share.py)."""
+    """What ``TokenStore.change``'s ``decide`` answers: one renew or expire (``request``, as Kafka's RPCs ask it: a
+    deletion is ``EXPIRE_NOW``) with the token's state after it as kts's rules planned it (``token``; None: it
+    goes), what the caller wants back from the attempt that was written, and what the backend's admission writes
+    with it (``charge``, app/service/admission.py). Every store gets both forms of the one change and makes it its
+    way: where kts writes the record (ZooKeeper) it writes ``token``, with the charge in the same transaction;
+    where the cluster makes the change (the Kafka protocol) it sends ``request`` and answers the state the cluster
+    reports, which may differ from ``token`` (a KRaft controller never renews past
+    ``delegation.token.expiry.time.ms``)."""
 
     token: TokenInformation | None
     result: R
-    request: Renewal | Expiry | None = None
-    charge: ShareCharge | None = None
+    request: Renewal | Expiry
+    charge: WriteCharge | None = None
 
 
 class TokenStore(Protocol):
-    # ``intent``: the audit intent marker of the change (see app/service/audit.py), created with it.
+    # ``intent``: the id of the change's pending audit event (app/service/audit.py), which the store marks its own
+    # way: ZooKeeper creates a marker znode in the change's transaction, the Kafka protocol marks it in the database
+    # the replicas share once the cluster answered (app/storage/kafka/ports.py, IntentMarks).
 
     def next_token_id(self) -> str | None:
         """The id of the next token to create, or None when the cluster picks it (``create`` answers it)."""
@@ -93,7 +74,7 @@ class TokenStore(Protocol):
 
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
         transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
         principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
@@ -104,11 +85,11 @@ class TokenStore(Protocol):
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
@@ -120,7 +101,7 @@ class TokenStore(Protocol):
         ...
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
         """Compare-and-set: read the token, let ``decide`` answer its new state, write that guarded by the
         version read (with the answer's share charge, if any, decided on the ledger as read now); on a lost
@@ -186,12 +167,12 @@ class UserStore(Protocol):
         ...
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         """Write ``credential`` (derived by kts: ``salted_password`` is set, for a cluster that takes it)."""
         ...
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None: ...
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None: ...
 
 
 class AclStore(Protocol):
@@ -199,7 +180,7 @@ class AclStore(Protocol):
         self,
         pattern: ResourcePattern,
         edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
-        intent: str | None = None,
+        intent: int | None = None,
     ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]: ...
 
 
@@ -222,66 +203,6 @@ class CredentialSource(Protocol):
 
     def verify(self, user_name: str, password: str) -> Verdict:
         """ACCEPTED, or why not: REFUSED when the user exists, NO_SUCH_USER (for the audit alone) when not."""
-        ...
-
-
-class RecentCreate(Protocol):
-    """A token a replica made a moment ago, as far as quotas count it."""
-
-    @property
-    def token_id(self) -> str: ...
-
-    def counts_against(self, key: QuotaKey, now_ms: int) -> bool: ...
-
-
-class TokenRequesters(Protocol):
-    """Who asked for each token, where the cluster records kts's own principal instead (the Kafka protocol:
-    kts creates as itself, for its HTTP callers). Shared by every replica, kept as long as the tokens."""
-
-    def requesters(self, token_ids: Collection[str]) -> dict[str, KafkaPrincipal]:
-        """The requesters known for those of ``token_ids`` kts created; the others are left out."""
-        ...
-
-    def record(
-        self, token_id: str, *, requester: str, owner: str, event_id: int | None, counts_until_ms: int | None = None
-    ) -> bool:
-        """Remember who asked for a token the cluster just made, and the pending event of its create (the audit
-        reconciler's record that the event made this token, app/service/cluster_audit.py); False when the token
-        has a record already. Raises StoreUnavailable when the database cannot take it."""
-        ...
-
-    def recent(self, window_ms: int) -> Sequence[RecentCreate]:
-        """The tokens any replica recorded in the last ``window_ms``: made on the cluster, perhaps not described
-        by a broker yet (a broker takes in the controller's record a moment after the create is answered)."""
-        ...
-
-
-class QuotaGuard(Protocol):
-    """Turns between creates charged to the same quota, on every replica, for a store whose cluster cannot
-    guard a create itself (the Kafka protocol); ZooKeeper's guards are znodes in the create's transaction."""
-
-    def hold(self, keys: Sequence[QuotaKey]) -> AbstractContextManager[Mapping[QuotaKey, int]]:
-        """Hold the guards of ``keys`` (a create charged to one of them elsewhere waits) and answer each one's
-        version; leaving the block without an error moves every version on (a create was charged)."""
-        ...
-
-
-class IntentMarks(Protocol):
-    """Creates the audit intent marker (app/service/audit.py) of a change a cluster made, for a store that
-    cannot create it in the same transaction as the change (the Kafka protocol)."""
-
-    def mark(self, intent: str) -> None: ...
-
-
-class ChildListGauge(Protocol):
-    """The size of the child lists brokers must list (app/domain/capacity.py), read from ZooKeeper."""
-
-    def entries(self) -> dict[ChildList, int]:
-        """How many children each list has now (its parent's Stat)."""
-        ...
-
-    def oldest_notification_created_ms(self) -> int | None:
-        """When the oldest token change notification was created (None: there is none)."""
         ...
 
 

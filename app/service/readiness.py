@@ -29,13 +29,14 @@ class Readiness:
     tokens_loaded: Callable[[], bool]
     acls_loaded: Callable[[], bool]
     audit_log: AuditLog
-    backend: str = "zookeeper"  # how the cluster is reached: zookeeper or kafka (its protocol)
-    # Not a check: a cluster migrating to KRaft refuses writes for good, yet reads go on, so the replica stays
-    # ready and /readyz says what it sees (ZooKeeper backend only: app/storage/zk/cluster_watch.py).
-    cluster: Callable[[], ClusterState] | None = None
+    backend: str  # how the cluster is reached (the backend's name: zookeeper, kafka, memory)
     # The cluster's mode, id, brokers or ensemble, version and kts's principal, for ClusterStatus only.
     facts: Callable[[], ClusterFacts] | None = None
-    # With ZooKeeper: live tokens kts could not renew after a switch (app/service/migration_prep.py)
+    # The backend's own section, where it has one. Not a check: a cluster migrating to KRaft refuses writes for
+    # good, yet reads go on, so the replica stays ready and /readyz says what it sees (the ZooKeeper backend:
+    # app/storage/zk/cluster_watch.py), and the live tokens kts could not renew after a switch to the Kafka
+    # protocol (app/storage/zk/migration_prep.py).
+    cluster: Callable[[], ClusterState] | None = None
     unrenewable: Callable[[], int] | None = None
 
     def checks(self) -> dict[str, str]:
@@ -81,9 +82,10 @@ class ReadinessReport:
     reason: str  # one word: ok, the first failing check's name, or the migration phase that refuses writes
     backend: str | None
     checks: dict[str, str]
-    cluster: ClusterState | None  # the ZooKeeper backend's view of the cluster and its migration
     facts: ClusterFacts | None = None  # ClusterStatus only: what the cluster is (never for /readyz)
-    # With ZooKeeper: live tokens kts could not renew after a switch (None: kts's principal there is not configured)
+    # The backend's section (ZooKeeper: the cluster and its migration to KRaft as ZooKeeper shows it, and the live
+    # tokens kts could not renew after a switch; None: kts's principal there is not configured).
+    cluster: ClusterState | None = None
     unrenewable: int | None = None
 
     @property
@@ -107,7 +109,7 @@ def readiness_report(readiness: ReadinessChecks) -> ReadinessReport:
         status, reason = READ_ONLY, state.phase.value
     else:
         status, reason = READY, OK
-    return ReadinessReport(status, reason, readiness.backend, checks, state)
+    return ReadinessReport(status, reason, readiness.backend, checks, cluster=state)
 
 
 class ClusterStatus:

@@ -3,13 +3,12 @@ leaked credential), or the tokens whose owner's credentials or whose requester's
 
 Each token goes exactly as a single expire-now takes it: its znode deleted (guarded by the version read),
 a change notification brokers honour, and a ``token.expire`` audit event (``details.reason`` says why),
-with one ``token.revoke`` event summing up the whole. Tokens go ``BATCH`` at a time in one ZooKeeper
-transaction each (one audit commit before and one after). A token deleted meanwhile by someone else is
-skipped; a batch refused because a token in it changed or went is retried token by token (the refused
-attempt stays on record as failed), so a concurrent renew cannot save a token and a concurrent expire
-cannot fail the revoke. Each deletion is charged to its token's requester's share in the same transaction, as
-the sweep's are (app/service/token_shares.py), so batches are grouped by requester; a revocation is never
-refused for a share.
+with one ``token.revoke`` event summing up the whole. Tokens go in the batches the backend's admission cuts
+(app/service/admission.py; ZooKeeper: one transaction each), with one audit commit before and one after each.
+A token deleted meanwhile by someone else is skipped; a batch refused because a token in it changed or went is
+retried token by token (the refused attempt stays on record as failed), so a concurrent renew cannot save a token
+and a concurrent expire cannot fail the revoke. Each deletion carries the admission's charge (ZooKeeper: to its
+token's requester's share, in the same transaction, as the sweep's do); a revocation is never refused for one.
 """
 
 from __future__ import annotations
@@ -23,16 +22,9 @@ from app.domain.authorization import Authorizer, Caller, Operation, ensure_clust
 from app.domain.errors import ConcurrentModification, KtsError, TokenNotFound
 from app.domain.revocation import RevocationReason, RevokeSelector, tokens_without_grant
 from app.domain.token import TokenInformation
-from app.domain.token_share import deletion_batches
+from app.service.admission import OPEN_ADMISSION, Admission, WriteCharge
 from app.service.audit import Auditor
-from app.service.ports import ShareCharge, StoredToken, TokenChange, TokenStore, TokenView
-from app.service.token_shares import TokenShares
-
-# Tokens deleted per ZooKeeper transaction. With their notifications and intent markers a batch is about
-# 140 KB under a short chroot, and 480 KB at worst (64-character token ids, a 200-character chroot, creator-only
-# ACLs); with the share ledgers of the most requesters a batch names (50, of the longest names), 593 KB: well
-# below ZooKeeper's 1 MB request limit (jute.maxbuffer). Unit tests measure both.
-BATCH = 500
+from app.service.ports import EXPIRE_NOW, StoredToken, TokenChange, TokenStore, TokenView
 
 
 class TokenRevocation:
@@ -43,14 +35,14 @@ class TokenRevocation:
         *,
         authorizer: Authorizer,
         auditor: Auditor,
-        shares: TokenShares | None = None,
+        admission: Admission = OPEN_ADMISSION,
     ) -> None:
-        """``shares``: to charge deletions to their requesters' shares."""
+        """``admission``: cuts the batches and charges the deletions (app/service/admission.py)."""
         self._store = store
         self._view = view
         self._authorizer = authorizer
         self._auditor = auditor
-        self._shares = shares
+        self._admission = admission
 
     def revoke(self, caller: Caller, selector: RevokeSelector) -> list[str]:
         """``POST /v1/tokens/revoke``: for super users and principals with Alter on the cluster, never for a
@@ -123,7 +115,7 @@ class TokenRevocation:
         revoked: list[str] = []
         by_id = {stored.token.token_id: stored for stored in candidates}
         try:
-            for batch in deletion_batches((stored.token for stored in candidates), size=BATCH):
+            for batch in self._admission.deletion_batches(stored.token for stored in candidates):
                 revoked += self._batch([by_id[token.token_id] for token in batch], event)
         except KtsError as exc:
             self._auditor.record(summary.ended(Outcome.FAILED, error=exc.name, revoked=len(revoked)))
@@ -132,13 +124,12 @@ class TokenRevocation:
         return revoked
 
     def _batch(self, batch: list[StoredToken], event: Callable[[TokenInformation], AuditEvent]) -> list[str]:
-        """One transaction for the batch's tokens still in ZooKeeper, each guarded by the version read now."""
+        """One store write for the batch's tokens still there, each guarded by the version read now."""
         current = self._store.get_many([stored.token.token_id for stored in batch])
         present = [stored for stored in current.values() if stored is not None]
         if not present:
             return []
-        shares = self._shares
-        charges = [] if shares is None else shares.deletion_charges(stored.token for stored in present)
+        charges = self._admission.deletion_charges(stored.token for stored in present)
         try:
             self._auditor.mutations(
                 [event(stored.token) for stored in present],
@@ -151,9 +142,7 @@ class TokenRevocation:
         except (ConcurrentModification, TokenNotFound):
             # A token in the batch was renewed or expired since it was read: take each on its own.
             return [stored.token.token_id for stored in present if self._one(stored.token, event)]
-        if shares is not None:
-            for charge in charges:
-                shares.settle(charge)
+        self._admission.settle(charges)
         for stored in present:
             self._view.discard(stored.token.token_id)
         return [stored.token.token_id for stored in present]
@@ -164,12 +153,11 @@ class TokenRevocation:
         if self._store.get(token.token_id) is None:
             return False  # expired by someone else: nothing to revoke, nothing to record
         pending = event(token)
-        shares = self._shares
-        charges: list[ShareCharge | None] = []
+        charges: list[WriteCharge | None] = []
 
         def delete(stored: StoredToken) -> TokenChange[None]:
-            charges.append(None if shares is None else shares.deletion(stored.token))
-            return TokenChange(None, None, charge=charges[-1])
+            charges.append(self._admission.deletion(stored.token))
+            return TokenChange(None, None, EXPIRE_NOW, charges[-1])
 
         try:
             self._auditor.mutation(
@@ -179,8 +167,7 @@ class TokenRevocation:
             )
         except TokenNotFound:
             return False
-        if shares is not None:
-            shares.settle(charges[-1])
+        self._admission.settle(charges[-1:])
         self._view.discard(token.token_id)
         return True
 

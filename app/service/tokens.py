@@ -17,13 +17,11 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import TokenQuota
 from app.domain.token_rules import CreateRequest, DeleteToken, Page, TokenPolicy
 from app.domain.token_secret import TokenSecret
-from app.domain.token_share import ShareWrite
+from app.service.admission import OPEN_ADMISSION, Admission, TokenWrite
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
-from app.service.capacity import CapacityGuard
-from app.service.ports import Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import EXPIRE_NOW, Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
-from app.service.token_shares import TokenShares
 
 T = TypeVar("T")
 
@@ -58,17 +56,16 @@ class TokenService:
         clock: Clock,
         auditor: Auditor,
         verify_guard: AttemptGuard | None = None,
-        capacity: CapacityGuard | None = None,
+        admission: Admission = OPEN_ADMISSION,
         quota: TokenQuota = TokenQuota(),  # noqa: B008 - frozen
-        shares: TokenShares | None = None,
         own_principal: Callable[[KafkaPrincipal], bool] = lambda _: False,
     ) -> None:
         """``own_principal`` tells kts's own principal toward the cluster (app/auth/own_identity.py): no token is
-        made for it, since a token authenticates as its owner to the brokers as well as to kts."""
+        made for it, since a token authenticates as its owner to the brokers as well as to kts. ``admission``: what
+        the backend limits about token writes beyond the rules and quotas (app/service/admission.py)."""
         self._own_principal = own_principal
         self._store = store
-        self._capacity = capacity
-        self._shares = shares
+        self._admission = admission
         self._quotas = TokenQuotas(quota, view, clock=clock, authorizer=authorizer)
         self._verify_guard = verify_guard
         self._view = view
@@ -111,11 +108,10 @@ class TokenService:
                 authorizer=self._authorizer,
             )
             self._quotas.checked(token)
-            self._check_share(caller.principal, ShareWrite.CREATE)
             return token
 
         token = self._auditor.decided(event, plan)
-        self._admit(event, lambda guard: guard.admit_create(super_user=self._is_super_user(caller)))
+        self._admit(event, caller, TokenWrite.CREATE)
         # What the store answers is what the cluster holds (its id and times, where it picks them).
         stored = self._auditor.mutation(
             event,
@@ -239,34 +235,21 @@ class TokenService:
         """Whether this replica knows a token of that id (for the audit of failures alone)."""
         return self._view.get(token_id) is not None
 
-    def _admit(self, event: AuditEvent, admit: Callable[[CapacityGuard], None]) -> None:
-        """Refuse (and audit) a write that would fill a child list brokers must list (app/service/capacity.py)."""
-        guard = self._capacity
-        if guard is not None:
-            self._auditor.decided(event, lambda: admit(guard))
+    def _admit(self, event: AuditEvent, caller: Caller, write: TokenWrite) -> None:
+        """The admission's first judgement (app/service/admission.py), before anything is written: a refusal is
+        audited as one."""
+        self._auditor.decided(event, lambda: self._admission.judge(caller.principal, write))
 
-    def _is_super_user(self, caller: Caller) -> bool:
-        return self._authorizer.is_super_user(caller.principal)
-
-    def _check_share(self, principal: KafkaPrincipal, write: ShareWrite) -> None:
-        """The first judgement of the caller's share (app/service/token_shares.py), before anything is written."""
-        if self._shares is not None:
-            self._shares.check(principal, write)
-
-    def _created(self, token: TokenInformation, intent: str) -> StoredToken:
-        # Within the quotas and the requester's share, judged exactly as the token is written; this replica
+    def _created(self, token: TokenInformation, intent: int) -> StoredToken:
+        # Within the quotas and the admission's charge, judged exactly as the token is written; this replica
         # reads its own write at once.
-        shares = self._shares
-        if shares is None:
-            return self._quotas.create(
-                token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit)
-            )
-        with shares.turn(token.token_requester):
-            charge = shares.judged(token.token_requester, ShareWrite.CREATE)
+        admission = self._admission
+        with admission.turn(token.token_requester):
+            charge = admission.charge(token.token_requester, TokenWrite.CREATE)
             stored = self._quotas.create(
                 token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit, charge=charge)
             )
-            shares.settle(charge)
+            admission.settle([charge])
         return stored
 
     def _token_id_for(self, caller: Caller, mac: bytes) -> str:
@@ -322,18 +305,14 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        def first_judgement() -> None:  # refusals are recorded without a pending event
-            plan(current)
-            self._check_share(caller.principal, ShareWrite.CHANGE)
-
-        self._auditor.decided(event, first_judgement)
-        self._admit(event, lambda guard: guard.admit_renew(super_user=self._is_super_user(caller)))
-        charge = None if self._shares is None else self._shares.judged(caller.principal, ShareWrite.CHANGE)
+        self._auditor.decided(event, lambda: plan(current))  # refusals are recorded without a pending event
+        self._admit(event, caller, TokenWrite.RENEW)
+        charge = self._admission.charge(caller.principal, TokenWrite.RENEW)
 
         def decide(stored: StoredToken) -> TokenChange[None]:
             return TokenChange(stored.token.with_expiry(plan(stored)), None, Renewal(renew_period_ms), charge)
 
-        def renewed(intent: str) -> ExpiryChange:
+        def renewed(intent: int) -> ExpiryChange:
             written, _ = self._change(token_id, decide, intent, caller)
             assert written is not None  # a renew never deletes
             # The expiry the store wrote: a cluster that makes the change may answer another than kts planned.
@@ -357,35 +336,29 @@ class TokenService:
                 authorizer=self._authorizer,
             )
 
-        def first_judgement() -> token_rules.ExpireDecision:
-            decision = plan(current)
-            if not isinstance(decision, DeleteToken):
-                self._check_share(caller.principal, ShareWrite.CHANGE)
-            return decision
-
-        planned = self._auditor.decided(event, first_judgement)
-        if isinstance(planned, token_rules.SetExpiry) and planned.extended:
-            # A later expiry is a renew by another name: admitted as one (the renew's limit, not the reserve
-            # expires may use), so that it is no way around a refusal of renews.
-            self._admit(event, lambda guard: guard.admit_renew(super_user=self._is_super_user(caller)))
-        elif isinstance(planned, token_rules.SetExpiry):
-            # An expire that shortens a token's life may use the reserve, and is refused only once the budget
-            # itself is used up. Deleting a token is never refused, so revocation always works.
-            self._admit(event, lambda guard: guard.admit_expire())
-        shares = self._shares
-        kept_charge = None if shares is None else shares.judged(caller.principal, ShareWrite.CHANGE)
+        planned = self._auditor.decided(event, lambda: plan(current))
+        # A later expiry is a renew by another name: admitted as one, so that it is no way around a refusal of
+        # renews. Deleting a token is never judged, so revocation always works.
+        write = (
+            TokenWrite.RENEW if isinstance(planned, token_rules.SetExpiry) and planned.extended else TokenWrite.EXPIRE
+        )
+        if not isinstance(planned, DeleteToken):
+            self._admit(event, caller, write)
+        admission = self._admission
+        kept_charge = admission.charge(caller.principal, write)
 
         def decide(stored: StoredToken) -> TokenChange[tuple[int, bool]]:
             decision = plan(stored)
             if isinstance(decision, DeleteToken):
-                # Never refused: the notification is charged to the requester, whose token held room for it.
-                charge = None if shares is None else shares.deletion(stored.token)
-                return TokenChange(None, (decision.expiry_timestamp, False), Expiry(-1), charge)
+                # Never refused: charged to the requester, whose token held room for what its deletion writes.
+                return TokenChange(
+                    None, (decision.expiry_timestamp, False), EXPIRE_NOW, admission.deletion(stored.token)
+                )
             new = stored.token.with_expiry(decision.expiry_timestamp)
             planned = (decision.expiry_timestamp, decision.extended)
             return TokenChange(new, planned, Expiry(expiry_period_ms), kept_charge)
 
-        def expired(intent: str) -> tuple[ExpiryChange, bool, bool]:
+        def expired(intent: int) -> tuple[ExpiryChange, bool, bool]:
             written, (planned, extended) = self._change(token_id, decide, intent, caller)
             if written is None:
                 return ExpiryChange(token_id, planned), True, False
@@ -401,24 +374,21 @@ class TokenService:
         return change
 
     def _change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: str, caller: Caller
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[T]], intent: int, caller: Caller
     ) -> tuple[StoredToken | None, T]:
         """Change the token (ZooKeeper: compare-and-set, a renew and an expire racing on two replicas: the loser
         reads again and decides again), then install what was written: this replica reads its writes at once.
-        The caller's writes on this replica take turns on its share ledger."""
-        shares = self._shares
-        if shares is None:
-            written, result = self._store.change(token_id, decide, intent)
-        else:
-            answers: list[TokenChange[T]] = []
+        The caller's writes on this replica take turns (``Admission.turn``); the charge of the attempt that was
+        written is settled."""
+        answers: list[TokenChange[T]] = []
 
-            def deciding(stored: StoredToken) -> TokenChange[T]:
-                answers.append(decide(stored))
-                return answers[-1]
+        def deciding(stored: StoredToken) -> TokenChange[T]:
+            answers.append(decide(stored))
+            return answers[-1]
 
-            with shares.turn(caller.principal):
-                written, result = self._store.change(token_id, deciding, intent)
-                shares.settle(answers[-1].charge)
+        with self._admission.turn(caller.principal):
+            written, result = self._store.change(token_id, deciding, intent)
+            self._admission.settle([answers[-1].charge])
         if written is None:
             self._view.discard(token_id)
         else:

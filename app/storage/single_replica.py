@@ -25,12 +25,9 @@ class MemoryIntentStore:
         self._marked: set[int] = set()
         self._lock = threading.Lock()
 
-    def path(self, event_id: int) -> str:
-        return str(event_id)
-
-    def mark(self, intent: str) -> None:
+    def mark(self, intent: int) -> None:
         with self._lock:
-            self._marked.add(int(intent))
+            self._marked.add(intent)
 
     def existing(self, event_ids: list[int]) -> set[int]:
         with self._lock:

@@ -22,9 +22,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app.api.app import create_app
 from app.auth import basic as basic_module
 from app.backends import load_settings
-from app.domain.clock import SystemClock
 from app.storage.zk.user_store import ZkUserStore
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
+from tests.clocks import ShiftedClock
 from tests.conftest import SECRET
 from tests.postgres_server import PostgresServer
 
@@ -33,14 +33,6 @@ HOME = "198.51.100.7"
 WINDOW_MS = 60_000
 MAX_FAILURES = 5
 WRONG_ALICE = (ALICE[0], "not-her-password")
-
-
-class ShiftedClock(SystemClock):
-    def __init__(self) -> None:
-        self.offset_ms = 0
-
-    def now_ms(self) -> int:
-        return super().now_ms() + self.offset_ms
 
 
 class FromAddress:

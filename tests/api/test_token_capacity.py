@@ -68,7 +68,7 @@ def test_a_flood_of_creates_on_two_replicas_stops_before_either_list_is_full_and
     zk_connect: str,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="app.service.capacity")
+    caplog.set_level(logging.WARNING, logger="app.storage.zk.capacity")
     other = make_client(zookeeper_children_max_bytes=BUDGET, token_write_share_ratio=0)
     first = make_client(zookeeper_children_max_bytes=BUDGET, token_write_share_ratio=0)
     replicas = [first, other]

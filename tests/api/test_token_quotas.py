@@ -19,20 +19,12 @@ from kazoo.client import KazooClient
 
 from app.api.app import create_app
 from app.backends import load_settings
-from app.domain.clock import SystemClock
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, put_user
+from tests.clocks import ShiftedClock
 from tests.conftest import SECRET
 
 NIMBUS = ("nimbus", "nimbus-pw")
-
-
-class ShiftedClock(SystemClock):
-    def __init__(self) -> None:
-        self.offset_ms = 0
-
-    def now_ms(self) -> int:
-        return super().now_ms() + self.offset_ms
 
 
 class Replica:

@@ -27,13 +27,13 @@ from kazoo.exceptions import NoNodeError
 from app.api.app import create_app
 from app.backends import load_settings
 from app.domain.capacity import CREATE, CapacityPolicy, ChildList, ListReading, Purpose
-from app.domain.clock import SystemClock
 from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_share import ShareLedger, SharePolicy, ShareWrite, ensure_within
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, put_user
 from tests.api.helpers import eventually
+from tests.clocks import ShiftedClock
 from tests.conftest import SECRET
 
 BUDGET = 20_000  # zookeeper.children.max.bytes of the attacks
@@ -42,14 +42,6 @@ FLOODER = ("u24", "u24-pw")
 HANDFUL = [(f"flood{n}", f"flood{n}-pw") for n in range(5)]
 OTHERS = (ALICE, BOB, CAROL)
 MINUTE = 60_000
-
-
-class ShiftedClock(SystemClock):
-    def __init__(self) -> None:
-        self.offset_ms = 0
-
-    def now_ms(self) -> int:
-        return super().now_ms() + self.offset_ms
 
 
 class Cluster:

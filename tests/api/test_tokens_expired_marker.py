@@ -11,19 +11,9 @@ from kazoo.client import KazooClient
 
 from app.api.app import create_app
 from app.backends import load_settings
-from app.domain.clock import SystemClock
 from tests.api.conftest import ALICE, basic, put_user
+from tests.clocks import ShiftedClock
 from tests.conftest import SECRET
-
-
-class ShiftedClock:
-    """The system clock plus an offset the test moves: the injected clock of the whole app."""
-
-    def __init__(self) -> None:
-        self.offset_ms = 0
-
-    def now_ms(self) -> int:
-        return SystemClock().now_ms() + self.offset_ms
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from app.service import revocation as revocation_module
+from app.storage.zk import admission as zk_admission_module
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
@@ -200,7 +200,7 @@ def test_one_audit_event_per_token_and_one_summary(client: TestClient, tokens: d
 def test_a_revoke_larger_than_a_batch_takes_one_transaction_per_batch(
     client: TestClient, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(revocation_module, "BATCH", 3)
+    monkeypatch.setattr(zk_admission_module, "BATCH", 3)
     made = {_create(client, ADMIN, "User:carol")["tokenId"] for _ in range(7)}
     names_before = set(raw_zk.get_children(TokenChangeZNode.ROOT))
 

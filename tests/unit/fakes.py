@@ -27,7 +27,9 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, counts_against
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.domain.token_share import ShareLedger
-from app.service.ports import NO_LEDGER, LedgerState, ShareCharge, StoredToken
+from app.service.admission import WriteCharge
+from app.service.ports import StoredToken
+from app.storage.zk.share_ledgers import NO_LEDGER, LedgerState, ShareCharge, share_charge
 
 NOW = 1_700_000_000_000
 AUDIT_DOWN = "The audit database is not reachable right now; retry shortly."
@@ -54,9 +56,9 @@ class FakeTokenStore:
 
     def __init__(self, tokens: Iterable[StoredToken] = ()) -> None:
         self.tokens: dict[str, StoredToken] = {stored.token.token_id: stored for stored in tokens}
-        self.created: list[tuple[str, str | None]] = []
-        self.updated: list[tuple[str, int, str | None]] = []
-        self.deleted: list[tuple[str, int, str | None]] = []
+        self.created: list[tuple[str, int | None]] = []
+        self.updated: list[tuple[str, int, int | None]] = []
+        self.deleted: list[tuple[str, int, int | None]] = []
         self.after_get: Callable[[str], None] | None = None
         self.after_delete: Callable[[str], None] | None = None
         self.fail_with: KtsError | None = None  # raised by the next write
@@ -86,11 +88,11 @@ class FakeTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """Quota guards as the ZooKeeper store keeps them: a version per key, moved on by each create."""
         if admit is not None:
@@ -115,14 +117,14 @@ class FakeTokenStore:
             raise ConcurrentModification("The token changed while this request was being handled.")
         return current
 
-    def update(self, token: TokenInformation, expected_version: int, intent: str | None = None) -> StoredToken:
+    def update(self, token: TokenInformation, expected_version: int, intent: int | None = None) -> StoredToken:
         self._failing()
         self._current(token.token_id, expected_version)
         stored = self.tokens[token.token_id] = StoredToken(token, expected_version + 1)
         self.updated.append((token.token_id, expected_version, intent))
         return stored
 
-    def delete(self, token_id: str, expected_version: int, intent: str | None = None) -> None:
+    def delete(self, token_id: str, expected_version: int, intent: int | None = None) -> None:
         self._failing()
         self._current(token_id, expected_version)
         del self.tokens[token_id]
@@ -131,7 +133,7 @@ class FakeTokenStore:
             self.after_delete(token_id)
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], Any], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], Any], intent: int | None = None
     ) -> tuple[StoredToken | None, Any]:
         """Compare-and-set as the ZooKeeper store does it: read, let ``decide`` answer the new state (its
         ``token``, None to delete, and its ``result``), write guarded by the version read; on a lost race
@@ -156,7 +158,7 @@ class FakeTokenStore:
             return written, decision.result
         raise ConcurrentModification(f"Token {token_id} kept changing under concurrent requests; retry.")
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """All or nothing, like a ZooKeeper multi-op transaction, charges included."""
         for token_id, version, _ in deletions:
             self._current(token_id, version)
@@ -164,7 +166,7 @@ class FakeTokenStore:
         for token_id, version, intent in deletions:
             self.delete(token_id, version, intent)
         if charges:
-            self.ledgers.charges.append([charge.principal for charge in charges])
+            self.ledgers.charges.append([share_charge(charge).principal for charge in charges])
         for principal, ledger in ledgers:
             self.ledgers.put(principal, ledger)
 
@@ -186,8 +188,9 @@ class FakeShareLedgers:
         ledger, version = self.ledgers.get(principal, (ShareLedger(), NO_LEDGER))
         return LedgerState(ledger, version)
 
-    def decide(self, charge: ShareCharge) -> tuple[KafkaPrincipal, ShareLedger]:
-        return charge.principal, charge.decide(self.state(charge.principal))
+    def decide(self, charge: WriteCharge) -> tuple[KafkaPrincipal, ShareLedger]:
+        ledger_charge: ShareCharge = share_charge(charge)
+        return ledger_charge.principal, ledger_charge.decide(self.state(ledger_charge.principal))
 
     def put(self, principal: KafkaPrincipal, ledger: ShareLedger) -> None:
         self.ledgers[principal] = (ledger, self.state(principal).version + 1)
@@ -285,14 +288,14 @@ class FakeAclStore:
 
     def __init__(self) -> None:
         self.entries: dict[ResourcePattern, frozenset[AccessControlEntry]] = {}
-        self.changes: list[tuple[ResourcePattern, str | None]] = []
+        self.changes: list[tuple[ResourcePattern, int | None]] = []
         self.fail_with: KtsError | None = None
 
     def change(
         self,
         pattern: ResourcePattern,
         edit: Callable[[frozenset[AccessControlEntry]], frozenset[AccessControlEntry]],
-        intent: str | None = None,
+        intent: int | None = None,
     ) -> tuple[frozenset[AccessControlEntry], frozenset[AccessControlEntry]]:
         if self.fail_with is not None:
             error, self.fail_with = self.fail_with, None
@@ -327,7 +330,7 @@ class FakeAclView:
 class FakeUserStore:
     def __init__(self) -> None:
         self.users: dict[str, dict[Mechanism, ScramCredential]] = {}
-        self.intents: list[str | None] = []
+        self.intents: list[int | None] = []
 
     def credentials(self, user_name: str) -> dict[Mechanism, ScramCredential]:
         return dict(self.users.get(user_name, {}))
@@ -337,12 +340,12 @@ class FakeUserStore:
         return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         self.users.setdefault(user_name, {})[mechanism] = credential
         self.intents.append(intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None:
         if mechanism not in self.users.get(user_name, {}):
             raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
         del self.users[user_name][mechanism]
@@ -493,9 +496,6 @@ class FakeIntentStore:
         self.present: set[int] = set()
         self.cleared: list[int] = []
 
-    def path(self, event_id: int) -> str:
-        return f"/kts/audit-intents/{event_id}"
-
     def existing(self, event_ids: list[int]) -> set[int]:
         return {event_id for event_id in event_ids if event_id in self.present}
 
@@ -528,7 +528,7 @@ class RecordingObserver:
 
 
 class FakeTrail:
-    """The audit trail and the token requesters' ledger of app/service/cluster_audit.py, sharing one state as
+    """The audit trail and the token requesters' ledger of app/storage/kafka/cluster_audit.py, sharing one state as
     the database's tables do: events by id, and the ledger's rows (token id -> event id, requester, whether
     reconstructed). A claim or a reconstruction writes the row and the event together, or neither."""
 
@@ -585,7 +585,7 @@ class FakeTrail:
         return set(token_ids) & self.ledger.keys()
 
     def created_events(self, token_ids: Sequence[str]) -> dict[str, Any]:
-        from app.service.cluster_audit import NamedCreate
+        from app.storage.sql.token_requesters import NamedCreate
 
         found: dict[str, NamedCreate] = {}
         for stored in sorted(self.events.values(), key=lambda e: -e.id):

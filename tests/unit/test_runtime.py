@@ -18,8 +18,9 @@ from app.backend_selection import Storage
 from app.backends import load_settings
 from app.domain.acl import AclSnapshot
 from app.domain.authorization import Authorizer
+from app.service.admission import OPEN_ADMISSION
 from app.service.audit import Auditor
-from app.service.backend import OPEN_ADMISSION, Bound, Duty, LeaderWork, OwnLogin
+from app.service.backend import Bound, Duty, LeaderWork, OwnLogin
 from tests.unit.fakes import FakeClock
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from app.domain.principal import KafkaPrincipal
-from app.service.ports import RecentCreate
+from app.storage.kafka.ports import RecentCreate
 
 
 class NoTokenRequesters:

@@ -17,8 +17,8 @@ from typing import Any, Final
 from kafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, PatternType, ResourcePattern
-from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
+from app.storage.kafka.ports import IntentMarks
 from app.storage.kafka.refresh_outage import RefreshOutage
 from app.storage.kafka.wire import KafkaWire
 
@@ -169,7 +169,7 @@ class KafkaAclStore:
         self._intents = intents
 
     def change(
-        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: str | None = None
+        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: int | None = None
     ) -> tuple[Entries, Entries]:
         self._cache.reload()
         before = self._cache.snapshot().entries(pattern)

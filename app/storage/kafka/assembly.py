@@ -20,15 +20,17 @@ from app.domain.clock import Clock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_secret import TokenSecret
 from app.observability.metrics import RuntimeReadings
+from app.service.admission import OPEN_ADMISSION
 from app.service.audit import AuditLog, Auditor, AuditReconciler, IntentStore
-from app.service.backend import OPEN_ADMISSION, Bound, Duty, LeaderWork, OwnLogin, Reconciler
-from app.service.cluster_audit import ClusterAuditReconciler
-from app.service.ports import IntentMarks, LockoutStore, QuotaGuard, TokenRequesters
+from app.service.backend import Bound, Duty, LeaderWork, OwnLogin, Reconciler
+from app.service.ports import LockoutStore
 from app.service.readiness import Readiness
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.kafka.acls import KafkaAclCache, KafkaAcls, KafkaAclStore
 from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.cluster_audit import ClusterAuditReconciler
+from app.storage.kafka.ports import IntentMarks, QuotaGuard, TokenRequesters
 from app.storage.kafka.settings import KafkaSettings
 from app.storage.kafka.token_cache import KafkaTokenCache
 from app.storage.kafka.token_store import KafkaTokenStore
@@ -195,9 +197,6 @@ class KafkaBackend:
         return RuntimeReadings(
             cached_tokens=lambda: len(self._token_cache),
             acl_entries=lambda: len(self._acl_cache.snapshot()),
-            sweep_runs=lambda: 0,
-            swept_tokens=lambda: 0,
-            leads_sweeper=lambda: False,
             cluster_state=lambda: self.cluster.state,
             backend=self.name,
             replicas=self._lockout.replicas,

@@ -99,7 +99,7 @@ class KafkaCluster:
 
     def list_tokens(self) -> list[TokenInformation]:
         """Every token kts's principal may see, as the cluster records it (``ClusterTokens`` of the audit
-        reconciler, app/service/cluster_audit.py: the requester of kts's tokens is kts)."""
+        reconciler, app/storage/kafka/cluster_audit.py: the requester of kts's tokens is kts)."""
         return [found.token for found in self.tokens.describe()]
 
     def _check_grants(self, principal: KafkaPrincipal) -> None:

@@ -26,9 +26,10 @@ from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
-from app.service.ports import RecentCreate, StoredToken, TokenRequesters
+from app.service.ports import StoredToken
 from app.storage.indexed_token_cache import IndexedTokenCache
 from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.ports import RecentCreate, TokenRequesters
 from app.storage.kafka.refresh_outage import RefreshOutage
 
 log = logging.getLogger(__name__)

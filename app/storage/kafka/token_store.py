@@ -10,34 +10,31 @@ where ZooKeeper mode accepts any period up to the maximum). Reads come from the 
 What ZooKeeper writes in one transaction with a change, the quota guard and the audit intent marker, lives here
 in the ports ``QuotaGuard`` and ``IntentMarks`` (shared by replicas where they are shared). A create records the
 token the cluster made with who asked and the create's pending event (``TokenRequesters.record``): that is its
-intent mark, the one the audit reconciler settles a create by (app/service/cluster_audit.py), and what the next
-turn on its quota counts until a broker describes the token. There are no share ledgers: fair shares guard the
-child lists ZooKeeper-mode brokers must list (app/domain/token_share.py), which a cluster reached through the
-protocol keeps to itself; the runtime gives this backend no shares, and a charge is refused here as the mistake
-it would be.
+intent mark, the one the audit reconciler settles a create by (app/storage/kafka/cluster_audit.py), and what the next
+turn on its quota counts until a broker describes the token. Nothing is written with a change for the admission:
+this backend's is ``OPEN_ADMISSION`` (app/service/admission.py), which charges nothing, since the controller guards
+its own lists.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
+from app.service.admission import WriteCharge
 from app.service.ports import (
     Expiry,
-    IntentMarks,
-    QuotaGuard,
     Renewal,
-    ShareCharge,
     StoredToken,
     TokenChange,
-    TokenRequesters,
 )
 from app.storage.kafka.cluster import KafkaCluster
+from app.storage.kafka.ports import IntentMarks, QuotaGuard, TokenRequesters
 from app.storage.kafka.token_cache import KafkaTokenCache
 
 log = logging.getLogger(__name__)
@@ -75,13 +72,12 @@ class KafkaTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
-        _no_shares([charge])
         kts = self._cluster.principal
         renewers = token.renewers if kts in token.renewers else (*token.renewers, kts)
         with self._guard.hold(quotas) as versions:
@@ -107,7 +103,7 @@ class KafkaTokenStore:
         )
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
         """Decide on the cached state, then ask the controller (which refuses what it must, whatever kts
         decided: a token expired or gone meanwhile)."""
@@ -115,7 +111,6 @@ class KafkaTokenStore:
         if stored is None:
             raise TokenNotFound(f"Token {token_id} does not exist.")
         change = decide(stored)
-        _no_shares([change.charge])
         mac = self._secret.hmac(token_id)
         rpc = self._cluster.tokens
         request = change.request
@@ -125,17 +120,14 @@ class KafkaTokenStore:
             return None, change.result
         if isinstance(request, Renewal):
             expiry = rpc.renew(mac, request.period_ms, token_id)
-        elif isinstance(request, Expiry):
-            expiry = rpc.expire(mac, request.period_ms, token_id)
         else:
-            raise ValueError("a token change through the Kafka protocol must say whether it renews or expires")
+            expiry = rpc.expire(mac, request.period_ms, token_id)
         self._mark(intent)
         return StoredToken(stored.token.with_expiry(expiry), stored.version + 1), change.result
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Expire each now. Not one transaction as in ZooKeeper: each expire stands alone, and a token already
-        gone is skipped (what a revocation wants, it is)."""
-        _no_shares(charges)
+        gone is skipped (what a revocation wants, it is). ``charges``: none, from this backend's admission."""
         rpc = self._cluster.tokens
         for token_id, _version, intent in deletions:
             try:
@@ -148,7 +140,7 @@ class KafkaTokenStore:
         return [StoredToken(found.token, 0) for found in self._cluster.tokens.describe()]
 
     def _record(
-        self, answered: TokenInformation, asked: TokenInformation, intent: str | None, *, required: bool
+        self, answered: TokenInformation, asked: TokenInformation, intent: int | None, *, required: bool
     ) -> None:
         """Who asked for the token the cluster made. Best effort without quotas: the token is made, and the audit
         reconciler records it later; with quotas a failure raises StoreUnavailable (the request answers 503, the
@@ -158,7 +150,7 @@ class KafkaTokenStore:
                 answered.token_id,
                 requester=str(asked.token_requester),
                 owner=str(answered.owner),
-                event_id=None if intent is None else int(intent),
+                event_id=None if intent is None else intent,
                 counts_until_ms=min(answered.expiry_timestamp, answered.max_timestamp),
             )
         except KtsError as exc:
@@ -170,11 +162,6 @@ class KafkaTokenStore:
                     "The token was created but its quota could not be recorded; the audit trail will show it."
                 ) from exc
 
-    def _mark(self, intent: str | None) -> None:
+    def _mark(self, intent: int | None) -> None:
         if intent is not None:
             self._intents.mark(intent)
-
-
-def _no_shares(charges: Iterable[ShareCharge | None]) -> None:
-    if any(charge is not None for charge in charges):
-        raise ValueError("the Kafka-protocol backend keeps no share ledgers")

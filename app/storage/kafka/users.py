@@ -17,8 +17,8 @@ from kafka.protocol.admin import AlterUserScramCredentialsRequest, DescribeUserS
 
 from app.domain.credentials import Mechanism, ScramCredential, Verdict
 from app.domain.errors import CredentialNotFound
-from app.service.ports import IntentMarks
 from app.storage.kafka.errors import check
+from app.storage.kafka.ports import IntentMarks
 from app.storage.kafka.wire import KafkaWire
 
 MECHANISM_CODES: Final = {Mechanism.SCRAM_SHA_256: 1, Mechanism.SCRAM_SHA_512: 2}
@@ -51,7 +51,7 @@ class KafkaUserStore:
         return {mechanism: found[mechanism] for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         if not credential.salted_password:
             raise ValueError("a credential for the Kafka protocol needs its salted password (derive it from one)")
@@ -64,14 +64,14 @@ class KafkaUserStore:
         )
         self._alter(user_name, AlterUserScramCredentialsRequest(deletions=[], upsertions=[upsertion]), intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None:
         request = AlterUserScramCredentialsRequest(deletions=[(user_name, MECHANISM_CODES[mechanism])], upsertions=[])
         self._alter(user_name, request, intent)
 
     def changes(self, user_name: str) -> int:
         return self._changes.get(user_name, 0)
 
-    def _alter(self, user_name: str, request: AlterUserScramCredentialsRequest, intent: str | None) -> None:
+    def _alter(self, user_name: str, request: AlterUserScramCredentialsRequest, intent: int | None) -> None:
         response = self._wire.send(request)
         for result in response.results:
             if result.error_code == RESOURCE_NOT_FOUND:

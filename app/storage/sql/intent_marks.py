@@ -3,7 +3,7 @@
 
 ZooKeeper creates its marker in the change's own transaction, so there the marker exists if and only if the
 change was applied. Here the mark follows the change: a mark means applied, but a replica killed between the
-RPC and the mark leaves none. So the reconciler (app/service/cluster_audit.py) asks the cluster about token
+RPC and the mark leaves none. So the reconciler (app/storage/kafka/cluster_audit.py) asks the cluster about token
 changes whatever the marks say, and uses a mark where the cluster cannot tell it (a renew or an expire it marks;
 ACL and credential changes). Both the ``IntentStore`` the auditor clears and the ``IntentMarks`` stores mark.
 """
@@ -30,15 +30,12 @@ class SqlIntentMarks:
         self._engine = engine
         self._clock = clock
 
-    def path(self, event_id: int) -> str:
-        return str(event_id)
-
-    def mark(self, intent: str) -> None:
+    def mark(self, intent: int) -> None:
         """Best effort: the change is made, and a mark the database cannot take leaves the event to the
         reconciler, which asks the cluster."""
         try:
             with translated_db_errors(), self._engine.begin() as connection:
-                insert_if_absent(connection, marks, {"event_id": int(intent), "marked_at_ms": self._clock.now_ms()})
+                insert_if_absent(connection, marks, {"event_id": intent, "marked_at_ms": self._clock.now_ms()})
         except KtsError as exc:
             log.warning("audit intent %s not marked (the reconciler settles it): %s", intent, exc.message)
 

@@ -7,7 +7,7 @@ written once the create RPC has answered (``record``), or by the audit reconcile
 create by the token the cluster shows (``claim``: the row and the event's completion in one transaction, so
 one token is claimed by one event), or when it finds a token kts's principal made that no event names
 (``reconstruct``: the row and a reconstructed event in one transaction). The row is also the reconciler's
-memory of which of kts's tokens the trail already shows (app/service/cluster_audit.py).
+memory of which of kts's tokens the trail already shows (app/storage/kafka/cluster_audit.py).
 
 Principals are stored as JSON strings, so any principal text comes back exactly as it went in. ``requesters``
 is the ``TokenRequesters`` port of app/service/ports.py that the Kafka-protocol token cache reads; ``recent``
@@ -28,7 +28,6 @@ from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
-from app.service.cluster_audit import NamedCreate
 from app.storage.audit.database import translated_db_errors
 from app.storage.audit.sink import SqlAuditLog, completion_parameters, completion_statement
 from app.storage.audit.tables import audit_events as events
@@ -38,6 +37,14 @@ from app.storage.sql.tables import SERVICE_ID_LENGTH, token_requesters
 
 T = TypeVar("T")
 CHUNK = 500  # values per IN list
+
+
+@dataclass(frozen=True, slots=True)
+class NamedCreate:
+    """A succeeded ``token.create`` event naming a token, and the requester it records."""
+
+    event_id: int
+    requester: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +122,7 @@ class SqlTokenRequesters:
                 _put(found, token_id, named.requester)
         return found
 
-    # -------------------- the reconciler's ledger (app/service/cluster_audit.py, TokenLedger)
+    # -------------------- the reconciler's ledger (app/storage/kafka/cluster_audit.py, TokenLedger)
 
     def tokens_of_events(self, event_ids: Sequence[int]) -> dict[int, str]:
         found: dict[int, str] = {}

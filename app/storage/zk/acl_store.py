@@ -66,7 +66,7 @@ class ZkAclStore:
         return loaded
 
     def change(
-        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: str | None = None
+        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: int | None = None
     ) -> tuple[Entries, Entries]:
         """Apply ``edit`` to the resource's entries with compare-and-set; returns (before, after).
 

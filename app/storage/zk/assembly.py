@@ -23,19 +23,17 @@ from app.domain.secret_fingerprint import SALT_BYTES, check_same_secret
 from app.domain.sweep_schedule import SweepSchedule
 from app.domain.token_secret import TokenSecret
 from app.domain.token_share import SharePolicy
-from app.leader.sweeper import Sweeper
-from app.observability.metrics import ChildListFigures, RuntimeReadings
+from app.observability.metrics import ChildListFigures, RuntimeReadings, SweepReadings, ZooKeeperReadings
 from app.service.audit import AuditLog, Auditor, AuditReconciler
-from app.service.backend import Admission, Bound, Duty, LeaderWork, OwnLogin
-from app.service.capacity import CapacityGuard
-from app.service.migration_prep import MigrationPreparation, unrenewable
+from app.service.backend import Bound, Duty, LeaderWork, OwnLogin
 from app.service.ports import LockoutStore
 from app.service.readiness import Readiness
 from app.service.token_bridge import TokenBridge
-from app.service.token_shares import TokenShares
 from app.storage.loaded_for_good import reloaded_for_good
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
+from app.storage.zk.admission import ZkAdmission
+from app.storage.zk.capacity import CapacityGuard
 from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
@@ -43,11 +41,14 @@ from app.storage.zk.credential_cache import CredentialCache
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.lockout_store import ZkLockoutStore
+from app.storage.zk.migration_prep import MigrationPreparation, unrenewable
 from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.settings import ZooKeeperSettings
+from app.storage.zk.sweeper import Sweeper
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_changes import ZkTokenChanges
+from app.storage.zk.token_shares import TokenShares
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.user_store import ZkUserStore
 from app.storage.zk.znodes import AclChangeZNode, KtsZNodes, TokenChangeZNode
@@ -152,6 +153,7 @@ class ZooKeeperBackend:
             clock=clock,
             authorizer=authorizer,
         )
+        admission = ZkAdmission(capacity, shares, authorizer=authorizer)
         schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, policy)
         writes_allowed = self._writes_allowed
         self._sweeper = sweeper = Sweeper(
@@ -163,7 +165,7 @@ class ZooKeeperBackend:
             room=capacity.sweep_room,
             early_threshold=schedule.threshold,
             near_capacity=capacity.near_limit,
-            shares=shares,
+            admission=admission,
             writes_allowed=writes_allowed,
         )
         purger = NotificationPurger(
@@ -176,7 +178,7 @@ class ZooKeeperBackend:
             ZkTokenChanges(zk), lambda: self.cluster.state, auditor=auditor, clock=clock
         )
         duties = [("sweeper", sweeper.run), ("notification-purger", purger.run), ("token-bridge", bridge.run)]
-        return Bound(Admission(capacity, shares), LeaderWork(duties, self._elected))
+        return Bound(admission, LeaderWork(duties, self._elected))
 
     def _elected(self, duty: Duty) -> Leadership:
         self._leadership = Leadership(self.zk, KtsZNodes.SWEEPER_ELECTION, self._settings.service_id, duty)
@@ -211,18 +213,22 @@ class ZooKeeperBackend:
         return RuntimeReadings(
             cached_tokens=lambda: len(self._token_cache),
             acl_entries=lambda: len(self._acl_cache.snapshot()),
-            sweep_runs=lambda: 0 if sweeper is None else sweeper.runs_total,
-            early_sweep_runs=lambda: 0 if sweeper is None else sweeper.early_runs_total,
-            expired_tokens=lambda: self._token_cache.expired_count(clock.now_ms()),
-            swept_tokens=lambda: 0 if sweeper is None else sweeper.deleted_total,
-            leads_sweeper=lambda: self._leadership is not None and self._leadership.is_leader,
             cluster_state=lambda: self.zk.state.lower(),
             backend=self.name,
-            child_lists=self._child_list_figures,
             replicas=self._zk_lockout.replicas,
             account_locks=self._zk_lockout.in_force,
-            cluster_phase=lambda: self.cluster.state.phase.value,
-            bridged_notifications=lambda: 0 if bridge is None else bridge.notifications_total,
+            expired_tokens=lambda: self._token_cache.expired_count(clock.now_ms()),
+            sweeps=SweepReadings(
+                runs=lambda: 0 if sweeper is None else sweeper.runs_total,
+                swept=lambda: 0 if sweeper is None else sweeper.deleted_total,
+                leads=lambda: self._leadership is not None and self._leadership.is_leader,
+                early_runs=lambda: 0 if sweeper is None else sweeper.early_runs_total,
+            ),
+            zookeeper=ZooKeeperReadings(
+                child_lists=self._child_list_figures,
+                cluster_phase=lambda: self.cluster.state.phase.value,
+                bridged_notifications=lambda: 0 if bridge is None else bridge.notifications_total,
+            ),
         )
 
     def _child_list_figures(self) -> list[ChildListFigures] | None:

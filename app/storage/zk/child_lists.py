@@ -1,5 +1,5 @@
 """How many children the lists brokers must list hold, read from ZooKeeper (the ``ChildListGauge`` port of
-app/service/capacity.py). Counts come from the parents' Stat (``numChildren``), one pipelined round trip for
+app/storage/zk/capacity.py). Counts come from the parents' Stat (``numChildren``), one pipelined round trip for
 both lists, never from listing them: names have fixed lengths, so a count is a size (app/domain/capacity.py).
 """
 

@@ -4,7 +4,7 @@ kazoo's Election recipe picks one contender at a time under a znode path. While 
 ``work(lost)`` runs; ``lost`` is set the moment the ZooKeeper session is SUSPENDED or LOST (another
 replica may be elected as soon as our session expires, so we must assume we lost it), and ``work`` must
 return promptly when it is. Then the replica contends again. ``work`` knows nothing of ZooKeeper (the
-sweeper's loop in app/leader/sweeper.py).
+sweeper's loop in app/storage/zk/sweeper.py).
 
 The contend loop is kept by hand rather than handed to tenacity: it is not a retry of a failing call but a
 loop that runs for the life of the process (a normal return, losing the lead, contends again at once), and

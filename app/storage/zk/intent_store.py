@@ -22,9 +22,6 @@ class ZkIntentStore:
         self._waiting: list[int] = []
         self._in_flight = False
 
-    def path(self, event_id: int) -> str:
-        return KtsZNodes.audit_intent(event_id)
-
     def existing(self, event_ids: list[int]) -> set[int]:
         answers = self._zk.read_many([KtsZNodes.audit_intent(event_id) for event_id in event_ids])
         return {

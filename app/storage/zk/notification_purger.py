@@ -1,6 +1,6 @@
 """Deleting change notifications older than brokers keep them (15 minutes), as a broker's
 ``ZkNodeChangeNotificationListener`` does, but from the elected leader only: one replica walking the lists is
-enough, and the capacity guard (app/service/capacity.py) counts on the purge to make room.
+enough, and the capacity guard (app/storage/zk/capacity.py) counts on the purge to make room.
 
 Names carry ZooKeeper's zero-padded sequence number, so sorted names are in creation order: the walk starts at
 the oldest and stops at the first chunk holding a notification young enough to keep, so a purge reads the

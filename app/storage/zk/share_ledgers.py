@@ -10,18 +10,53 @@ someone damaged.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.states import ZnodeStat
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token_share import ShareLedger
-from app.service.ports import NO_LEDGER, LedgerState, ShareCharge
+from app.service.admission import WriteCharge
 from app.storage.zk.errors import refused_read
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import MalformedZNode, ShareLedgerZNode
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class LedgerState:
+    """One principal's share ledger as read (app/domain/token_share.py): an empty ledger at version
+    ``NO_LEDGER`` when it has none yet."""
+
+    ledger: ShareLedger
+    version: int
+
+
+NO_LEDGER = -1
+
+
+@runtime_checkable
+class ShareCharge(WriteCharge, Protocol):
+    """The ZooKeeper admission's ``WriteCharge`` (app/storage/zk/admission.py): a charge to one principal's share
+    ledger, written in the same transaction as a token write, compare-and-set on the ledger's version: ``decide``
+    gets the ledger as read and answers its new state, or raises to refuse the write. On a lost race the store
+    reads again and asks again."""
+
+    @property
+    def principal(self) -> KafkaPrincipal: ...
+
+    def decide(self, state: LedgerState) -> ShareLedger: ...
+
+
+def share_charge(charge: WriteCharge) -> ShareCharge:
+    """``charge`` as the ledger charge it is: the ZooKeeper store writes only its own admission's charges, and
+    anything else is a wiring mistake, refused before anything is written."""
+    if not isinstance(charge, ShareCharge):
+        raise TypeError(f"not a share ledger charge: {type(charge).__name__}")
+    return charge
 
 
 def ledger_state(principal: KafkaPrincipal, answer: tuple[bytes, ZnodeStat] | Exception | None) -> LedgerState:

@@ -18,18 +18,21 @@ from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import new_token_id
-from app.service.ports import LedgerState, ShareCharge, StoredToken, TokenChange
+from app.service.admission import WriteCharge
+from app.service.ports import StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
 from app.storage.zk.multi_read import ReadResult
-from app.storage.zk.share_ledgers import add_charge, ledger_state
+from app.storage.zk.share_ledgers import LedgerState, ShareCharge, add_charge, ledger_state, share_charge
 from app.storage.zk.transaction import ABSENT, ChangeTransaction
 from app.storage.zk.znodes import KtsZNodes, MalformedZNode, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
 QUOTA_ATTEMPTS = 32
+# A change as this store writes it: the token's new record (None: deleted), the caller's result, the charge.
+_Write = tuple[TokenInformation | None, R, WriteCharge | None]
 
 
 class ZkTokenStore:
@@ -63,22 +66,25 @@ class ZkTokenStore:
             raise refused_read(answer, f"token {token_id}")
         return self._decode(token_id, *answer)
 
-    def delete_many(self, deletions: list[tuple[str, int, str | None]], charges: Sequence[ShareCharge] = ()) -> None:
+    def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
         transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
         and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
         again, while a token that changed refuses the batch at once, as without charges."""
         subject = _subject(",".join(token_id for token_id, _, _ in deletions[:3]))
+        ledger_charges = [share_charge(charge) for charge in charges]
 
         def attempt() -> None:
-            paths = [ShareLedgerZNode.path(charge.principal) for charge in charges]
+            paths = [ShareLedgerZNode.path(charge.principal) for charge in ledger_charges]
             read = self._zk.read_many(paths) if paths else []
-            states = [ledger_state(charge.principal, answer) for charge, answer in zip(charges, read, strict=True)]
+            states = [
+                ledger_state(charge.principal, answer) for charge, answer in zip(ledger_charges, read, strict=True)
+            ]
             transaction = ChangeTransaction(self._zk)
             for token_id, version, intent in deletions:
                 transaction.delete(TokenZNode.path(token_id), version)
                 self._notify(transaction, token_id, intent)
-            for charge, state in zip(charges, states, strict=True):
+            for charge, state in zip(ledger_charges, states, strict=True):
                 add_charge(transaction, charge, state)
             try:
                 transaction.commit(subject)
@@ -114,17 +120,18 @@ class ZkTokenStore:
     def create(
         self,
         token: TokenInformation,
-        intent: str | None = None,
+        intent: int | None = None,
         *,
         quotas: Sequence[QuotaKey] = (),
         admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: ShareCharge | None = None,
+        charge: WriteCharge | None = None,
     ) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
         compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
         committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
         ledger, read in the same round trip. Brokers see the same bytes either way."""
         subject = _subject(token.token_id)
+        ledger_charge = None if charge is None else share_charge(charge)
         retried = False
 
         def attempt() -> StoredToken:
@@ -132,7 +139,7 @@ class ZkTokenStore:
             if retried:  # perhaps lost to a guard version this session's server had not seen yet
                 self._zk.sync()
             retried = True
-            versions, ledger = self._guard_versions(quotas, charge)
+            versions, ledger = self._guard_versions(quotas, ledger_charge)
             if admit is not None:
                 admit(versions)
             transaction = ChangeTransaction(self._zk)
@@ -140,8 +147,8 @@ class ZkTokenStore:
             self._notify(transaction, token.token_id, intent)
             for key, version in versions.items():
                 transaction.write(KtsZNodes.quota_guard(key), b"", version)
-            if charge is not None and ledger is not None:
-                add_charge(transaction, charge, ledger)
+            if ledger_charge is not None and ledger is not None:
+                add_charge(transaction, ledger_charge, ledger)
             transaction.commit(subject)
             return StoredToken(token, 0)
 
@@ -171,32 +178,54 @@ class ZkTokenStore:
         return versions, ledger
 
     def change(
-        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: str | None = None
+        self, token_id: str, decide: Callable[[StoredToken], TokenChange[R]], intent: int | None = None
     ) -> tuple[StoredToken | None, R]:
-        """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer its new state (None
-        deletes it), write that guarded by the version read; on a lost race read and decide again. Returns
-        what was written (None: deleted) and ``decide``'s result. TokenNotFound when the token is absent."""
+        """Compare-and-set (compare_and_set.py): read the token, let ``decide`` answer the change, write the state
+        it planned (None deletes the token; kts writes the record as a broker would, so the request itself is not
+        needed) guarded by the version read; on a lost race read and decide again. Returns what was written (None:
+        deleted) and ``decide``'s result. TokenNotFound when the token is absent."""
 
+        def write(stored: StoredToken) -> _Write[R]:
+            change = decide(stored)
+            return change.token, change.result, change.charge
+
+        return self._written(token_id, write, intent)
+
+    def rewrite(
+        self, token_id: str, edit: Callable[[StoredToken], TokenInformation], intent: int | None = None
+    ) -> StoredToken:
+        """Compare-and-set a change of the token's record other than a renew or an expire (``kts cluster
+        prepare-migration`` adds a renewer, app/storage/zk/migration_prep.py): ZooKeeper's own, where kts writes
+        the record. ``edit`` answers the new record, or raises to give up."""
+
+        written, _ = self._written(token_id, lambda stored: (edit(stored), None, None), intent)
+        assert written is not None  # an edit never deletes
+        return written
+
+    def _written(
+        self, token_id: str, decide: Callable[[StoredToken], _Write[R]], intent: int | None
+    ) -> tuple[StoredToken | None, R]:
         def attempt() -> tuple[StoredToken | None, R]:
             stored = self.get(token_id)
             if stored is None:
                 raise TokenNotFound(f"Token {token_id} does not exist.")
-            change = decide(stored)
-            new = None if change.token is None else TokenZNode.encode(change.token, self._znode_version)
+            token, result, charged = decide(stored)
+            new = None if token is None else TokenZNode.encode(token, self._znode_version)
             transaction = ChangeTransaction(self._zk)
             transaction.write(TokenZNode.path(token_id), new, stored.version)
             self._notify(transaction, token_id, intent)
-            if change.charge is not None:
-                path = ShareLedgerZNode.path(change.charge.principal)
-                add_charge(transaction, change.charge, ledger_state(change.charge.principal, self._zk.get(path)))
+            if charged is not None:
+                charge = share_charge(charged)
+                path = ShareLedgerZNode.path(charge.principal)
+                add_charge(transaction, charge, ledger_state(charge.principal, self._zk.get(path)))
             transaction.commit(_subject(token_id))
-            written = None if change.token is None else StoredToken(change.token, stored.version + 1)
-            return written, change.result
+            written = None if token is None else StoredToken(token, stored.version + 1)
+            return written, result
 
         return compare_and_set(attempt, _subject(token_id))
 
     @staticmethod
-    def _notify(transaction: ChangeTransaction, token_id: str, intent: str | None) -> None:
+    def _notify(transaction: ChangeTransaction, token_id: str, intent: int | None) -> None:
         transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
         transaction.mark_intent(intent)
 

@@ -18,6 +18,7 @@ from typing import Any
 from app.domain.errors import ConcurrentModification
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_write
+from app.storage.zk.znodes import KtsZNodes
 
 ABSENT = -1  # the version a store reads for a znode that does not exist
 FENCE_ATTEMPTS = 4  # controller elections in a row before the caller is told to retry
@@ -52,9 +53,10 @@ class ChangeTransaction:
         acl = self._zk.acl_for(prefix)
         self._operations.append(lambda transaction: transaction.create(prefix, data, acl=acl, sequence=True))
 
-    def mark_intent(self, intent: str | None) -> None:
+    def mark_intent(self, intent: int | None) -> None:
+        """The audit intent marker of the pending event ``intent`` (app/service/audit.py), created with the change."""
         if intent is not None:
-            self.create(intent, b"")
+            self.create(KtsZNodes.audit_intent(intent), b"")
 
     def commit(self, subject: Subject) -> None:
         """Apply every operation or none; a refusal raises the domain error for ``subject`` (ClusterMigrating

@@ -45,12 +45,12 @@ class ZkUserStore:
         return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: int | None = None
     ) -> None:
         value = UserConfigZNode.credential_to_string(credential)
         self._change(user_name, lambda config: config | {mechanism.value: value}, create_missing=True, intent=intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: int | None = None) -> None:
         def without(config: dict[str, str]) -> dict[str, str]:
             if mechanism.value not in config:
                 raise CredentialNotFound(f"User {user_name} has no {mechanism.value} credential.")
@@ -64,7 +64,7 @@ class ZkUserStore:
         edit: Callable[[dict[str, str]], dict[str, str]],
         *,
         create_missing: bool,
-        intent: str | None,
+        intent: int | None,
     ) -> None:
         subject = Subject(f"The configuration of user {user_name}", "credential")
 

@@ -40,7 +40,7 @@ def test_settles_more_pending_events_than_one_batch_by_their_markers(
     ids = audit_log.append_many(events, RequestContext())
     applied = set(ids[::2])  # the sweep's transaction landed for half of them
     for event_id in applied:
-        raw_zk.create(intents.path(event_id), b"")
+        raw_zk.create(KtsZNodes.audit_intent(event_id), b"")
 
     settled = AuditReconciler(audit_log, intents, clock=SystemClock(), service_id="crashed").reconcile(at_start=True)
 

@@ -7,7 +7,7 @@ import pytest
 from app.domain.acl import AccessControlEntry, AclAuthorizer, AclBinding, AclSnapshot, PatternType, ResourcePattern
 from app.domain.errors import InvalidInput
 from app.domain.principal import KafkaPrincipal
-from app.domain.revocation import RevokeSelector, tokens_without_grant
+from app.domain.revocation import RevokeSelector, deletion_batches, tokens_without_grant
 from app.domain.token import TokenInformation
 
 PREFIXED = PatternType.PREFIXED
@@ -102,3 +102,21 @@ def test_with_allow_everyone_an_owner_left_without_acls_keeps_its_tokens() -> No
     # but a remaining Deny still takes them
     deny = _binding("User:joe", permission="Deny")
     assert tokens_without_grant([_binding("User:joe")], [token], _authorizer(deny, allow_everyone=True)) == [token]
+
+
+def _expired(token_id: str, requester: str) -> TokenInformation:
+    principal = KafkaPrincipal.user(requester)
+    return TokenInformation(token_id, principal, principal, (), 1_000, 1_999, 3_000)
+
+
+def test_deletion_batches_group_by_requester_and_hold_at_most_size_tokens_and_so_many_requesters() -> None:
+    tokens = [_expired(f"T{n:02d}", f"u{n % 4}") for n in range(12)]
+    batches = deletion_batches(tokens, size=5, max_requesters=2)
+    assert [[token.token_id for token in batch] for batch in batches] == [
+        ["T00", "T04", "T08", "T01", "T05"],  # u0's three, then u1's first two: five tokens
+        ["T09", "T02", "T06", "T10"],  # u1's last, then u2: two requesters
+        ["T03", "T07", "T11"],
+    ]
+    assert sorted(token.token_id for batch in batches for token in batch) == sorted(t.token_id for t in tokens)
+    assert deletion_batches([], size=5) == []
+    assert len(deletion_batches(tokens, size=5)) == 3  # no bound on requesters: only the size cuts

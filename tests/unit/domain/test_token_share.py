@@ -11,7 +11,6 @@ import pytest
 from app.domain.capacity import DEFAULT_MAX_BYTES
 from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
-from app.domain.token import TokenInformation
 from app.domain.token_share import (
     COUNTED_FOR_MS,
     MIN_SHARE_BYTES,
@@ -19,7 +18,6 @@ from app.domain.token_share import (
     ShareLedger,
     SharePolicy,
     ShareWrite,
-    deletion_batches,
     ensure_within,
     share_problem,
 )
@@ -134,20 +132,3 @@ def test_the_refusal_names_the_principal_its_share_and_its_own_figures_only() ->
         "token take 972 bytes of /delegation_token/token_changes"
     )
     assert re.findall(r"User:\w+", refusal.message) == ["User:u24"]
-
-
-def _expired(token_id: str, requester: str) -> TokenInformation:
-    principal = KafkaPrincipal.user(requester)
-    return TokenInformation(token_id, principal, principal, (), START - 10, START - 1, START + 10)
-
-
-def test_deletion_batches_group_by_requester_and_hold_at_most_size_tokens_and_so_many_requesters() -> None:
-    tokens = [_expired(f"T{n:02d}", f"u{n % 4}") for n in range(12)]
-    batches = deletion_batches(tokens, size=5, max_requesters=2)
-    assert [[token.token_id for token in batch] for batch in batches] == [
-        ["T00", "T04", "T08", "T01", "T05"],  # u0's three, then u1's first two: five tokens
-        ["T09", "T02", "T06", "T10"],  # u1's last, then u2: two requesters
-        ["T03", "T07", "T11"],
-    ]
-    assert sorted(token.token_id for batch in batches for token in batch) == sorted(t.token_id for t in tokens)
-    assert deletion_batches([], size=5) == []

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.observability.metrics import CLUSTER_STATES, DEPRECATED_SESSION_STATE, KtsMetrics, RuntimeReadings
+from app.observability.metrics import (
+    CLUSTER_STATES,
+    DEPRECATED_SESSION_STATE,
+    KtsMetrics,
+    RuntimeReadings,
+    ZooKeeperReadings,
+)
 
 
 def scrape(backend: str, state: str) -> dict[str, dict[tuple[tuple[str, str], ...], float]]:
@@ -16,11 +22,9 @@ def scrape(backend: str, state: str) -> dict[str, dict[tuple[tuple[str, str], ..
         RuntimeReadings(
             cached_tokens=lambda: 0,
             acl_entries=lambda: 0,
-            sweep_runs=lambda: 0,
-            swept_tokens=lambda: 0,
-            leads_sweeper=lambda: False,
             cluster_state=lambda: state,
             backend=backend,
+            zookeeper=ZooKeeperReadings() if backend == "zookeeper" else None,
         )
     )
     families = text_string_to_metric_families(metrics.exposition().decode())

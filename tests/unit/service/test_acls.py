@@ -53,7 +53,7 @@ def test_a_super_user_adds_an_acl_with_an_audited_change_the_replica_reads_at_on
     assert setup.service.create(Caller(ADMIN), binding) == AddedAcl(binding)  # no warning
 
     assert setup.store.entries[JOE] == {binding.entry}
-    assert setup.store.changes == [(JOE, "/kts/audit-intents/1")]
+    assert setup.store.changes == [(JOE, 1)]
     assert setup.view.refreshed == [JOE] and setup.view.snapshot().bindings() == [binding]
     (event,) = setup.log.events()
     assert (event.action, event.outcome, event.principal) == (Action.ACL_ADD, Outcome.SUCCEEDED, "User:admin")

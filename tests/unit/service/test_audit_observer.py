@@ -47,7 +47,7 @@ def test_a_mutation_is_observed_once_as_it_settles(auditor: Auditor, observed: R
 
 
 def test_a_mutation_refused_by_the_store_is_observed_as_denied(auditor: Auditor, observed: RecordingObserver) -> None:
-    def perform(intent: str) -> None:
+    def perform(intent: int) -> None:
         raise TokenNotFound("gone")
 
     with pytest.raises(TokenNotFound):
@@ -69,7 +69,7 @@ def test_a_mutation_the_audit_database_cannot_take_is_observed_as_failed(
 def test_a_mutation_with_an_unknown_outcome_is_observed_as_pending(
     auditor: Auditor, observed: RecordingObserver
 ) -> None:
-    def perform(intent: str) -> None:
+    def perform(intent: int) -> None:
         raise StoreUnavailable("connection lost mid-commit")
 
     with pytest.raises(StoreUnavailable):

@@ -28,8 +28,8 @@ class Cluster:
         self.intents = intents
         self.seen: list[tuple[list[int], set[int]]] = []  # (this batch's ids, the ids settled at the write)
 
-    def apply(self, paths: list[str]) -> None:
-        ids = [int(path.rsplit("/", 1)[1]) for path in paths]
+    def apply(self, intents: list[int]) -> None:
+        ids = list(intents)
         self.seen.append((ids, set(self.log.completed)))
         self.intents.present.update(ids)
 
@@ -126,7 +126,7 @@ def test_a_refused_change_is_settled_at_once_and_the_batch_before_still_succeeds
 ) -> None:
     cluster = Cluster(log, intents)
 
-    def refused(_paths: list[str]) -> None:
+    def refused(_intents: list[int]) -> None:
         raise ConcurrentModification("a token changed")
 
     with auditor.mutation_batches() as batches:
@@ -149,7 +149,7 @@ def test_a_refused_change_is_settled_at_once_and_the_batch_before_still_succeeds
 def test_an_unknown_outcome_leaves_the_batch_pending_and_is_not_settled_later(
     auditor: Auditor, log: FakeAuditLog, intents: FakeIntentStore, observed: RecordingObserver
 ) -> None:
-    def lost(_paths: list[str]) -> None:
+    def lost(_intents: list[int]) -> None:
         raise StoreUnavailable("connection lost mid-commit")
 
     with auditor.mutation_batches() as batches, pytest.raises(StoreUnavailable):

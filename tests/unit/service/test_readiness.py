@@ -13,18 +13,18 @@ from tests.unit.fakes import FakeAuditLog
 
 
 def all_ok(**options: object) -> Readiness:
-    return Readiness(lambda: True, lambda: True, lambda: True, FakeAuditLog(), **options)  # type: ignore[arg-type]
+    return Readiness(lambda: True, lambda: True, lambda: True, FakeAuditLog(), "zookeeper", **options)  # type: ignore[arg-type]
 
 
 def test_every_dependency_ok() -> None:
-    readiness = Readiness(lambda: True, lambda: True, lambda: True, FakeAuditLog())
+    readiness = Readiness(lambda: True, lambda: True, lambda: True, FakeAuditLog(), "zookeeper")
     assert readiness.checks() == {"cluster": OK, "tokens": OK, "acls": OK, "audit_database": OK}
 
 
 def test_each_failing_dependency_says_what_is_wrong() -> None:
     log = FakeAuditLog()
     log.down = True
-    readiness = Readiness(lambda: False, lambda: False, lambda: False, log)
+    readiness = Readiness(lambda: False, lambda: False, lambda: False, log, "zookeeper")
     assert readiness.checks() == {
         "cluster": "zookeeper connection lost (reads are served from the caches; writes are refused)",
         "tokens": "not loaded",
@@ -35,7 +35,7 @@ def test_each_failing_dependency_says_what_is_wrong() -> None:
 
 def test_the_probes_are_read_at_each_check() -> None:
     connected = [False]
-    readiness = Readiness(lambda: connected[0], lambda: True, lambda: True, FakeAuditLog())
+    readiness = Readiness(lambda: connected[0], lambda: True, lambda: True, FakeAuditLog(), "zookeeper")
     assert readiness.checks()["cluster"] != OK
     connected[0] = True
     assert readiness.checks()["cluster"] == OK
@@ -46,7 +46,7 @@ def test_the_report_is_a_status_and_a_reason_word() -> None:
     assert (ready.status, ready.reason, ready.ready) == ("ready", "ok", True)
     log = FakeAuditLog()
     log.down = True
-    down = readiness_report(Readiness(lambda: True, lambda: False, lambda: True, log))
+    down = readiness_report(Readiness(lambda: True, lambda: False, lambda: True, log, "zookeeper"))
     assert (down.status, down.reason, down.ready) == ("not-ready", "tokens", False)  # the first failing part
     assert down.failing == ["tokens: not loaded", "audit_database: unreachable"]
     view = ClusterView(2, ControllerRegistration(3000, 1), None, 1, "id")

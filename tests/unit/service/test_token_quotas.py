@@ -6,50 +6,22 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.acl import AclAuthorizer
 from app.domain.audit import Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import TokenQuotaExceeded
-from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind, TokenQuota
-from app.domain.token_rules import CreateRequest, TokenPolicy
-from app.domain.token_secret import TokenSecret
-from app.service.audit import Auditor
-from app.service.tokens import TokenService
-from tests.unit.fakes import (
-    NOW,
-    FakeAclStore,
-    FakeAclView,
-    FakeAuditLog,
-    FakeClock,
-    FakeIntentStore,
-    FakeTokenStore,
-    FakeTokenView,
-)
+from app.domain.token_rules import CreateRequest
+from tests.unit.fakes import NOW
+from tests.unit.service.token_harness import ALICE, DAY, TokenHarness
 
-ALICE = KafkaPrincipal.user("alice")
 ALICE_QUOTA = QuotaKey(QuotaKind.OWNER, ALICE)
-DAY = 86_400_000
-SECRET = TokenSecret("unit-test-secret")
 FOR_ONESELF = CreateRequest(owner=None, renewers=(), max_lifetime_ms=-1)
 
 
-class Replica:
+class Replica(TokenHarness):
     def __init__(self, quota: TokenQuota) -> None:
-        self.store = FakeTokenStore()
-        self.view = FakeTokenView(store=self.store, secret=SECRET)
-        self.log = FakeAuditLog()
-        self.service = TokenService(
-            self.store,
-            self.view,
-            secret=SECRET,
-            policy=TokenPolicy(max_lifetime_ms=7 * DAY, default_renew_ms=DAY),
-            authorizer=AclAuthorizer([], FakeAclView(FakeAclStore()).snapshot),
-            clock=FakeClock(),
-            auditor=Auditor(self.log, FakeIntentStore()),
-            quota=quota,
-        )
+        super().__init__(super_users=(), quota=quota)
 
     def create(self) -> str:
         return self.service.create(Caller(ALICE), FOR_ONESELF).token.token_id

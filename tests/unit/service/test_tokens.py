@@ -4,12 +4,9 @@ the token operations")."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from app.domain.acl import AccessControlEntry, AclAuthorizer, ResourcePattern
-from app.domain.audit import Action, AuditEvent, Outcome
+from app.domain.audit import Action, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import (
     InvalidPrincipalType,
@@ -22,77 +19,17 @@ from app.domain.errors import (
 )
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.domain.token_rules import CreateRequest, TokenPolicy
-from app.domain.token_secret import TokenSecret
-from app.service.audit import Auditor
+from app.domain.token_rules import CreateRequest
 from app.service.ports import StoredToken
-from app.service.tokens import TokenService
 from tests.unit.fakes import (
     NOW,
-    FakeAclStore,
-    FakeAclView,
-    FakeAuditLog,
-    FakeClock,
-    FakeIntentStore,
-    FakeTokenStore,
-    FakeTokenView,
 )
+from tests.unit.service.token_harness import ADMIN, ALICE, BOB, DAY, SECRET, WEEK, TokenHarness
 
-ALICE = KafkaPrincipal.user("alice")
-BOB = KafkaPrincipal.user("bob")
 CAROL = KafkaPrincipal.user("carol")
-ADMIN = KafkaPrincipal.user("admin")
-DAY = 86_400_000
-WEEK = 7 * DAY
-POLICY = TokenPolicy(max_lifetime_ms=WEEK, default_renew_ms=DAY)
-SECRET = TokenSecret("unit-test-secret")
 
 
-@dataclass
-class Setup:
-    clock: FakeClock = field(default_factory=FakeClock)
-    store: FakeTokenStore = field(default_factory=FakeTokenStore)
-    acl_store: FakeAclStore = field(default_factory=FakeAclStore)
-    log: FakeAuditLog = field(default_factory=FakeAuditLog)
-    intents: FakeIntentStore = field(default_factory=FakeIntentStore)
-
-    def __post_init__(self) -> None:
-        self.view = FakeTokenView(store=self.store, secret=SECRET)
-        self.acls = FakeAclView(self.acl_store)
-        self.service = TokenService(
-            self.store,
-            self.view,
-            secret=SECRET,
-            policy=POLICY,
-            authorizer=AclAuthorizer([ADMIN], self.acls.snapshot),
-            clock=self.clock,
-            auditor=Auditor(self.log, self.intents),
-        )
-
-    def grant(self, principal: KafkaPrincipal, operation: str, resource_type: str, name: str) -> None:
-        pattern = ResourcePattern(resource_type, name)
-        entry = AccessControlEntry(str(principal), "*", operation, "Allow")
-        self.acl_store.change(pattern, lambda entries: entries | {entry})
-        self.acls.reload()
-
-    def token(
-        self,
-        token_id: str,
-        owner: KafkaPrincipal = ALICE,
-        *,
-        renewers: tuple[KafkaPrincipal, ...] = (BOB,),
-        requester: KafkaPrincipal | None = None,
-        expiry: int = NOW + DAY,
-        max_ts: int = NOW + WEEK,
-    ) -> None:
-        """A token already stored and cached (made earlier, on this replica or another)."""
-        token = TokenInformation(token_id, owner, requester or owner, renewers, NOW - DAY, expiry, max_ts)
-        self.store.tokens[token_id] = StoredToken(token, 0)
-        self.view.apply(self.store.tokens[token_id])
-        self.view.applied.clear()
-
-    def events(self) -> list[AuditEvent]:
-        return self.log.events()
+Setup = TokenHarness  # ADMIN is a super user
 
 
 def login(principal: KafkaPrincipal) -> Caller:
@@ -122,7 +59,7 @@ def test_a_caller_creates_a_token_for_itself(setup: Setup) -> None:
     assert (token.owner, token.token_requester, token.renewers) == (ALICE, ALICE, (BOB,))
     assert (token.issue_timestamp, token.expiry_timestamp, token.max_timestamp) == (NOW, NOW + DAY, NOW + WEEK)
     assert issued.hmac == SECRET.hmac(token.token_id)
-    assert setup.store.created == [(token.token_id, "/kts/audit-intents/1")]  # the change carries its intent
+    assert setup.store.created == [(token.token_id, 1)]  # the change carries its intent
     assert setup.view.get(token.token_id) is not None  # this replica reads its own write at once
     (pending,) = setup.log.appended.values()
     assert (pending.action, pending.outcome, pending.token_id) == (Action.TOKEN_CREATE, Outcome.PENDING, token.token_id)
@@ -197,7 +134,7 @@ def test_owner_renewer_and_super_user_renew(setup: Setup, caller: KafkaPrincipal
 
     assert (change.token_id, change.expiry_timestamp) == ("T1", NOW + 6_000)
     assert setup.store.tokens["T1"].token.expiry_timestamp == NOW + 6_000
-    assert setup.store.updated == [("T1", 0, "/kts/audit-intents/1")]
+    assert setup.store.updated == [("T1", 0, 1)]
     (done,) = setup.events()
     assert (done.action, done.outcome, done.principal) == (Action.TOKEN_RENEW, Outcome.SUCCEEDED, str(caller))
     assert (done.owner, done.details["expiryTimestamp"]) == ("User:alice", NOW + 6_000)
@@ -259,7 +196,7 @@ def test_expiring_with_a_negative_period_deletes_the_token(setup: Setup) -> None
     change = setup.service.expire(login(ALICE), "T1", -1)
     assert change.expiry_timestamp == NOW
     assert "T1" not in setup.store.tokens and setup.view.get("T1") is None
-    assert setup.store.deleted == [("T1", 0, "/kts/audit-intents/1")]
+    assert setup.store.deleted == [("T1", 0, 1)]
     assert setup.events()[-1].details["deleted"] is True
 
 

@@ -47,7 +47,7 @@ def test_setting_a_password_writes_the_scram_credential_and_audits_it(setup: Set
 
     credential = setup.store.credentials("bob")[SHA512]
     assert credential.iterations == 8192 and password_matches(SHA512, credential, "bob-pw")
-    assert setup.store.intents == ["/kts/audit-intents/1"]
+    assert setup.store.intents == [1]
     (event,) = setup.log.events()
     assert (event.action, event.outcome, event.principal, event.owner) == (
         Action.CREDENTIAL_SET,

@@ -51,7 +51,7 @@ class KtsZNodes:
     - ``/kts/token-shares/<principal>`` (the principal sanitized as Kafka sanitizes user names): the share
       ledger of a principal that is held to a share (``ShareLedgerZNode``): the notifications its writes caused,
       per minute. Each token write charged to it sets it, guarded by the version read, in the transaction that
-      writes the token, so the count is exact across replicas (app/service/token_shares.py). One small znode
+      writes the token, so the count is exact across replicas (app/storage/zk/token_shares.py). One small znode
       per principal that ever wrote a token, never deleted: its version only grows, which replicas rely on.
     - ``/kts/secret-key-fingerprint``: the keyed fingerprint of the cluster's secret key
       (``SecretFingerprintZNode``).

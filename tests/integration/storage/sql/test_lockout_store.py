@@ -25,18 +25,11 @@ from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.lockout_store import SqlLockoutStore
 from app.storage.sql.tables import account_locks
 from tests.api.helpers import eventually
+from tests.clocks import ShiftedClock
 
 DURATION = 600_000
 HOUR = 3_600_000
 ADMIN = KafkaPrincipal.user("admin")
-
-
-class SkewedClock(SystemClock):
-    def __init__(self, offset_ms: int) -> None:
-        self.offset_ms = offset_ms
-
-    def now_ms(self) -> int:
-        return super().now_ms() + self.offset_ms
 
 
 MakeStore = Callable[..., SqlLockoutStore]
@@ -53,7 +46,7 @@ def make_store(coordination_db: str, engines: Callable[[str], Engine]) -> Iterat
             engines(coordination_db),
             service_id=service_id,
             replicas=lambda: replicas,
-            clock=SkewedClock(clock_offset_ms),
+            clock=ShiftedClock(clock_offset_ms),
             max_shared=max_shared,
         )
         store.start()

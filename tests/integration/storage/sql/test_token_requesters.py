@@ -15,9 +15,8 @@ from app.domain.audit import Action, AuditEvent, EventQuery, Outcome, RequestCon
 from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.service.cluster_audit import NamedCreate
 from app.storage.audit.sink import SqlAuditLog
-from app.storage.sql.token_requesters import SqlTokenRequesters
+from app.storage.sql.token_requesters import NamedCreate, SqlTokenRequesters
 
 KTS = KafkaPrincipal.user("kts")
 ALICE = KafkaPrincipal.user("alice")

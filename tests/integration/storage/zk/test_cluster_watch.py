@@ -17,7 +17,7 @@ from app.domain.errors import ClusterMigrating, ClusterNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
-from app.service.ports import TokenChange
+from app.service.ports import Renewal, TokenChange
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
@@ -98,7 +98,9 @@ def test_a_kraft_claim_is_seen_by_the_watch_and_refuses_every_write(
     entry = AccessControlEntry("User:alice", "*", "CreateTokens", "Allow")
     attempts = [
         lambda: tokens.create(_token("AfterClaimTokenAAAAAAA")),
-        lambda: tokens.change("BeforeClaimTokenAAAAAA", lambda stored: TokenChange(stored.token.with_expiry(1500), 0)),
+        lambda: tokens.change(
+            "BeforeClaimTokenAAAAAA", lambda stored: TokenChange(stored.token.with_expiry(1500), 0, Renewal(-1))
+        ),
         lambda: tokens.delete_many([("BeforeClaimTokenAAAAAA", 0, None)]),
         lambda: acls.change(ResourcePattern("User", "User:alice", PatternType.LITERAL), lambda now: now | {entry}),
         lambda: users.put_credential("bob", Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, "pw", 4096)),
@@ -123,13 +125,15 @@ def test_a_write_in_flight_when_the_claim_lands_fails_as_a_whole(
         frozen.refresh()
     assert frozen.state.writes_allowed
     kafka_znodes.claim_for_kraft(raw_zk)  # the fence has not seen it: only the transaction's check stands
-    intent = KtsZNodes.audit_intent(7)
+    intent = 7
 
     with pytest.raises(ClusterMigrating):
         ZkTokenStore(zk).create(_token("InFlightTokenAAAAAAAAA"), intent)
 
     assert raw_zk.exists(TokenZNode.path("InFlightTokenAAAAAAAAA")) is None
-    assert raw_zk.exists(intent) is None  # so the audit event is failed, and reconciliation agrees
+    assert (
+        raw_zk.exists(KtsZNodes.audit_intent(intent)) is None
+    )  # so the audit event is failed, and reconciliation agrees
     assert raw_zk.get_children("/delegation_token/token_changes") == []
     assert frozen.state.phase is Phase.MIGRATING  # the failed check made it read again
 

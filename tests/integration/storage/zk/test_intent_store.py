@@ -18,7 +18,7 @@ def _markers(raw_zk: KazooClient, event_ids: range, intents: ZkIntentStore) -> N
     raw_zk.ensure_path(KtsZNodes.AUDIT_INTENTS)
     transaction = raw_zk.transaction()
     for event_id in event_ids:
-        transaction.create(intents.path(event_id), b"")
+        transaction.create(KtsZNodes.audit_intent(event_id), b"")
     assert all(not isinstance(result, Exception) for result in transaction.commit())
 
 
@@ -45,7 +45,9 @@ def test_markers_cleared_at_once_by_many_threads_are_all_deleted_in_fewer_writes
 def test_a_marker_already_gone_does_not_keep_the_others(zk: ZkConnection, raw_zk: KazooClient) -> None:
     intents = ZkIntentStore(zk)
     _markers(raw_zk, range(1, 51), intents)
-    raw_zk.delete(intents.path(25))  # deleted by the reconciler first: a transaction naming it is refused whole
+    raw_zk.delete(
+        KtsZNodes.audit_intent(25)
+    )  # deleted by the reconciler first: a transaction naming it is refused whole
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(intents.clear, range(1, 51)))
@@ -64,7 +66,7 @@ def test_a_marker_cleared_while_disconnected_is_left_to_the_reconciler(zk_connec
     intents.clear(2)
 
     assert sorted(raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(
-        intents.path(event_id).rpartition("/")[2] for event_id in (1, 2)
+        KtsZNodes.audit_intent(event_id).rpartition("/")[2] for event_id in (1, 2)
     )
 
 

@@ -16,7 +16,7 @@ from app.domain.capacity import CapacityPolicy, ChildList, Purpose
 from app.domain.clock import SystemClock
 from app.domain.errors import CapacityExhausted
 from app.domain.token_secret import new_token_id
-from app.service.capacity import CapacityGuard
+from app.storage.zk.capacity import CapacityGuard
 from app.storage.zk.child_lists import ZkChildLists
 from app.storage.zk.connection import ZkConnection
 from tests.java_zookeeper_client import java_ls

@@ -12,24 +12,16 @@ from collections.abc import Callable, Iterator
 import pytest
 from kazoo.client import KazooClient
 
-from app.domain.clock import SystemClock
 from app.domain.lockout import Lock, account_key
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.lockout_store import ZkLockoutStore
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
+from tests.clocks import ShiftedClock
 
 DURATION = 600_000
 HOUR = 3_600_000
 JAVA_REPLY_LIMIT = 1_048_575  # a Java client's jute.maxbuffer by default
-
-
-class SkewedClock(SystemClock):
-    def __init__(self, offset_ms: int) -> None:
-        self.offset_ms = offset_ms
-
-    def now_ms(self) -> int:
-        return super().now_ms() + self.offset_ms
 
 
 MakeStore = Callable[..., ZkLockoutStore]
@@ -44,7 +36,7 @@ def make_store(zk_connect: str) -> Iterator[MakeStore]:
         connection.start()
         connections.append(connection)
         store = ZkLockoutStore(
-            connection, service_id=service_id, clock=SkewedClock(clock_offset_ms), max_shared=max_shared
+            connection, service_id=service_id, clock=ShiftedClock(clock_offset_ms), max_shared=max_shared
         )
         store.start()
         return store

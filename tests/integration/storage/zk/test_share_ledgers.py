@@ -15,8 +15,9 @@ from app.domain.errors import ConcurrentModification, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import ShareLedger
-from app.service.ports import LedgerState, StoredToken, TokenChange
+from app.service.ports import Renewal, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.share_ledgers import LedgerState
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import KtsZNodes, ShareLedgerZNode, TokenChangeZNode, TokenZNode
 
@@ -90,7 +91,7 @@ def test_a_change_carries_the_charge_its_decision_names(zk: ZkConnection, raw_zk
     store.create(_token("ChangedAAAAAAAAAAAAAAA"))
 
     def renew(stored: StoredToken) -> TokenChange[None]:
-        return TokenChange(stored.token.with_expiry(3000), None, charge=Charge(BOB))
+        return TokenChange(stored.token.with_expiry(3000), None, Renewal(-1), charge=Charge(BOB))
 
     store.change("ChangedAAAAAAAAAAAAAAA", renew)
     assert _ledger(raw_zk, BOB) == (ShareLedger(((MINUTE, 1),)), 0)

@@ -19,7 +19,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import EXPIRE_NOW, Renewal, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
@@ -78,7 +78,7 @@ def _connection(connect: str) -> ZkConnection:
 
 def _becomes(token: TokenInformation) -> Callable[[StoredToken], TokenChange[None]]:
     """A change (by compare-and-set, as a request on another replica makes it) to exactly ``token``."""
-    return lambda stored: TokenChange(token, None)
+    return lambda stored: TokenChange(token, None, Renewal(-1))
 
 
 def _ids(cache: TokenCache) -> set[str]:
@@ -439,7 +439,9 @@ class _OwnWriteDuringReload(ZkTokenStore):
 
     def _request(self) -> None:
         assert self.cache is not None
-        self._writer.change(self._token_id, lambda current: TokenChange(current.token.with_expiry(NOW + 2 * DAY), None))
+        self._writer.change(
+            self._token_id, lambda current: TokenChange(current.token.with_expiry(NOW + 2 * DAY), None, Renewal(-1))
+        )
         self.cache.refresh(self._token_id)
         self.request_done.set()
 
@@ -498,7 +500,7 @@ def test_after_pages_every_token_in_token_id_order_as_tokens_come_and_go(
     assert page("OrderedBZ", 10) == ordered[2:]  # a cursor between two ids
     assert page(ordered[-1], 10) == []
 
-    other_replica.change(ordered[2], lambda stored: TokenChange(None, None))  # deleted elsewhere
+    other_replica.change(ordered[2], lambda stored: TokenChange(None, None, EXPIRE_NOW))  # deleted elsewhere
     other_replica.create(_token("OrderedBBAAAAAAAAAAAAA"))
     eventually(lambda: len(cache) == 5 and cache.get(ordered[2]) is None)
     assert page(ordered[1], 2) == ["OrderedBBAAAAAAAAAAAAA", ordered[3]]
@@ -516,7 +518,7 @@ def test_requested_and_expired_counts_follow_creates_changes_deletions_and_a_rel
     assert (cache.expired_count(NOW), cache.expired_count(NOW + 1000), cache.expired_count(NOW + 1001)) == (0, 0, 2)
 
     def renew(stored: StoredToken) -> TokenChange[None]:
-        return TokenChange(stored.token.with_expiry(NOW + DAY), None)
+        return TokenChange(stored.token.with_expiry(NOW + DAY), None, Renewal(-1))
 
     other_replica.change("MineShortAAAAAAAAAAAAA", renew)
     eventually(lambda: cache.expired_count(NOW + 1001) == 1)  # renewed: no longer among the expired

@@ -13,7 +13,7 @@ from app.domain.errors import ConcurrentModification, TokenExpired, TokenNotFoun
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import EXPIRE_NOW, Renewal, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import MAX_ATTEMPTS
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -45,11 +45,11 @@ def test_create_get_list(store: ZkTokenStore) -> None:
 
 
 def _renewed(expiry: int) -> Callable[[StoredToken], TokenChange[int]]:
-    return lambda stored: TokenChange(stored.token.with_expiry(expiry), stored.version)
+    return lambda stored: TokenChange(stored.token.with_expiry(expiry), stored.version, Renewal(-1))
 
 
 def _deleted(stored: StoredToken) -> TokenChange[int]:
-    return TokenChange(None, stored.version)
+    return TokenChange(None, stored.version, EXPIRE_NOW)
 
 
 def test_each_write_has_exactly_one_notification(store: ZkTokenStore, raw_zk: KazooClient) -> None:
@@ -81,7 +81,7 @@ def test_a_change_that_loses_a_race_reads_and_decides_again(store: ZkTokenStore,
         seen.append(stored.token.expiry_timestamp)
         if len(seen) == 1:  # another writer renews between this read and this write
             raw_zk.set(TokenZNode.path(token.token_id), TokenZNode.encode(token.with_expiry(5000)))
-        return TokenChange(stored.token.with_expiry(stored.token.expiry_timestamp + 1), None)
+        return TokenChange(stored.token.with_expiry(stored.token.expiry_timestamp + 1), None, Renewal(-1))
 
     written, _ = store.change(token.token_id, decide)
 
@@ -98,7 +98,7 @@ def test_a_change_that_keeps_losing_gives_up_and_writes_nothing(store: ZkTokenSt
     def decide_while_another_writer_always_wins(stored: StoredToken) -> TokenChange[None]:
         attempts.append(stored.version)
         raw_zk.set(TokenZNode.path(token.token_id), TokenZNode.encode(token))
-        return TokenChange(stored.token.with_expiry(4000), None)
+        return TokenChange(stored.token.with_expiry(4000), None, Renewal(-1))
 
     with pytest.raises(ConcurrentModification, match="kept changing"):
         store.change(token.token_id, decide_while_another_writer_always_wins)
@@ -130,7 +130,7 @@ def test_a_token_deleted_between_the_read_and_the_write_is_not_found(store: ZkTo
 
     def decide_while_another_writer_deletes(stored: StoredToken) -> TokenChange[None]:
         raw_zk.delete(TokenZNode.path(token.token_id))
-        return TokenChange(stored.token.with_expiry(3000), None)
+        return TokenChange(stored.token.with_expiry(3000), None, Renewal(-1))
 
     with pytest.raises(TokenNotFound, match="no longer exists"):
         store.change(token.token_id, decide_while_another_writer_deletes)
@@ -182,7 +182,7 @@ def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:
                 try:
                     store.change(
                         _token().token_id,
-                        lambda s: TokenChange(s.token.with_expiry(s.token.expiry_timestamp + 1), None),
+                        lambda s: TokenChange(s.token.with_expiry(s.token.expiry_timestamp + 1), None, Renewal(-1)),
                     )
                 except ConcurrentModification:
                     continue  # lost more races than the store retries: try again

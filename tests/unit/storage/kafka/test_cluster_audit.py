@@ -1,4 +1,4 @@
-"""The audit reconciler for clusters without intent markers (app/service/cluster_audit.py) over in-memory ports:
+"""The audit reconciler for clusters without intent markers (app/storage/kafka/cluster_audit.py) over in-memory ports:
 every kill point of a create settles consistently, tokens no event names are adopted or given a
 reconstructed event, renews and expires are settled by their mark or the token's state, other changes by
 their mark, and a pass is idempotent."""
@@ -14,7 +14,7 @@ from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.service.audit import RECONCILE_GRACE_MS
-from app.service.cluster_audit import ClusterAuditReconciler, Reconciliation
+from app.storage.kafka.cluster_audit import ClusterAuditReconciler, Reconciliation
 from tests.unit.fakes import NOW, FakeClock, FakeIntentStore, FakeTrail
 
 KTS = KafkaPrincipal.user("kts")

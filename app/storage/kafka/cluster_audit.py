@@ -3,7 +3,8 @@ ZooKeeper transaction to create a marker with the change, and the controller pic
 
 The promise is the same as with ZooKeeper (app/service/audit.py): no token exists on the cluster that the
 audit trail will not show once it settles, even when a replica is killed at any instant between the decision,
-the RPC and the audit row. The request path, with the auditor's ``mutation``:
+the RPC and the audit row. It is the Kafka-protocol backend's reconciler, over the audit database every replica
+shares (app/storage/sql/). The request path, with the auditor's ``mutation``:
 
 1. Decide; a refusal is recorded as ``denied``.
 2. Append the event as ``pending`` and commit (503 if the database cannot take it: nothing was done).
@@ -44,6 +45,7 @@ from app.domain.errors import KtsError
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.service.audit import RECONCILE_GRACE_MS, AuditLog, IntentStore
+from app.storage.sql.token_requesters import NamedCreate
 
 log = logging.getLogger(__name__)
 
@@ -55,14 +57,6 @@ class ClusterTokens(Protocol):
         """Every token on the cluster as the cluster records it: the requester is whoever sent the create
         (kts's own principal for the tokens kts made)."""
         ...
-
-
-@dataclass(frozen=True, slots=True)
-class NamedCreate:
-    """A succeeded ``token.create`` event naming a token, and the requester it records."""
-
-    event_id: int
-    requester: str | None
 
 
 class TokenLedger(Protocol):

@@ -1,7 +1,7 @@
 """A replica's token create on a cluster without intent markers, as its own process, killed with SIGKILL at a
-chosen point: ``python -m tests.integration.service.create_process AUDIT_URL CLUSTER_FILE OWNER KILL_POINT``.
+chosen point: ``python -m tests.integration.storage.kafka.create_process AUDIT_URL CLUSTER_FILE OWNER KILL_POINT``.
 
-The request path is the one app/service/cluster_audit.py describes: the pending event (through the real
+The request path is the one app/storage/kafka/cluster_audit.py describes: the pending event (through the real
 ``Auditor`` with ``SqlIntentMarks``), the create RPC (to the fake cluster of tests/fake_cluster.py, standing in
 for the controller until the Kafka-protocol adapter is wired), the requester's row
 (``SqlTokenRequesters.record``), the event's completion naming the cluster's token id. Kill points:
@@ -54,11 +54,11 @@ def main(url: str, cluster_file: str, owner: str, kill_point: str) -> None:
     )
     kill_if("before-pending")
 
-    def perform(intent: str) -> TokenInformation:
+    def perform(intent: int) -> TokenInformation:
         kill_if("before-rpc")
         token = cluster.create(requester=KTS, owner=KafkaPrincipal.parse(owner), renewers=(KTS,))
         kill_if("after-rpc")
-        requesters.record(token.token_id, requester=REQUESTER, owner=owner, event_id=int(intent))
+        requesters.record(token.token_id, requester=REQUESTER, owner=owner, event_id=intent)
         kill_if("after-record")
         return token
 

@@ -18,8 +18,10 @@ from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.clock import Clock
 from app.domain.errors import TokenExpired, TokenNotFound
 from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
 from app.service.audit import Auditor
-from app.service.ports import StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import StoredToken, TokenView
+from app.storage.zk.token_store import ZkTokenStore
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ class Preparation:
 
 
 class MigrationPreparation:
-    def __init__(self, store: TokenStore, *, auditor: Auditor, clock: Clock) -> None:
+    def __init__(self, store: ZkTokenStore, *, auditor: Auditor, clock: Clock) -> None:
         self._store = store
         self._auditor = auditor
         self._clock = clock
@@ -54,13 +56,13 @@ class MigrationPreparation:
                 details={"renewer": str(principal), "operatingSystemUser": operator},
             )
 
-            def decide(stored: StoredToken) -> TokenChange[None]:
+            def edit(stored: StoredToken) -> TokenInformation:
                 if stored.token.is_expired(self._clock.now_ms()):
                     raise TokenExpired(f"Token {stored.token.token_id} has expired.")  # left to the sweep
-                return TokenChange(migration_renewer.with_renewer(stored.token, principal), None)
+                return migration_renewer.with_renewer(stored.token, principal)
 
             try:
-                self._change(token.token_id, event, decide)
+                self._change(token.token_id, event, edit)
             except (TokenNotFound, TokenExpired):
                 gone += 1
                 continue
@@ -68,9 +70,9 @@ class MigrationPreparation:
         log.info("prepare-migration: %s added to the renewers of %d tokens", principal, added)
         return Preparation(principal, added, len(live) - len(missing), gone)
 
-    def _change(self, token_id: str, event: AuditEvent, decide: Callable[[StoredToken], TokenChange[None]]) -> None:
-        def perform(intent: str) -> None:
-            self._store.change(token_id, decide, intent)
+    def _change(self, token_id: str, event: AuditEvent, edit: Callable[[StoredToken], TokenInformation]) -> None:
+        def perform(intent: int) -> None:
+            self._store.rewrite(token_id, edit, intent)
 
         def succeeded(_: None) -> AuditEvent:
             return event.ended(Outcome.SUCCEEDED)

@@ -9,35 +9,20 @@ import pytest
 
 from app.domain.capacity import CapacityPolicy, ChildList, Purpose
 from app.domain.errors import CapacityExhausted
-from app.service.capacity import CapacityGuard
+from app.storage.zk.capacity import CapacityGuard
 from tests.unit.fakes import NOW, FakeClock
+from tests.unit.storage.zk.fakes import FakeChildLists
 
 POLICY = CapacityPolicy(10_000)
 ISSUE_MOST = POLICY.max_entries(ChildList.TOKEN_CHANGES, Purpose.ISSUE)
 
 
-class FakeGauge:
-    def __init__(self, tokens: int = 0, changes: int = 0, oldest_ms: int | None = None) -> None:
-        self.counts = {ChildList.TOKENS: tokens, ChildList.TOKEN_CHANGES: changes}
-        self.oldest_ms = oldest_ms
-        self.reads = 0
-        self.oldest_reads = 0
-
-    def entries(self) -> dict[ChildList, int]:
-        self.reads += 1
-        return dict(self.counts)
-
-    def oldest_notification_created_ms(self) -> int | None:
-        self.oldest_reads += 1
-        return self.oldest_ms
-
-
-def _guard(gauge: FakeGauge, clock: FakeClock, next_expiry: int | None = None) -> CapacityGuard:
+def _guard(gauge: FakeChildLists, clock: FakeClock, next_expiry: int | None = None) -> CapacityGuard:
     return CapacityGuard(gauge, POLICY, clock=clock, next_expiry_ms=lambda: next_expiry)
 
 
 def test_a_recent_reading_far_from_the_limit_is_reused_and_an_old_one_is_not() -> None:
-    gauge, clock = FakeGauge(changes=10), FakeClock(NOW)
+    gauge, clock = FakeChildLists(changes=10), FakeClock(NOW)
     guard = CapacityGuard(gauge, CapacityPolicy(), clock=clock, next_expiry_ms=lambda: None)
     guard.admit_create()
     guard.admit_renew()
@@ -48,7 +33,7 @@ def test_a_recent_reading_far_from_the_limit_is_reused_and_an_old_one_is_not() -
 
 
 def test_near_the_limit_every_decision_reads_zookeeper_again() -> None:
-    gauge, clock = FakeGauge(changes=ISSUE_MOST - 3), FakeClock(NOW)
+    gauge, clock = FakeChildLists(changes=ISSUE_MOST - 3), FakeClock(NOW)
     guard = _guard(gauge, clock)
     guard.admit_create()
     guard.admit_create()
@@ -60,7 +45,7 @@ def test_near_the_limit_every_decision_reads_zookeeper_again() -> None:
 
 def test_creates_and_renews_are_refused_where_expires_still_pass() -> None:
     oldest = NOW - 14 * 60 * 1000
-    guard = _guard(FakeGauge(changes=ISSUE_MOST, oldest_ms=oldest), FakeClock(NOW))
+    guard = _guard(FakeChildLists(changes=ISSUE_MOST, oldest_ms=oldest), FakeClock(NOW))
     with pytest.raises(CapacityExhausted) as refused:
         guard.admit_renew()
     assert "/delegation_token/token_changes" in refused.value.message
@@ -72,7 +57,7 @@ def test_creates_and_renews_are_refused_where_expires_still_pass() -> None:
 
 def test_expires_are_refused_only_once_the_whole_budget_is_used() -> None:
     most = POLICY.max_entries(ChildList.TOKEN_CHANGES, Purpose.REVOKE)
-    guard = _guard(FakeGauge(changes=most), FakeClock(NOW))
+    guard = _guard(FakeChildLists(changes=most), FakeClock(NOW))
     with pytest.raises(CapacityExhausted) as refused:
         guard.admit_expire()
     assert refused.value.retry_after_s == 60  # no notification found: no estimate
@@ -81,17 +66,17 @@ def test_expires_are_refused_only_once_the_whole_budget_is_used() -> None:
 def test_a_full_token_list_expects_room_at_the_next_expiry_and_not_at_a_past_one() -> None:
     tokens_most = POLICY.max_entries(ChildList.TOKENS, Purpose.ISSUE)
     with pytest.raises(CapacityExhausted) as refused:
-        _guard(FakeGauge(tokens=tokens_most), FakeClock(NOW), next_expiry=NOW + 90_000).admit_create()
+        _guard(FakeChildLists(tokens=tokens_most), FakeClock(NOW), next_expiry=NOW + 90_000).admit_create()
     assert "(/delegation_token/tokens)" in refused.value.message
     assert refused.value.retry_after_s == 90
     with pytest.raises(CapacityExhausted) as waiting_for_sweep:
-        _guard(FakeGauge(tokens=tokens_most), FakeClock(NOW), next_expiry=NOW - 1).admit_create()
+        _guard(FakeChildLists(tokens=tokens_most), FakeClock(NOW), next_expiry=NOW - 1).admit_create()
     assert "expires and is swept" in waiting_for_sweep.value.message
     assert waiting_for_sweep.value.retry_after_s == 60
 
 
 def test_the_estimate_of_when_room_comes_is_reused_for_a_few_seconds() -> None:
-    gauge, clock = FakeGauge(changes=ISSUE_MOST, oldest_ms=NOW), FakeClock(NOW)
+    gauge, clock = FakeChildLists(changes=ISSUE_MOST, oldest_ms=NOW), FakeClock(NOW)
     guard = _guard(gauge, clock)
     for _ in range(3):
         with pytest.raises(CapacityExhausted):
@@ -100,15 +85,15 @@ def test_the_estimate_of_when_room_comes_is_reused_for_a_few_seconds() -> None:
 
 
 def test_the_sweep_room_leaves_half_the_reserve() -> None:
-    guard = _guard(FakeGauge(changes=ISSUE_MOST), FakeClock(NOW))
+    guard = _guard(FakeChildLists(changes=ISSUE_MOST), FakeClock(NOW))
     assert guard.sweep_room() == POLICY.room(guard.read()[ChildList.TOKEN_CHANGES], Purpose.SWEEP) > 0
 
 
 def test_one_warning_when_a_list_passes_80_percent_and_another_after_it_fell_back(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.WARNING, logger="app.service.capacity")
-    gauge = FakeGauge(changes=(8_000 - 88) // 27 + 1)
+    caplog.set_level(logging.WARNING, logger="app.storage.zk.capacity")
+    gauge = FakeChildLists(changes=(8_000 - 88) // 27 + 1)
     guard = _guard(gauge, FakeClock(NOW))
     guard.read()
     guard.read()
@@ -122,16 +107,16 @@ def test_one_warning_when_a_list_passes_80_percent_and_another_after_it_fell_bac
 
 
 def test_live_tokens_count_towards_the_notification_warning(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="app.service.capacity")
-    _guard(FakeGauge(tokens=150, changes=150), FakeClock(NOW)).read()  # each list alone is under 80%
+    caplog.set_level(logging.WARNING, logger="app.storage.zk.capacity")
+    _guard(FakeChildLists(tokens=150, changes=150), FakeClock(NOW)).read()  # each list alone is under 80%
     warnings = [record.getMessage() for record in caplog.records if "80%" in record.getMessage()]
     assert len(warnings) == 1 and "/delegation_token/token_changes lists 300 children" in warnings[0]
 
 
 def test_a_flood_of_refusals_is_one_log_line_per_ten_seconds(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING, logger="app.service.capacity")
+    caplog.set_level(logging.WARNING, logger="app.storage.zk.capacity")
     clock = FakeClock(NOW)
-    guard = _guard(FakeGauge(changes=ISSUE_MOST), clock)
+    guard = _guard(FakeChildLists(changes=ISSUE_MOST), clock)
     for _ in range(5):
         with pytest.raises(CapacityExhausted):
             guard.admit_create()

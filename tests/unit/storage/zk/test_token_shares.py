@@ -1,84 +1,43 @@
-"""The fair shares through TokenService over in-memory ports (app/service/token_shares.py): who each write is
+"""The fair shares through TokenService over in-memory ports (app/storage/zk/token_shares.py): who each write is
 charged to, that a refusal writes nothing and is audited as denied, that two replicas sharing the store take
 exactly one share between them, that deletions are never refused but charged to the token's requester, that
 super users have no share and a reserve instead, and that an extending expire is admitted as a renew."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import pytest
 
-from app.domain.acl import AclAuthorizer
 from app.domain.audit import Action, Outcome
-from app.domain.authorization import Caller
+from app.domain.authorization import Authorizer, Caller
 from app.domain.capacity import CapacityPolicy, ChildList, Purpose
 from app.domain.errors import CapacityExhausted, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
-from app.domain.token_rules import CreateRequest, TokenPolicy
-from app.domain.token_secret import TokenSecret
+from app.domain.token_rules import CreateRequest
 from app.domain.token_share import SharePolicy
-from app.service.audit import Auditor
-from app.service.capacity import CapacityGuard
-from app.service.ports import StoredToken
-from app.service.token_shares import TokenShares
-from app.service.tokens import TokenService
-from tests.unit.fakes import (
-    NOW,
-    FakeAclStore,
-    FakeAclView,
-    FakeAuditLog,
-    FakeClock,
-    FakeIntentStore,
-    FakeTokenStore,
-    FakeTokenView,
-)
+from app.service.admission import Admission
+from app.service.ports import StoredToken, TokenView
+from tests.unit.fakes import NOW, FakeClock, FakeTokenStore
+from tests.unit.service.token_harness import ADMIN, ALICE, BOB, DAY, TokenHarness
+from tests.unit.storage.zk.fakes import FakeChildLists, zk_admission
 
-ALICE = KafkaPrincipal.user("alice")
-BOB = KafkaPrincipal.user("bob")
-ADMIN = KafkaPrincipal.user("admin")
-DAY = 86_400_000
 SHARE = SharePolicy(200)  # 7 tokens, 7 notification entries: 3 creates
-SECRET = TokenSecret("unit-test-secret")
 CAPACITY = CapacityPolicy(10_000)
 
 
-class FakeGauge:
-    def __init__(self) -> None:
-        self.counts = {ChildList.TOKENS: 0, ChildList.TOKEN_CHANGES: 0}
-
-    def entries(self) -> dict[ChildList, int]:
-        return dict(self.counts)
-
-    def oldest_notification_created_ms(self) -> int | None:
-        return None
-
-
-@dataclass
-class Replica:
+class Replica(TokenHarness):
     """One replica's service over a store shared with the others: its own cache, shares and guard."""
 
-    store: FakeTokenStore
-    clock: FakeClock
-    log: FakeAuditLog = field(default_factory=FakeAuditLog)
-    gauge: FakeGauge = field(default_factory=FakeGauge)
+    def __init__(self, store: FakeTokenStore, clock: FakeClock) -> None:
+        self.gauge = FakeChildLists()
+        super().__init__(clock=clock, store=store, admission_of=self._admission)
+        self.shares = self.zk_admission.shares
 
-    def __post_init__(self) -> None:
-        self.view = FakeTokenView(store=self.store, secret=SECRET)
-        authorizer = AclAuthorizer([ADMIN], FakeAclView(FakeAclStore()).snapshot)
-        self.shares = TokenShares(SHARE, self.view, clock=self.clock, authorizer=authorizer)
-        self.service = TokenService(
-            self.store,
-            self.view,
-            secret=SECRET,
-            policy=TokenPolicy(max_lifetime_ms=7 * DAY, default_renew_ms=DAY),
-            authorizer=authorizer,
-            clock=self.clock,
-            auditor=Auditor(self.log, FakeIntentStore()),
-            capacity=CapacityGuard(self.gauge, CAPACITY, clock=self.clock, next_expiry_ms=lambda: None),
-            shares=self.shares,
+    def _admission(self, view: TokenView, clock: FakeClock, authorizer: Authorizer) -> Admission:
+        self.zk_admission = zk_admission(
+            view, clock=clock, authorizer=authorizer, shares=SHARE, gauge=self.gauge, capacity=CAPACITY
         )
+        return self.zk_admission
 
     def create(self, principal: KafkaPrincipal, lifetime_ms: int = -1) -> TokenInformation:
         return self.service.create(Caller(principal, host="192.0.2.1"), CreateRequest(None, (BOB,), lifetime_ms)).token

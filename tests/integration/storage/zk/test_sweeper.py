@@ -19,16 +19,16 @@ from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.leader import sweeper as sweeper_module
-from app.leader.sweeper import Sweeper
+from app.service import admission as admission_module
 from app.service.audit import Auditor, AuditReconciler, MutationBatches
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import Renewal, StoredToken, TokenChange
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.sweeper import Sweeper
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import KtsZNodes, TokenChangeZNode, TokenZNode
@@ -127,7 +127,7 @@ def test_expired_tokens_are_deleted_with_one_notification_and_one_succeeded_audi
 
 
 def _renewed_for_an_hour(stored: StoredToken) -> TokenChange[None]:
-    return TokenChange(stored.token.with_expiry(_now() + HOUR), None)
+    return TokenChange(stored.token.with_expiry(_now() + HOUR), None, Renewal(-1))
 
 
 class _RenewedRightAfterRead(ZkTokenStore):
@@ -261,7 +261,7 @@ def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_whi
 ) -> None:
     """Each batch's commit settles the batch before it (one commit per batch): a kill after the second batch's
     transaction leaves the first settled, the second pending with its intent markers, the third untouched."""
-    monkeypatch.setattr(sweeper_module, "BATCH", 2)
+    monkeypatch.setattr(admission_module, "OPEN_BATCH", 2)
     monkeypatch.setattr(MutationBatches, "close", lambda self: None)  # a killed process settles nothing more
     ids = [f"Killed{n}AAAAAAAAAAAAAAA" for n in range(5)]
     for token_id in ids:

@@ -10,8 +10,10 @@ sweep deletes only as many as the capacity guard says fit (``room``), leaving th
 The leader sweeps every interval, and early when expired tokens pile up or a list nears its limit
 (app/domain/sweep_schedule.py): tokens made to expire at once would otherwise hold their entries, against the
 cluster and their requester's share, for up to an interval. Each batch's deletions are charged to their
-requesters' shares in the batch's own transaction (app/service/token_shares.py), so batches are grouped by
-requester (``deletion_batches``)."""
+requesters' shares in the batch's own transaction (app/storage/zk/token_shares.py), in the batches the admission
+cuts (grouped by requester, app/storage/zk/admission.py).
+
+This is the ZooKeeper backend's expiry: a KRaft controller expires its tokens itself."""
 
 from __future__ import annotations
 
@@ -27,18 +29,11 @@ from app.domain.clock import Clock
 from app.domain.errors import ClusterMigrating, ConcurrentModification, StoreUnavailable, TokenNotFound
 from app.domain.sweep_schedule import SweepReason, SweepSchedule
 from app.domain.token import TokenInformation
-from app.domain.token_share import deletion_batches
+from app.service.admission import OPEN_ADMISSION, Admission, WriteCharge
 from app.service.audit import Auditor, MutationBatches
-from app.service.ports import ShareCharge, StoredToken, TokenStore, TokenView
-from app.service.token_shares import TokenShares
+from app.service.ports import StoredToken, TokenStore, TokenView
 
 log = logging.getLogger(__name__)
-
-# Tokens deleted per ZooKeeper transaction, as bulk revocation does: with their notifications and intent
-# markers a batch is about 140 KB, and about 480 KB in the worst case measured for revocation (a 200-character
-# chroot, 64-character ids, creator-only ACLs), 593 KB with the share ledgers of 50 requesters of the longest
-# names, under ZooKeeper's 1 MB request limit (jute.maxbuffer).
-BATCH = 500
 PAUSE_WARNING_EVERY_S = 60.0
 
 
@@ -54,15 +49,15 @@ class Sweeper:
         room: Callable[[], int] | None = None,
         early_threshold: int | None = None,
         near_capacity: Callable[[], bool] | None = None,
-        shares: TokenShares | None = None,
+        admission: Admission = OPEN_ADMISSION,
         timer: Callable[[], float] = time.monotonic,
         writes_allowed: Callable[[], bool] = lambda: True,
     ) -> None:
         """``early_threshold``: expired tokens that bring a sweep forward (None: every interval only);
-        ``near_capacity``: whether a list is near its limit; ``shares``: to charge deletions to their
-        requesters' shares; ``timer``: seconds, for the schedule (the clock says what has expired);
-        ``writes_allowed``: False while the cluster refuses kts's writes (its migration to KRaft), when no sweep
-        runs."""
+        ``near_capacity``: whether a list is near its limit; ``admission``: cuts the batches and charges
+        the deletions to their requesters' shares (app/storage/zk/admission.py); ``timer``: seconds, for the
+        schedule (the clock says what has expired); ``writes_allowed``: False while the cluster refuses kts's
+        writes (its migration to KRaft), when no sweep runs."""
         self._store = store
         self._writes_allowed = writes_allowed
         self._room = room
@@ -71,7 +66,7 @@ class Sweeper:
         self._clock = clock
         self._schedule = SweepSchedule(interval_ms, early_threshold or sys.maxsize)
         self._near_capacity = near_capacity or (lambda: False)
-        self._shares = shares
+        self._admission = admission
         self._timer = timer
         self._pause_warned_s: float | None = None
         # Read by the metrics at each scrape.
@@ -114,7 +109,7 @@ class Sweeper:
         deleted = 0
         planned = 0
         with self._auditor.mutation_batches() as audited:  # settles the last batch however the sweep ends
-            for batch in deletion_batches(doomed, size=BATCH):
+            for batch in self._admission.deletion_batches(doomed):
                 if lost is not None and lost.is_set():
                     break  # leadership gone: another replica sweeps now
                 left = len(doomed) - planned
@@ -166,13 +161,11 @@ class Sweeper:
             self._deleted(stored.token.token_id)
         return len(still)
 
-    def _charges(self, tokens: list[TokenInformation]) -> list[ShareCharge]:
-        return [] if self._shares is None else self._shares.deletion_charges(tokens)
+    def _charges(self, tokens: list[TokenInformation]) -> list[WriteCharge]:
+        return self._admission.deletion_charges(tokens)
 
-    def _settle(self, charges: list[ShareCharge]) -> None:
-        if self._shares is not None:
-            for charge in charges:
-                self._shares.settle(charge)
+    def _settle(self, charges: list[WriteCharge]) -> None:
+        self._admission.settle(charges)
 
     def _sweep_one(self, judged: StoredToken) -> int:
         current = self._store.get(judged.token.token_id)
@@ -188,8 +181,8 @@ class Sweeper:
         self._deleted(current.token.token_id)
         return 1
 
-    def _deleting(self, stored: StoredToken, charges: list[ShareCharge]) -> Callable[[str], None]:
-        def delete(intent: str) -> None:
+    def _deleting(self, stored: StoredToken, charges: list[WriteCharge]) -> Callable[[int], None]:
+        def delete(intent: int) -> None:
             self._store.delete_many([(stored.token.token_id, stored.version, intent)], charges)
 
         return delete

@@ -11,15 +11,28 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
+from typing import Protocol
 
 from app.domain import capacity
 from app.domain.capacity import CapacityPolicy, ChildList, ListReading, Purpose, Readings
 from app.domain.clock import Clock
-from app.service.ports import ChildListGauge
 
 log = logging.getLogger(__name__)
 ESTIMATE_FOR_MS = 5_000  # a refusal's "when room is expected" is worked out at most this often
 LOG_EVERY_MS = 10_000
+
+
+class ChildListGauge(Protocol):
+    """The size of the child lists brokers must list (app/domain/capacity.py), read from ZooKeeper
+    (app/storage/zk/child_lists.py)."""
+
+    def entries(self) -> dict[ChildList, int]:
+        """How many children each list has now (its parent's Stat)."""
+        ...
+
+    def oldest_notification_created_ms(self) -> int | None:
+        """When the oldest token change notification was created (None: there is none)."""
+        ...
 
 
 class CapacityGuard:

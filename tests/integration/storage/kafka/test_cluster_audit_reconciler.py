@@ -1,5 +1,5 @@
 """The audit protocol without intent markers, on real SQLite and PostgreSQL, with replicas killed by SIGKILL at
-every point of a create (tests/integration/service/create_process.py) and a fake in-process cluster standing
+every point of a create (tests/integration/storage/kafka/create_process.py) and a fake in-process cluster standing
 in for the controller (tests/fake_cluster.py; the same scenario runs on the real KRaft broker once the
 Kafka-protocol adapter is wired, tests/kafka/). Then two reconcilers, as two replicas during a hand-over,
 settle everything at once: no event stays pending, every token kts's principal holds on the cluster has
@@ -19,15 +19,15 @@ from sqlalchemy import Engine
 from app.domain.audit import Action, EventQuery, StoredEvent
 from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
-from app.service.cluster_audit import ClusterAuditReconciler, Reconciliation
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.cluster_audit import ClusterAuditReconciler, Reconciliation
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.fake_cluster import DAY_MS, FakeCluster
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 KTS = KafkaPrincipal.user("kts")
 KILL_POINTS = ("before-pending", "before-rpc", "after-rpc", "after-record", "none")
 
@@ -68,7 +68,7 @@ def test_every_kill_point_of_a_create_settles_consistently(any_audit_db: str, en
             [
                 sys.executable,
                 "-m",
-                "tests.integration.service.create_process",
+                "tests.integration.storage.kafka.create_process",
                 any_audit_db,
                 str(cluster.path),
                 f"User:{point}",

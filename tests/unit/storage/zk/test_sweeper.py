@@ -16,12 +16,12 @@ from app.domain.errors import StoreUnavailable, TokenNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import SharePolicy
-from app.leader import sweeper as sweeper_module
-from app.leader.sweeper import Sweeper
 from app.service.audit import Auditor
 from app.service.ports import StoredToken
-from app.service.token_shares import TokenShares
+from app.storage.zk import admission as admission_module
+from app.storage.zk.sweeper import Sweeper
 from tests.unit.fakes import NOW, FakeAuditLog, FakeClock, FakeIntentStore, FakeTokenStore, FakeTokenView
+from tests.unit.storage.zk.fakes import zk_admission
 
 ALICE = KafkaPrincipal.user("alice")
 BOB = KafkaPrincipal.user("bob")
@@ -31,7 +31,7 @@ CAROL = KafkaPrincipal.user("carol")
 @pytest.fixture
 def one_token_batches(monkeypatch: pytest.MonkeyPatch) -> None:
     """Batches of one, so that "mid-sweep" falls between two deletions."""
-    monkeypatch.setattr(sweeper_module, "BATCH", 1)
+    monkeypatch.setattr(admission_module, "BATCH", 1)
 
 
 def test_a_batch_is_deleted_in_one_transaction_with_one_audit_commit_each_side() -> None:
@@ -73,9 +73,10 @@ class Harness:
         self.view = FakeTokenView(tokens)
         self.log = FakeAuditLog()
         self.intents = FakeIntentStore()
-        if share_policy is not None:
-            authorizer = AclAuthorizer([], AclSnapshot)
-            options["shares"] = TokenShares(share_policy, self.view, clock=self.clock, authorizer=authorizer)
+        authorizer = AclAuthorizer([], AclSnapshot)
+        options["admission"] = zk_admission(
+            self.view, clock=self.clock, authorizer=authorizer, shares=share_policy or SharePolicy(0)
+        )
         self.sweeper = Sweeper(
             self.store,
             self.view,
@@ -150,7 +151,7 @@ def test_deletes_the_version_it_judged_expired_with_the_audit_intent_in_the_same
     harness.sweeper.sweep()
 
     (event_id,) = harness.log.appended
-    assert harness.store.deleted == [("PastExpiry", 7, f"/kts/audit-intents/{event_id}")]
+    assert harness.store.deleted == [("PastExpiry", 7, event_id)]
 
 
 def test_a_token_renewed_since_the_cache_saw_it_is_not_swept() -> None:
@@ -449,7 +450,7 @@ def test_fewer_expired_tokens_wait_for_the_interval_unless_a_list_is_near_its_li
 def test_batches_are_grouped_by_requester_and_each_charges_its_requesters_in_its_own_transaction(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(sweeper_module, "BATCH", 2)
+    monkeypatch.setattr(admission_module, "BATCH", 2)
     tokens = [
         _stored("A1", expiry=NOW - 1, requester=CAROL),
         _stored("B1", expiry=NOW - 1),

@@ -46,7 +46,9 @@ from app.domain.errors import TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import SharePolicy, ShareWrite
-from app.service.ports import LedgerState, ShareCharge, TokenView
+from app.service.admission import WriteCharge
+from app.service.ports import TokenView
+from app.storage.zk.share_ledgers import LedgerState
 
 log = logging.getLogger(__name__)
 REMEMBERED = 100_000  # principals whose last seen ledger this replica keeps for its first judgement
@@ -123,7 +125,7 @@ class TokenShares:
     def now_ms(self) -> int:
         return self._clock.now_ms()
 
-    def settle(self, charge: ShareCharge | None) -> None:
+    def settle(self, charge: WriteCharge | None) -> None:
         """After the write that carried ``charge`` (one of this service's) succeeded: remember what it wrote."""
         if not isinstance(charge, _Charge) or charge.decided is None:
             return
@@ -144,7 +146,7 @@ class TokenShares:
         with turn:
             yield
 
-    def deletion_charges(self, tokens: Iterable[TokenInformation]) -> list[ShareCharge]:
+    def deletion_charges(self, tokens: Iterable[TokenInformation]) -> list[WriteCharge]:
         """The charges of deleting ``tokens`` at once (a sweep's or a revocation's batch): one per requester
         held to a share, never refused. Settle each once the batch is deleted."""
         counts: dict[KafkaPrincipal, int] = {}
