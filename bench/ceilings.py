@@ -26,28 +26,56 @@ from kazoo.client import KazooClient
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import new_token_id
+from app.storage.zk.multi_read import read_many_async
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 
 WINDOW = 2000  # reads in flight at once (as bench.harness.load_tokens writes)
 
 
 def raw_load(zk: KazooClient) -> dict[str, Any]:
-    """getChildren of the token folder, every token read (pipelined), decoded into dicts."""
+    """getChildren of the token folder, every token read and decoded into a dict, done twice: with plain kazoo's
+    pipelined ``get`` requests (as the issue names it), and with ZooKeeper's multiRead (kts's own reader over kazoo,
+    app/storage/zk/multi_read.py), which does the same reads with a fraction of kazoo's per-request Python. The
+    ceiling is the faster of the two: the raw work a perfect kts could not avoid, not the slowest way to do it."""
+    pipelined = _timed_load(zk, _read_pipelined)
+    multi_read = _timed_load(zk, _read_multi)
+    fastest = min((pipelined, multi_read), key=lambda figures: figures["seconds"])
+    return fastest | {
+        "pipelined_gets": pipelined,
+        "multi_read": multi_read,
+        "note": "the faster of: plain kazoo getChildren then get requests pipelined 2000 at a time, and getChildren "
+        "then multiRead requests of 2000 paths, 2 in flight; json.loads of each token either way",
+    }
+
+
+def _timed_load(zk: KazooClient, read: Any) -> dict[str, Any]:
     started, cpu_started = time.perf_counter(), time.process_time()
     names = zk.get_children(TokenZNode.ROOT)
-    decoded = 0
-    for first in range(0, len(names), WINDOW):
-        window = [zk.get_async(TokenZNode.path(name)) for name in names[first : first + WINDOW]]
-        for answer in window:
-            data, _ = answer.get()
-            if isinstance(json.loads(data), dict):
-                decoded += 1
+    paths = [TokenZNode.path(name) for name in names]
+    decoded = sum(1 for data in read(zk, paths) if isinstance(json.loads(data), dict))
     return {
         "seconds": round(time.perf_counter() - started, 3),
         "cpu_seconds": round(time.process_time() - cpu_started, 3),
         "tokens": decoded,
-        "note": "plain kazoo getChildren, then get requests pipelined 2000 at a time, json.loads of each",
     }
+
+
+def _read_pipelined(zk: KazooClient, paths: list[str]) -> Any:
+    for first in range(0, len(paths), WINDOW):
+        window = [zk.get_async(path) for path in paths[first : first + WINDOW]]
+        for answer in window:
+            yield answer.get()[0]
+
+
+def _read_multi(zk: KazooClient, paths: list[str]) -> Any:
+    batches = [paths[first : first + WINDOW] for first in range(0, len(paths), WINDOW)]
+    in_flight = [read_many_async(zk, batch) for batch in batches[:2]]
+    for index in range(len(batches)):
+        answers = in_flight.pop(0).get()
+        if index + 2 < len(batches):
+            in_flight.append(read_many_async(zk, batches[index + 2]))
+        for answer in answers:
+            yield answer[0]
 
 
 def raw_sweep(zk: KazooClient, token_ids: list[str], audit_db: Path, *, batch: int) -> dict[str, Any]:

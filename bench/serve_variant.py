@@ -5,7 +5,8 @@ itself never offers (auditing is not optional in production).
 
 With ``BENCH_STATIC_PAGE`` set to a file, ``GET /bench/static-page`` answers that file's bytes as JSON, read once:
 the no-op ceiling of describe (bench.suite), through the same server, middleware and client as a describe, with
-the same answer, but none of its work.
+the same answer, but none of its work. With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is
+written there at exit (bench/thread_profile.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--audit", choices=["db", "none"], required=True)
     args = parser.parse_args()
+    profile = os.environ.get("BENCH_PROFILE")
+    if profile:
+        from bench.thread_profile import install
+
+        install(Path(profile))
     with collector_paused_for_startup():  # as kts serve starts, its imports included
         _serve(args.audit)
 
