@@ -34,8 +34,7 @@ judged; default: the newest event of the history), never of the clock.
 
 How it runs: the first pass (``transforms.overview``) is small and kept in memory for the denial tables;
 the second (``transforms.token_lifecycle``) is written as ``token_lifecycle`` and every token table is
-read from that file, the six issued-token tables from one aggregate of it (``transforms.issued``), kept while
-they are written. Tables derived from other tables read them as written. Nothing reaches the driver
+read from that file. Tables derived from other tables read them as written. Nothing reaches the driver
 but one-row spans and the report's bounded aggregates (``report_data.collect``).
 """
 
@@ -166,14 +165,7 @@ def run_report(
         lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
         progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
-        # One aggregate shared by the six issued-token tables, kept: the lifecycle is read once for them all,
-        # before they are written side by side (each would otherwise scan it again).
-        issued = transforms.issued(lifecycle, since_ms=covered.since_ms).persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            progress(f"issued tokens: {issued.count():,} groups")
-            _write(_tables(lifecycle, issued, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
-        finally:
-            issued.unpersist()
+        _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
     finally:
         overview.unpersist()
     _write(_derived_tables(_read(spark, ["token_renewals", "expiry_compliance"], out_dir)), out_dir, progress)
@@ -192,10 +184,9 @@ def run_report(
     return data.summary
 
 
-def _tables(
-    lifecycle: DataFrame, issued: DataFrame, denied: DataFrame, covered: Period, *, top_n: int
-) -> dict[str, DataFrame]:
-    """The tables built from the token lifecycles (and their issued-token aggregate) and the denied events."""
+def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
+    """The tables built from the token lifecycles and the denied events."""
+    issued = transforms.issued(lifecycle, since_ms=covered.since_ms)
     return {
         "tokens_issued_by_owner_daily": transforms.issued_per_day(issued, "owner"),
         "tokens_issued_by_requester_daily": transforms.issued_per_day(issued, "token_requester"),

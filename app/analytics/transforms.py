@@ -342,36 +342,8 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
 
 
 def issued(lifecycle: DataFrame, *, since_ms: int | None = None) -> DataFrame:
-    """The tokens created in the window, counted by everything the issued-token tables tell apart: one shared
-    aggregate, so the lifecycle is read once for all of them (the tables sum it). Columns: ``date`` (UTC day of
-    creation), ``owner``, ``token_requester``, the job's columns, ``requested_order`` (the ``LIFETIME_BUCKETS``
-    order of the requested maximum lifetime; 0: none asked, the server default), ``granted_order`` (of the
-    granted one, ``maxTimestamp - issueTimestamp``), ``granted_known`` (both timestamps recorded); ``tokens``,
-    ``first_at`` and ``last_at`` (the first and last creation)."""
-    requested = F.col("requested_max_lifetime_ms")
-    granted = F.col("max_timestamp") - F.col("issue_timestamp")
-    requested_order = _bucketed(requested, LIFETIME_BUCKETS)[0]
-    return (
-        lifecycle.filter(_since("created_at", since_ms))
-        .groupBy(
-            partition_date_column("created_at").alias("date"),
-            "owner",
-            "token_requester",
-            *JOB_COLUMNS,
-            F.when(requested.isNull() | (requested <= 0), 0).otherwise(requested_order).alias("requested_order"),
-            _bucketed(granted, LIFETIME_BUCKETS)[0].alias("granted_order"),
-            granted.isNotNull().alias("granted_known"),
-        )
-        .agg(
-            F.count(F.lit(1)).alias("tokens"),
-            F.min("created_at").alias("first_at"),
-            F.max("created_at").alias("last_at"),
-        )
-    )
-
-
-def _tokens() -> Column:
-    return F.sum("tokens").cast("long").alias("tokens")
+    """The tokens created in the window, with their creation ``date`` (UTC)."""
+    return lifecycle.filter(_since("created_at", since_ms)).withColumn("date", partition_date_column("created_at"))
 
 
 def tokens_by_job(issued_: DataFrame) -> DataFrame:
@@ -380,18 +352,20 @@ def tokens_by_job(issued_: DataFrame) -> DataFrame:
     a job is its four fields, so the same id under another name or user is another row."""
     named = issued_.filter(F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
     return named.groupBy(*JOB_COLUMNS).agg(
-        _tokens(), F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at")
+        F.count(F.lit(1)).alias("tokens"),
+        F.min("created_at").alias("first_at"),
+        F.max("created_at").alias("last_at"),
     )
 
 
 def issued_per_day(issued_: DataFrame, by: str) -> DataFrame:
     """Tokens issued per UTC day and ``by`` (``owner`` or ``token_requester``): ``date, <by>, tokens``."""
-    return issued_.groupBy("date", by).agg(_tokens())
+    return issued_.groupBy("date", by).agg(F.count(F.lit(1)).alias("tokens"))
 
 
 def _creates_for_others(issued_: DataFrame, denied: DataFrame) -> DataFrame:
     """Issued tokens and refused creates as rows of ``token_requester, owner, tokens, refused``."""
-    return issued_.select("token_requester", "owner", "tokens", F.lit(0).alias("refused")).unionByName(
+    return issued_.select("token_requester", "owner", F.lit(1).alias("tokens"), F.lit(0).alias("refused")).unionByName(
         denied.filter(F.col("action") == CREATE).select(
             "token_requester", "owner", F.lit(0).alias("tokens"), F.col("denials").alias("refused")
         )
@@ -431,33 +405,27 @@ def lifetime_distribution(issued_: DataFrame) -> DataFrame:
     """Issued tokens by requested and by granted maximum lifetime (``maxTimestamp - issueTimestamp``):
     ``kind`` (requested|granted), ``bucket_order``, ``bucket``, ``lower_ms``, ``upper_ms``, ``tokens``.
     Requests without a lifetime (<= 0) are the bucket ``SERVER_DEFAULT`` (order 0) of ``requested``."""
-
-    def kind(name: str, order: str, known: Column) -> Column:
-        return F.struct(
-            F.lit(name).alias("kind"), F.col(order).alias("bucket_order"), known.alias("known"), F.col("tokens")
-        )
-
     lifetimes = issued_.select(
         F.explode(
             F.array(
-                kind("requested", "requested_order", F.lit(True)),
-                kind("granted", "granted_order", F.col("granted_known")),
+                F.struct(F.lit("requested").alias("kind"), F.col("requested_max_lifetime_ms").alias("ms")),
+                F.struct(
+                    F.lit("granted").alias("kind"), (F.col("max_timestamp") - F.col("issue_timestamp")).alias("ms")
+                ),
             )
         ).alias("lifetime")
-    ).select("lifetime.*")
-    counted = lifetimes.filter(F.col("known")).groupBy("kind", "bucket_order").agg(_tokens())
-    order = F.col("bucket_order")
-    default = (F.col("kind") == "requested") & (order == 0)
-    labels = F.array(*[F.lit(bucket.label) for bucket in LIFETIME_BUCKETS])
-    lowers = F.array(*[F.lit(bucket.lower_ms).cast("long") for bucket in LIFETIME_BUCKETS])
-    uppers = F.array(*[F.lit(bucket.upper_ms).cast("long") for bucket in LIFETIME_BUCKETS])
-    return counted.select(
+    ).select("lifetime.kind", "lifetime.ms")
+    order, label, lower, upper = _bucketed(F.col("ms"), LIFETIME_BUCKETS)
+    default = (F.col("kind") == "requested") & (F.col("ms").isNull() | (F.col("ms") <= 0))
+    bucketed = lifetimes.filter(default | F.col("ms").isNotNull()).select(
         "kind",
-        "bucket_order",
-        F.when(default, SERVER_DEFAULT).otherwise(F.get(labels, order - 1)).alias("bucket"),
-        F.when(default, None).otherwise(F.get(lowers, order - 1)).alias("lower_ms"),
-        F.when(default, None).otherwise(F.get(uppers, order - 1)).alias("upper_ms"),
-        "tokens",
+        F.when(default, 0).otherwise(order).alias("bucket_order"),
+        F.when(default, SERVER_DEFAULT).otherwise(label).alias("bucket"),
+        F.when(default, None).otherwise(lower).alias("lower_ms"),
+        F.when(default, None).otherwise(upper).alias("upper_ms"),
+    )
+    return bucketed.groupBy("kind", "bucket_order", "bucket", "lower_ms", "upper_ms").agg(
+        F.count(F.lit(1)).alias("tokens")
     )
 
 
@@ -597,9 +565,7 @@ def top_requesters(issued_: DataFrame, denied: DataFrame, *, top_n: int) -> Data
     was_issued = F.col("tokens") > 0
     table = creates.groupBy("token_requester").agg(
         F.sum("tokens").cast("long").alias("tokens"),
-        F.coalesce(F.sum(F.when(was_issued & (F.col("owner") != F.col("token_requester")), F.col("tokens"))), F.lit(0))
-        .cast("long")
-        .alias("for_others"),
+        F.count(F.when(was_issued & (F.col("owner") != F.col("token_requester")), 1)).alias("for_others"),
         F.countDistinct(F.when(was_issued, F.col("owner"))).alias("owners"),
         F.sum("refused").cast("long").alias("refused"),
     )
