@@ -18,19 +18,21 @@ _lock = threading.Lock()
 
 
 def install(target: Path) -> None:
-    original = threading.Thread.run
+    # Wrapped where every thread starts, whatever its class: anyio's worker threads (where FastAPI runs plain
+    # ``def`` endpoints and dependencies) override ``run``, so wrapping ``run`` missed them.
+    original = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
 
-    def run(self: threading.Thread, *args: Any, **kwargs: Any) -> None:
+    def bootstrap(self: threading.Thread) -> Any:
         profile = cProfile.Profile()
         with _lock:
             _profiles.append(profile)
         profile.enable()
         try:
-            original(self, *args, **kwargs)
+            return original(self)
         finally:
             profile.disable()
 
-    threading.Thread.run = run  # type: ignore[method-assign]
+    threading.Thread._bootstrap_inner = bootstrap  # type: ignore[attr-defined]
     main = cProfile.Profile()
     _profiles.append(main)
     main.enable()
