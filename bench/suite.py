@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -334,6 +335,15 @@ def _audited_sweeps(database: Path) -> int:
     return int(row[0])
 
 
+def _part(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """A later part's figures, or the error that ended it: the figures measured before it are still printed (its
+    goals then read not measured)."""
+    try:
+        return measure()
+    except Exception as exc:  # any failure of a part, reported in the JSON
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="small data, short runs: about a minute")
@@ -358,9 +368,10 @@ def main() -> None:
         )
         if "kraft" in parts:
             # Creates through a KRaft controller are far slower than znode writes: fewer tokens for its describe.
-            report["kraft"] = kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory))
+            report["kraft"] = _part(lambda: kraft.run(min(tokens, 10_000), seconds, args.concurrency, Path(directory)))
         if "report" in parts:  # last, when ZooKeeper and the brokers are gone: Spark has the machine to itself
-            report["audit_report"] = _audit_report(args.audit_events or (200_000 if args.quick else 10_000_000))
+            events = args.audit_events or (200_000 if args.quick else 10_000_000)
+            report["audit_report"] = _part(lambda: _audit_report(events))
         report["goals"] = evaluate(report)
         report["met"] = {name: goal["met"] for name, goal in report["goals"].items()}
         report["load_average"] = {
