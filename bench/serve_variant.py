@@ -2,11 +2,20 @@
 
 Settings come from the usual KTS_* variables; ``--audit none`` swaps in NullAuditLog, which kts serve
 itself never offers (auditing is not optional in production).
+
+With ``BENCH_STATIC_PAGE`` set to a file, ``GET /bench/static-page`` answers that file's bytes as JSON, read once:
+the no-op ceiling of describe (bench.suite), through the same server, middleware and client as a describe, with
+the same answer, but none of its work. With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is
+written there at exit (bench/thread_profile.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import os
+from pathlib import Path
+from typing import Any
 
 from app.cli.server.commands import collector_paused_for_startup
 
@@ -15,6 +24,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--audit", choices=["db", "none"], required=True)
     args = parser.parse_args()
+    profile = os.environ.get("BENCH_PROFILE")
+    if profile:
+        from bench.thread_profile import install
+
+        install(Path(profile))
     with collector_paused_for_startup():  # as kts serve starts, its imports included
         _serve(args.audit)
 
@@ -31,8 +45,25 @@ def _serve(audit: str) -> None:
     if audit == "db":
         prepare_audit_database(settings)
     app = create_app(settings, audit_log=NullAuditLog() if audit == "none" else None)
+    page = os.environ.get("BENCH_STATIC_PAGE")
+    if page:
+        _add_static_page(app, Path(page))
     options = uvicorn_options(settings) | {"log_level": "warning", "access_log": False}
     uvicorn.run(app, **options)
+
+
+def _add_static_page(app: Any, page: Path) -> None:
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+    @functools.cache
+    def body() -> bytes:
+        return page.read_bytes()  # written by the suite once the real page is known, before the first request
+
+    async def static_page(_: Request) -> Response:
+        return Response(body(), media_type="application/json")
+
+    app.router.add_route("/bench/static-page", static_page, methods=["GET"])
 
 
 if __name__ == "__main__":

@@ -13,6 +13,13 @@ change counter, in commit order, zero-padded, so names sort in creation order; a
 notification holds every notification committed before it. So a notification missing from one listing sorts
 after every name that listing held, and comparing each name with one string finds the new ones, where keeping
 the set of names seen cost a set of the whole list (thousands of names) on every change.
+
+A change made elsewhere reaches the cache after three round trips in a row: the listing, the notification, the
+token it names. The next notification's name is known before the listing, whenever nothing was deleted from the
+queue since the last one (the sequence number is the folder's change counter, which creates and deletes both
+advance: only the leader's purge deletes): so its data is read speculatively, sent right behind the listing, and
+the chain is two round trips. A guess the listing does not hold, or that finds nothing, is dropped; the
+notification is then read as before.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ from app.storage.zk.multi_read import ReadResult
 log = logging.getLogger(__name__)
 
 IDLE_WAKE_S = 30.0
+_SEQUENCE_DIGITS = 10  # ZooKeeper's sequential suffix, zero-padded
+_SEQUENCE_MAX = 2**31 - 1  # past it the counter wraps to negative numbers: no guess
 
 
 def _data(answer: ReadResult) -> bytes:
@@ -136,14 +145,23 @@ class ChangeFollower:
 
     def _follow(self) -> None:
         for queue in self._queues:
-            fresh = new_names(self._list(queue.path), self._latest[queue.path])
+            latest = self._latest[queue.path]
+            listing = self._list_async(queue.path)
+            guess = next_name(latest)
+            # Sent right behind the listing: ZooKeeper answers a session's requests in order, so the read sees
+            # at least what the listing saw.
+            speculative = None if guess is None else self._zk.client.get_async(f"{queue.path}/{guess}")
+            fresh = new_names(self._listed(listing), latest)
             if not fresh:
                 continue
-            batch = [
-                (name, data)
-                for name, data in zip(fresh, self._read(queue.path, fresh), strict=True)
-                if data is not None  # purged already
-            ]
+            known = {}
+            if speculative is not None and fresh[0] == guess:
+                data = _speculated(self._zk, speculative)
+                if data is not None:
+                    known[guess] = data
+            rest = [name for name in fresh if name not in known]
+            known.update(zip(rest, self._read(queue.path, rest), strict=True) if rest else ())
+            batch = [(name, data) for name in fresh if (data := known[name]) is not None]  # None: purged already
             if queue.handle_batch is not None and batch:
                 try:
                     queue.handle_batch([data for _, data in batch])
@@ -163,8 +181,14 @@ class ChangeFollower:
 
     def _list(self, path: str) -> list[str]:
         """The queue's notification names, leaving a watch that wakes the worker at its next change."""
+        return self._listed(self._list_async(path))
+
+    def _list_async(self, path: str) -> object:
+        return list_children_async(self._zk.client, path, self._on_watch)
+
+    def _listed(self, listing: object) -> list[str]:
         try:
-            return list(self._zk.wait(list_children_async(self._zk.client, path, self._on_watch)))
+            return list(self._zk.wait(listing))
         except NoNodeError:  # removed by hand: nothing to follow (the idle wake-up lists it again)
             return []
 
@@ -172,6 +196,24 @@ class ChangeFollower:
         """The data of several notifications (None for those already purged), in few round trips."""
         answers = self._zk.read_many([f"{path}/{name}" for name in names])
         return [None if isinstance(answer, NoNodeError) else _data(answer) for answer in answers]
+
+
+def _speculated(zk: ZkConnection, answer: object) -> bytes | None:
+    """The speculative read's data, or None when it found nothing or failed (the notification is then read as
+    any other, which reports a lost connection)."""
+    try:
+        return bytes(zk.wait(answer)[0])
+    except Exception:
+        return None
+
+
+def next_name(latest: str) -> str | None:
+    """The name ZooKeeper gives the notification after ``latest`` if nothing is deleted from the queue meanwhile
+    (its sequence number plus one), or None when ``latest`` is no sequential name (nothing handled yet)."""
+    prefix, digits = latest[:-_SEQUENCE_DIGITS], latest[-_SEQUENCE_DIGITS:]
+    if not prefix or len(digits) != _SEQUENCE_DIGITS or not digits.isdigit() or int(digits) >= _SEQUENCE_MAX:
+        return None
+    return f"{prefix}{int(digits) + 1:0{_SEQUENCE_DIGITS}d}"
 
 
 def new_names(names: list[str], latest: str) -> list[str]:

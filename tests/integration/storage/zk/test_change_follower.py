@@ -271,3 +271,76 @@ def test_the_fast_listing_answers_what_kazoo_answers_and_leaves_a_watch(zk: ZkCo
     _notify(raw_zk, QUEUE_A, b"next")
 
     eventually(lambda: fired == [QUEUE_A])  # chroot-relative, as kazoo's own watches report it
+
+
+class CountingReads:
+    """``ZkConnection.read_many`` counted: the notification reads that were not answered by the speculative read."""
+
+    def __init__(self, zk: ZkConnection) -> None:
+        self.paths: list[str] = []
+        self._read_many = zk.read_many
+
+    def __call__(self, paths: list[str]) -> list[object]:
+        self.paths.extend(paths)
+        return self._read_many(paths)  # type: ignore[return-value]
+
+
+def test_a_single_change_is_read_with_the_listing_not_after_it(
+    zk: ZkConnection, raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    _notify(raw_zk, QUEUE_A, b"first")  # the first one is read after the listing: nothing handled to guess from
+    eventually(lambda: handler.received == [b"first"])
+    reads = CountingReads(zk)
+    monkeypatch.setattr(zk, "read_many", reads)
+
+    for n in range(5):
+        _notify(raw_zk, QUEUE_A, f"next-{n}".encode())
+        eventually(lambda n=n: len(handler.received) == n + 2)
+
+    assert handler.received == [b"first"] + [f"next-{n}".encode() for n in range(5)]
+    assert reads.paths == []  # each came with its listing (the guess: the name after the last one handled)
+
+
+def test_a_wrong_guess_after_the_queue_lost_a_notification_still_handles_every_change(
+    zk: ZkConnection, raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    handler = Recorder()
+    start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    _notify(raw_zk, QUEUE_A, b"first")
+    eventually(lambda: handler.received == [b"first"])
+    # A purge deletes notifications, which advances the folder's sequence counter: the next name is not the guess.
+    # Created and deleted in one transaction (its name is the folder's change counter), so no listing holds it.
+    counter = raw_zk.exists(QUEUE_A).cversion
+    transaction = raw_zk.transaction()
+    transaction.create(f"{QUEUE_A}/change_", b"never-seen", sequence=True)
+    transaction.delete(f"{QUEUE_A}/change_{counter:010d}")
+    assert not any(isinstance(result, Exception) for result in transaction.commit())
+    reads = CountingReads(zk)
+    monkeypatch.setattr(zk, "read_many", reads)
+
+    _notify(raw_zk, QUEUE_A, b"after-the-gap")
+    eventually(lambda: b"after-the-gap" in handler.received)
+    _notify(raw_zk, QUEUE_A, b"then")
+    eventually(lambda: b"then" in handler.received)
+
+    assert handler.received == [b"first", b"after-the-gap", b"then"]
+    assert len(reads.paths) >= 1  # the notification after the gap was read on its own
+
+
+def test_a_burst_is_handled_whole_with_the_guessed_one_first(
+    zk: ZkConnection, raw_zk: KazooClient, start_follower: StartFollower
+) -> None:
+    handler = Recorder()
+    follower = start_follower([NotificationQueue(QUEUE_A, handler)], ReloadCounter())
+    _notify(raw_zk, QUEUE_A, b"first")
+    eventually(lambda: handler.received == [b"first"])
+    transaction = raw_zk.transaction()
+    for n in range(20):
+        transaction.create(f"{QUEUE_A}/change_", f"burst-{n}".encode(), sequence=True)
+    transaction.commit()
+    follower.catch_up()
+
+    eventually(lambda: len(handler.received) == 21)
+    assert handler.received == [b"first"] + [f"burst-{n}".encode() for n in range(20)]
