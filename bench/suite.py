@@ -29,7 +29,7 @@ import httpx
 from kazoo.client import KazooClient
 
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
-from app.leader.sweeper import BATCH as SWEEP_BATCH
+from app.storage.zk.admission import BATCH as SWEEP_BATCH
 from app.storage.zk.znodes import TokenZNode
 from bench import broker_login, ceilings
 from bench.goals import evaluate, table
