@@ -60,7 +60,9 @@ from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.requesters import NoTokenRequesters
 from app.storage.audit.sink import SqlAuditLog
-from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
+from app.storage.memory.intents import MemoryIntentStore
+from app.storage.memory.lockout_store import MemoryLockoutStore
+from app.storage.memory.quota_guard import MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
 from app.storage.sql.lockout_store import SqlLockoutStore

@@ -1,0 +1,37 @@
+"""Fixtures of the contract suites: each port of app/service/ports.py (and the leadership and intent-store ports)
+is given by a harness per implementation, parametrized, so one case runs against every backend's store. A
+harness makes "replicas": stores of the same backend that share what replicas share (their own ZooKeeper
+session or database engine each; in memory, one process holds them all)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import pytest
+from sqlalchemy import Engine
+
+from app.storage.audit import migrations
+from app.storage.audit.database import make_engine
+
+
+@pytest.fixture
+def engines() -> Iterator[Callable[[str], Engine]]:
+    """Engines made by a test (one per replica: replicas share no pool), disposed of at its end."""
+    made: list[Engine] = []
+
+    def make(url: str) -> Engine:
+        engine = make_engine(url)
+        made.append(engine)
+        return engine
+
+    yield make
+    for engine in made:
+        engine.dispose()
+
+
+def migrated(url: str) -> str:
+    """``url``'s audit database at head."""
+    engine = make_engine(url)
+    migrations.upgrade(engine)
+    engine.dispose()
+    return url
