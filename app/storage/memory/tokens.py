@@ -57,10 +57,6 @@ class MemoryTokenStore:
         with self._lock:
             return {token_id: self._index.get(token_id) for token_id in token_ids}
 
-    def list(self) -> list[StoredToken]:
-        with self._lock:
-            return self._index.tokens()
-
     def create(
         self,
         token: TokenInformation,
@@ -141,6 +137,10 @@ class MemoryTokenStore:
                     self._charge(charge.principal, ledger, new)
                 return
         raise ConcurrentModification("A share ledger kept changing; try again.")
+
+    def list(self) -> list[StoredToken]:
+        with self._lock:
+            return self._index.tokens()
 
     def ledger(self, principal: KafkaPrincipal) -> LedgerState:
         with self._lock:
