@@ -9,33 +9,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 
-from app.storage.audit import migrations
-from app.storage.audit.database import make_engine
+from tests.engines import engines
 
-
-@pytest.fixture
-def engines() -> Iterator[Callable[[str], Engine]]:
-    """Engines made by a test (one per replica: replicas share no pool), disposed of at its end."""
-    made: list[Engine] = []
-
-    def make(url: str) -> Engine:
-        engine = make_engine(url)
-        made.append(engine)
-        return engine
-
-    yield make
-    for engine in made:
-        engine.dispose()
-
-
-def migrated(url: str) -> str:
-    """``url``'s audit database at head."""
-    engine = make_engine(url)
-    migrations.upgrade(engine)
-    engine.dispose()
-    return url
+__all__ = ["engines"]  # the fixture
 
 
 @pytest.fixture

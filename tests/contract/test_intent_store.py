@@ -23,7 +23,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
-from tests.contract.conftest import migrated
+from tests.engines import migrated
 from tests.postgres_server import PostgresServer
 
 

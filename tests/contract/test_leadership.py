@@ -22,7 +22,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
-from tests.contract.conftest import migrated
+from tests.engines import migrated
 from tests.postgres_server import PostgresServer
 
 IDENTIFIERS = ("replica-a", "replica-b", "replica-c")

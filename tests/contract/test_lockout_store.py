@@ -22,7 +22,7 @@ from app.storage.sql.lockout_store import SqlLockoutStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.lockout_store import ZkLockoutStore
 from tests.api.helpers import eventually
-from tests.contract.conftest import migrated
+from tests.engines import migrated
 from tests.postgres_server import PostgresServer
 
 DURATION = 600_000
