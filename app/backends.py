@@ -5,8 +5,10 @@ imported only when selected (its client takes a good part of a second to import)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from typing import Protocol, TypeVar
 
 from sqlalchemy import Engine
@@ -23,7 +25,7 @@ from app.settings import Settings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
 from app.storage.audit.sink import SqlAuditLog
-from app.storage.zk import assembly as zookeeper
+from app.storage.zk.assembly import ZooKeeperBackend, with_cluster_writes_in_zookeeper
 
 T = TypeVar("T")
 
@@ -32,16 +34,33 @@ class _SharedLocks(LockoutStore, LockListing, Protocol):
     """The account locks the replicas share, as an operator releases and lists them."""
 
 
-def cluster_backend(
-    settings: Settings, clock: Clock, audit_log: AuditLog, secret: TokenSecret, database: SqlAuditLog | None
-) -> ClusterBackend:
-    """The backend the settings select, built and not yet connected. ``database``: the audit database the replicas
-    share, the audit log itself (None: the audit log is no database)."""
+@dataclass(frozen=True)
+class Storage:
+    """What a replica stores in: the audit log, and the cluster backend the settings select, built and not yet
+    connected."""
+
+    audit_log: AuditLog
+    backend: ClusterBackend
+    prepare: Sequence[Callable[[], None]]  # before start-up: the audit database's schema migrated or checked
+
+
+def storage(settings: Settings, clock: Clock, secret: TokenSecret, audit_log: AuditLog | None = None) -> Storage:
+    """The audit database of ``audit.db.url`` (``audit_log`` replaces it: benchmarks measure auditing against a
+    no-op sink; what replicas share in it is then this process's) and the backend over it."""
+    database = None
+    if audit_log is None:
+        audit_log = database = SqlAuditLog(
+            make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock
+        )
+    prepare = [] if database is None else [partial(database.migrate, auto=settings.audit_db_auto_migrate)]
+    backend: ClusterBackend
     if settings.backend == "kafka":
         from app.storage.kafka.assembly import KafkaBackend
 
-        return KafkaBackend(settings, clock, audit_log, secret, database)
-    return zookeeper.ZooKeeperBackend(settings, clock, audit_log, secret)
+        backend = KafkaBackend(settings, clock, audit_log, secret, database)
+    else:
+        backend = ZooKeeperBackend(settings, clock, audit_log, secret)
+    return Storage(audit_log, backend, prepare)
 
 
 def check_cluster(settings: Settings) -> None:
@@ -53,7 +72,7 @@ def check_cluster(settings: Settings) -> None:
 
         KafkaBackend.check(settings)
         return
-    zookeeper.ZooKeeperBackend.check(settings)
+    ZooKeeperBackend.check(settings)
 
 
 check_zookeeper = check_cluster  # the name kts dev and older callers use
@@ -91,7 +110,7 @@ def with_break_glass(settings: Settings, use: Callable[[BreakGlass], T], clock: 
             from app.storage.kafka.assembly import KafkaBackend
 
             return KafkaBackend.with_lockout_store(settings, engine, clock, glass)
-        return zookeeper.ZooKeeperBackend.with_lockout_store(settings, clock, glass)
+        return ZooKeeperBackend.with_lockout_store(settings, clock, glass)
 
 
 def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation], T], clock: Clock | None = None) -> T:
@@ -99,4 +118,4 @@ def with_cluster_writes(settings: Settings, use: Callable[[MigrationPreparation]
     this call and closed after, with the audit database (app/storage/zk/assembly.py)."""
     clock = clock or SystemClock()
     with _command_audit_database(settings, clock) as (_, audit_log):
-        return zookeeper.with_cluster_writes(settings, audit_log, clock, use)
+        return with_cluster_writes_in_zookeeper(settings, audit_log, clock, use)

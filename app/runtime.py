@@ -12,23 +12,20 @@ from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
-from app.auth.own_identity import OwnIdentity, shared_identity_warnings
-from app.backends import cluster_backend
+from app.auth.own_identity import shared_identity_warnings
+from app.backends import storage
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
-from app.domain.lockout import AccountLockout
-from app.domain.ssl_principal_mapper import SslPrincipalMapper
-from app.domain.throttle import FailureThrottle, ThrottlePolicy
 from app.domain.token_secret import TokenSecret
 from app.leader.duties import Duty, side_by_side
 from app.observability.metrics import RuntimeReadings
-from app.policies import authorizer, jwt_authenticator, lockout_policy, throttle_policy, token_policy, token_quota
+from app.policies import policies
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
 from app.service.audit import AuditLog, AuditObserver, Auditor
 from app.service.audit_retention import AuditRetention
 from app.service.audit_trail import AuditTrail
-from app.service.backend import ClusterBackend, Reconciler
+from app.service.backend import Reconciler
 from app.service.lockout import AccountLocks
 from app.service.metrics_access import MetricsAccess
 from app.service.readiness import ClusterStatus, Readiness
@@ -36,12 +33,10 @@ from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
 from app.settings import Settings
-from app.storage.audit import migrations
-from app.storage.audit.database import describe_url, make_engine
-from app.storage.audit.sink import SqlAuditLog
 from app.storage.loaded_for_good import loaded_for_good
 
 log = logging.getLogger(__name__)
+VERIFY, LOGIN = Action.TOKEN_VERIFY, Action.AUTHENTICATION
 
 
 @dataclass
@@ -94,137 +89,111 @@ def build_runtime(
     *,
     audit_observer: AuditObserver | None = None,
 ) -> Runtime:
-    """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink; intents,
-    quota turns and account locks are then this process's); ``audit_observer`` is told how each action ended (the
-    metrics). The backend is the settings' (app/backends.py)."""
+    """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
+    ``audit_observer`` is told how each action ended (the metrics). Built in the order the layers stand: what the
+    replica stores in (app/backends.py), the rules (app/policies.py), then the services over both."""
     clock = clock or SystemClock()
-    secret = TokenSecret(settings.secret_key)
-    if audit_log is not None:
-        backend = cluster_backend(settings, clock, audit_log, secret, None)
-        return _runtime(settings, backend, audit_log, secret, clock, audit_observer, prepare=[])
-    database = SqlAuditLog(make_engine(settings.audit_db_url), service_id=settings.service_id, clock=clock)
-    backend = cluster_backend(settings, clock, database, secret, database)
-    prepare = [lambda: _migrate(database, settings)]
-    return _runtime(settings, backend, database, secret, clock, audit_observer, prepare=prepare)
-
-
-def _migrate(database: SqlAuditLog, settings: Settings) -> None:
-    database.migrate(auto=settings.audit_db_auto_migrate)
-    log.info("audit database %s at schema %s", describe_url(settings.audit_db_url), migrations.HEAD_REVISION)
-
-
-def _runtime(
-    settings: Settings,
-    backend: ClusterBackend,
-    audit_log: AuditLog,
-    secret: TokenSecret,
-    clock: Clock,
-    audit_observer: AuditObserver | None,
-    *,
-    prepare: list[Callable[[], None]],
-) -> Runtime:
-    """The services over ``backend``, and the life cycle: the backend connects (and checks the secret), then the
-    runtime's own warnings, the backend's caches and followers, the leadership; the reverse at stop."""
-    auditor = Auditor(audit_log, backend.intents, observer=audit_observer)
-    acl_authorizer = authorizer(settings, backend.acl_view)
-    bound = backend.bind(auditor, acl_authorizer)
-    own = backend.own_login
-    identity = OwnIdentity(own.configured, own.learned, source=own.source)
+    secret = TokenSecret(settings.secret_key)  # the HMAC key of every token, which the backend checks at connect
+    stored = storage(settings, clock, secret, audit_log)
+    backend = stored.backend
+    rules = policies(settings, clock, backend)
+    auditor = Auditor(stored.audit_log, backend.intents, observer=audit_observer)
+    authorizer = rules.authorizer
+    bound = backend.bind(auditor, authorizer)
     locks = AccountLocks(
-        AccountLockout(lockout_policy(settings), clock),
+        rules.lockout,
         backend.lockout_store,
         auditor=auditor,
-        authorizer=acl_authorizer,
+        authorizer=authorizer,
         exempt=settings.lockout_exempt_addresses,
     )
-    verify_guard = _guard(throttle_policy(settings, lockout=False), auditor, clock, Action.TOKEN_VERIFY)
-    login_locks = locks if settings.auth_lockout_threshold else None
-    login_guard = _guard(
-        throttle_policy(settings, lockout=login_locks is not None), auditor, clock, Action.AUTHENTICATION, login_locks
+    verify_guard = None if rules.verify_throttle is None else AttemptGuard(rules.verify_throttle, auditor, VERIFY)
+    login_guard = (
+        None
+        if rules.login_throttle is None
+        else AttemptGuard(rules.login_throttle, auditor, LOGIN, lockout=locks if rules.locks_logins else None)
     )
     tokens = TokenService(
         backend.token_store,
         backend.token_view,
         secret=secret,
-        policy=token_policy(settings, backend.renewers_added),
-        authorizer=acl_authorizer,
+        policy=rules.token,
+        authorizer=authorizer,
         clock=clock,
         auditor=auditor,
         verify_guard=verify_guard,
         capacity=bound.admission.capacity,
-        quota=token_quota(settings),
-        own_principal=identity.is_own,
+        quota=rules.quota,
+        own_principal=rules.identity.is_own,
         shares=bound.admission.shares,
     )
     revocation = TokenRevocation(
-        backend.token_store,
-        backend.token_view,
-        authorizer=acl_authorizer,
-        auditor=auditor,
-        shares=bound.admission.shares,
+        backend.token_store, backend.token_view, authorizer=authorizer, auditor=auditor, shares=bound.admission.shares
     )
+    cleanup_ms = settings.auth_lockout_cleanup_interval_ms
     duties: list[tuple[str, Duty]] = [
         *bound.leader.duties,
-        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, settings.auth_lockout_cleanup_interval_ms)),
+        ("lockout-cleaner", lambda lost: locks.run_cleanup(lost, cleanup_ms)),
     ]
     if settings.audit_retention_days is not None:
-        duties.append(("audit-retention", AuditRetention(audit_log, clock, days=settings.audit_retention_days).run))
+        retention = AuditRetention(stored.audit_log, clock, days=settings.audit_retention_days)
+        duties.append(("audit-retention", retention.run))
     leadership = None if bound.leader.leadership is None else bound.leader.leadership(side_by_side(duties))
+    users = UserCredentialService(
+        backend.user_store,
+        authorizer=authorizer,
+        auditor=auditor,
+        revocation=revocation if settings.token_revoke_on_credential_delete else None,
+        locks=locks,
+    )
+    acls = AclService(
+        backend.acl_store,
+        backend.acl_view,
+        authorizer=authorizer,
+        auditor=auditor,
+        super_users=settings.super_user_principals,
+        tokens_for_super_users=settings.token_create_for_super_users,
+        revocation=revocation if settings.token_revoke_on_acl_delete else None,
+    )
+    audit_trail = AuditTrail(stored.audit_log, authorizer=authorizer)
+    metrics_access = MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=authorizer)
+    status = ClusterStatus(backend.readiness, authorizer=authorizer)
+    authenticator = Authenticator(
+        BasicAuthenticator(backend.credentials, clock),
+        tokens,
+        client_auth=settings.ssl_client_auth,
+        mapper=rules.mapper,
+        auditor=auditor,
+        guard=login_guard,
+        jwt=rules.jwt,
+        own=rules.identity,
+    )
 
     def warn_shared_identity() -> None:
         """When kts's own principal is also a login someone may present to kts."""
-        users, supers = backend.user_store, settings.super_user_principals
-        for warning in shared_identity_warnings(identity, supers, users, own_scram_login=own.scram_user):
+        own_scram = backend.own_login.scram_user
+        supers = settings.super_user_principals
+        for warning in shared_identity_warnings(rules.identity, supers, backend.user_store, own_scram_login=own_scram):
             log.warning(warning)
 
     return Runtime(
         settings=settings,
         backend=backend.name,
-        audit_log=audit_log,
+        audit_log=stored.audit_log,
         tokens=tokens,
         revocation=revocation,
-        users=UserCredentialService(
-            backend.user_store,
-            authorizer=acl_authorizer,
-            auditor=auditor,
-            revocation=revocation if settings.token_revoke_on_credential_delete else None,
-            locks=locks,
-        ),
-        acls=AclService(
-            backend.acl_store,
-            backend.acl_view,
-            authorizer=acl_authorizer,
-            auditor=auditor,
-            super_users=settings.super_user_principals,
-            tokens_for_super_users=settings.token_create_for_super_users,
-            revocation=revocation if settings.token_revoke_on_acl_delete else None,
-        ),
-        audit_trail=AuditTrail(audit_log, authorizer=acl_authorizer),
-        metrics_access=MetricsAccess(auth_required=settings.metrics_auth_required, authorizer=acl_authorizer),
+        users=users,
+        acls=acls,
+        audit_trail=audit_trail,
+        metrics_access=metrics_access,
         reconciler=backend.reconciler,
-        authenticator=Authenticator(
-            BasicAuthenticator(backend.credentials, clock),
-            tokens,
-            client_auth=settings.ssl_client_auth,
-            mapper=SslPrincipalMapper.from_rules(settings.ssl_principal_mapping_rules),
-            auditor=auditor,
-            guard=login_guard,
-            jwt=jwt_authenticator(settings, clock),
-            own=identity,
-        ),
+        authenticator=authenticator,
         attempt_guards=[guard for guard in (verify_guard, login_guard) if guard is not None],
         readiness=backend.readiness,
-        cluster_status=ClusterStatus(backend.readiness, authorizer=acl_authorizer),
+        cluster_status=status,
         cluster_connected=backend.readiness.cluster_connected,
-        prepare=prepare,
+        prepare=list(stored.prepare),
         startup=[backend.connect, warn_shared_identity, backend.start, *([leadership.start] if leadership else [])],
         shutdown=[*([leadership.stop] if leadership else []), backend.stop],
         readings_of=backend.readings,
     )
-
-
-def _guard(
-    policy: ThrottlePolicy | None, auditor: Auditor, clock: Clock, action: Action, lockout: AccountLocks | None = None
-) -> AttemptGuard | None:
-    """The guard of one kind of attempt; None when neither the throttle nor the lockout is on."""
-    return None if policy is None else AttemptGuard(FailureThrottle(policy, clock), auditor, action, lockout=lockout)

@@ -123,16 +123,17 @@ class ThrottlePolicy:
     counted_subjects: tuple[str, ...] | None = None
 
     @classmethod
-    def bursts_only(cls, *, window_ms: int, max_keys: int) -> ThrottlePolicy:
-        """A throttle whose limits no client reaches (the failure throttle turned off, the lockout on): it still
-        groups the audit records of a locked account's refused attempts into bursts."""
-        return cls(
-            max_failures=UNREACHED,
-            address_max_failures=UNREACHED,
-            window_ms=window_ms,
-            max_keys=max_keys,
-            counted_subjects=(),
-        )
+    def of(
+        cls, max_failures: int, address_max_failures: int, *, window_ms: int, max_keys: int, lockout: bool
+    ) -> ThrottlePolicy | None:
+        """The throttle of one kind of attempt (``max_failures`` 0: turned off); ``lockout``: whether the account
+        lockout counts these attempts too. None when neither is on. With the lockout alone, a throttle whose limits
+        no client reaches still groups the audit records of a locked account's refused attempts into bursts."""
+        if max_failures:
+            return cls(max_failures, address_max_failures, window_ms, max_keys)
+        if lockout:
+            return cls(UNREACHED, UNREACHED, window_ms, max_keys, counted_subjects=())
+        return None
 
     def counts(self, subject: str) -> bool:
         return self.counted_subjects is None or subject.startswith(self.counted_subjects)

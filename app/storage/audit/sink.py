@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +18,8 @@ from app.storage.audit.group_commit import Ambiguous, GroupCommitter
 from app.storage.audit.safe_text import safe_details, safe_text
 from app.storage.audit.tables import STRING_LIMITS
 from app.storage.audit.tables import audit_events as events
+
+log = logging.getLogger(__name__)
 
 
 class SqlAuditLog:
@@ -56,7 +59,10 @@ class SqlAuditLog:
             connection.execute(select(1))
 
     def migrate(self, *, auto: bool) -> None:
+        """Bring the schema to this version's (``auto``), or check that it is there; logs where and which."""
         migrations.ensure_schema(self._engine, auto_migrate=auto)
+        where = self._engine.url.render_as_string(hide_password=True)
+        log.info("audit database %s at schema %s", where, migrations.HEAD_REVISION)
 
     def append(self, event: AuditEvent, context: RequestContext) -> int:
         """Insert one event and commit; returns its id. Raises StoreUnavailable when the database is down."""

@@ -103,36 +103,59 @@ class KafkaBackend:
         secret: TokenSecret,
         database: SqlAuditLog | None,
     ) -> None:
-        self.secret = secret
+        """Built in the order the layers stand: the connections and stores, then what the services see of them."""
+        self._secret = secret
         self.cluster = cluster = kafka_cluster(settings)
         self.intents: _IntentMarkStore
         requesters: TokenRequesters
         quota_guard: QuotaGuard
         self._lockout: _SharedLockoutStore
-        self.reconciler: Reconciler
-        self._steps: list[tuple[Callable[[], None], Callable[[], None]]]  # start and stop, in start's order
+        self._steps: list[tuple[Callable[[], None], Callable[[], None]]] = []  # start and stop, in start's order
         self._leadership: Callable[[Duty], DbLeadership] | None = None
+        ledger: SqlTokenRequesters | None = None  # who asked for each token, shared (None: this process's)
         if database is None:
             log.warning("the audit log is not a database: intents, quota turns and account locks are this process's")
             self.intents = MemoryIntentStore()
             requesters, quota_guard, self._lockout = NoTokenRequesters(), MemoryQuotaGuard(), MemoryLockoutStore(clock)
-            reconciler = AuditReconciler(audit_log, self.intents, clock=clock, service_id=settings.service_id)
-            self.reconciler, self._duties = reconciler, []
-            self._steps = [(reconciler.start, reconciler.stop)]
         else:
             engine = database.engine
             if engine.dialect.name == "sqlite":
                 log.info("audit.db.url is SQLite: one replica only (several replicas share a PostgreSQL database)")
             registry = ReplicaRegistry(engine, service_id=settings.service_id)
             self.intents = SqlIntentMarks(engine, clock=clock)
-            requesters = SqlTokenRequesters(engine, database, service_id=settings.service_id)
+            requesters = ledger = SqlTokenRequesters(engine, database, service_id=settings.service_id)
             # A create's RPC may land until the Kafka client gives up on it, and a little after.
             quota_guard = SqlQuotaGuard(engine, in_flight_ms=max(30_000, 2 * settings.admin_request_timeout_ms))
             lockout = SqlLockoutStore(engine, service_id=settings.service_id, replicas=registry.replicas, clock=clock)
             self._lockout = lockout
+            self._steps = [(registry.start, registry.stop), (lockout.start, lockout.stop)]
+            self._leadership = lambda duty: DbLeadership(engine, LEADERSHIP, registry.instance_id, duty)
+        self.lockout_store: LockoutStore = self._lockout
+        acl_rpc = KafkaAcls(cluster.wire)
+        self.acl_view = self._acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.cluster_cache_refresh_ms)
+        self.acl_store = KafkaAclStore(acl_rpc, self._acl_cache, self.intents)
+        self.token_view = self._token_cache = KafkaTokenCache(
+            cluster, self._secret, requesters, interval_ms=settings.cluster_cache_refresh_ms
+        )
+        self.token_store = KafkaTokenStore(
+            cluster,
+            self._token_cache,
+            self._secret,
+            quota_guard=quota_guard,
+            intents=self.intents,
+            requesters=requesters,
+        )
+        self.user_store = KafkaUserStore(cluster.wire, self.intents)
+        self.credentials = BrokerCredentials(cluster.wire, self.user_store)
+        self.reconciler: Reconciler
+        self._duties: list[tuple[str, Duty]] = []
+        if ledger is None:
+            reconciler = AuditReconciler(audit_log, self.intents, clock=clock, service_id=settings.service_id)
+            self.reconciler, self._steps = reconciler, [(reconciler.start, reconciler.stop)]
+        else:
             settler = ClusterAuditReconciler(
                 audit_log,
-                requesters,
+                ledger,
                 cluster,
                 self.intents,
                 clock=clock,
@@ -141,28 +164,6 @@ class KafkaBackend:
                 forget_after_ms=settings.delegation_token_max_lifetime_ms + DAY_MS,
             )
             self.reconciler, self._duties = settler, [("audit-reconciler", settler.run)]
-            self._steps = [(registry.start, registry.stop), (lockout.start, lockout.stop)]
-            self._leadership = lambda duty: DbLeadership(engine, LEADERSHIP, registry.instance_id, duty)
-        self.lockout_store: LockoutStore = self._lockout
-        acl_rpc = KafkaAcls(cluster.wire)
-        self.acl_view = self._acl_cache = KafkaAclCache(acl_rpc, interval_ms=settings.cluster_cache_refresh_ms)
-        self.acl_store = KafkaAclStore(acl_rpc, self._acl_cache, self.intents)
-        self.token_view = self._token_cache = KafkaTokenCache(
-            cluster, secret, requesters, interval_ms=settings.cluster_cache_refresh_ms
-        )
-        self.token_store = KafkaTokenStore(
-            cluster, self._token_cache, secret, quota_guard=quota_guard, intents=self.intents, requesters=requesters
-        )
-        self.user_store = KafkaUserStore(cluster.wire, self.intents)
-        self.credentials = BrokerCredentials(cluster.wire, self.user_store)
-        login = settings.kafka_security.login
-        self.own_login = OwnLogin(
-            () if login is None else (KafkaPrincipal.user(login.username),),
-            source="its login to the brokers, admin.sasl.jaas.config",
-            learned=lambda: cluster.known_principal,
-            scram_user=login.username if login is not None and login.mechanism.startswith("SCRAM-") else None,
-        )
-        self.renewers_added: tuple[KafkaPrincipal, ...] = ()  # the controller makes kts's principal a renewer
         self.readiness = Readiness(
             cluster_connected=lambda: cluster.connected,
             tokens_loaded=lambda: self._token_cache.loaded,
@@ -171,13 +172,21 @@ class KafkaBackend:
             backend=self.name,
             facts=cluster.facts,
         )
+        login = settings.kafka_security.login
+        self.own_login = OwnLogin(
+            () if login is None else (KafkaPrincipal.user(login.username),),
+            source="its login to the brokers, admin.sasl.jaas.config",
+            learned=lambda: cluster.known_principal,
+            scram_user=login.username if login is not None and login.mechanism.startswith("SCRAM-") else None,
+        )
+        self.renewers_added: tuple[KafkaPrincipal, ...] = ()  # the controller makes kts's principal a renewer
 
     def bind(self, auditor: Auditor, authorizer: Authorizer) -> Bound:
         """No limits beyond the token rules and the quotas; the leader settles the audit trail with the cluster."""
         return Bound(OPEN_ADMISSION, LeaderWork(self._duties, self._leadership))
 
     def connect(self) -> None:
-        self.cluster.start(self.secret)  # checks the secret by minting a one-minute token for kts and comparing HMACs
+        self.cluster.start(self._secret)  # checks the secret by minting a one-minute token for kts and comparing HMACs
 
     def start(self) -> None:
         self._acl_cache.start()

@@ -107,8 +107,10 @@ class ZooKeeperBackend:
     name = "zookeeper"
 
     def __init__(self, settings: ZooKeeperSettings, clock: Clock, audit_log: AuditLog, secret: TokenSecret) -> None:
+        """Built in the order the layers stand: the stores and caches, then what the services' ports see of them."""
         self._settings = settings
         self._clock = clock
+        self._secret = secret
         self.zk = zk = zk_connection(settings)
         self.cluster = ClusterWatch(zk)
         zk.write_fence = self.cluster  # every token, ACL and credential write checks the cluster's controller
@@ -117,27 +119,20 @@ class ZooKeeperBackend:
         self.acl_view = self._acl_cache = AclCache(zk, self.acl_store)
         self.user_store = ZkUserStore(zk)
         self._credential_cache = CredentialCache(zk, self.user_store)
-        self.credentials = StoredKeyCredentials(self._credential_cache)
-        self.secret = secret
         self.token_store = ZkTokenStore(zk, znode_version=settings.token_znode_version)
         self.token_view = self._token_cache = TokenCache(
-            zk, self.token_store, self.secret, while_reloading=reloaded_for_good
+            zk, self.token_store, secret, while_reloading=reloaded_for_good
         )
         self._zk_lockout = ZkLockoutStore(zk, service_id=settings.service_id, clock=clock)
         self.lockout_store: LockoutStore = self._zk_lockout
-        self._capacity_policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
-        self.capacity = CapacityGuard(
-            ZkChildLists(zk),
-            self._capacity_policy,
-            clock=clock,
-            next_expiry_ms=lambda: min((s.token.expiry_timestamp for s in self._token_cache.tokens()), default=None),
-        )
-        login = settings.zookeeper_security.login
-        self.own_login = OwnLogin(
-            () if login is None else (KafkaPrincipal.user(login.username),), source="its SASL login to ZooKeeper"
-        )
-        self.renewers_added = settings.added_renewers  # ``token.renewers.add``: named on every token created
+        self._child_lists = ZkChildLists(zk)
+        self.credentials = StoredKeyCredentials(self._credential_cache)  # what Basic logins check passwords against
         self.reconciler = AuditReconciler(audit_log, self.intents, clock=clock, service_id=settings.service_id)
+        try:  # kts's principal on bootstrap.servers, whose renewals a migration needs (prepare-migration reports)
+            renewer = settings.kafka_login_principal
+        except ValueError:
+            renewer = None
+        renewer = renewer or next(iter(settings.added_renewers), None)
         self.readiness = Readiness(
             cluster_connected=lambda: zk.connected,
             tokens_loaded=lambda: self._token_cache.loaded,
@@ -146,8 +141,14 @@ class ZooKeeperBackend:
             backend=self.name,
             cluster=lambda: self.cluster.state,
             facts=self._facts,
-            unrenewable=self._unrenewable(),
+            unrenewable=None if renewer is None else lambda: unrenewable(self._token_cache, renewer, clock.now_ms()),
         )
+        login = settings.zookeeper_security.login
+        self.own_login = OwnLogin(
+            () if login is None else (KafkaPrincipal.user(login.username),), source="its SASL login to ZooKeeper"
+        )
+        self.renewers_added = settings.added_renewers  # ``token.renewers.add``: named on every token created
+        self.capacity: CapacityGuard | None = None  # bound with the admission
         self._sweeper: Sweeper | None = None
         self._bridge: TokenBridge | None = None
         self._leadership: Leadership | None = None
@@ -157,13 +158,20 @@ class ZooKeeperBackend:
         notifications and, during a migration's dual write, bridge the KRaft controller's token changes to the
         brokers still in ZooKeeper mode. One leader does them all; its election keeps its old name."""
         settings, clock, zk = self._settings, self._clock, self.zk
+        policy = CapacityPolicy(settings.zookeeper_children_max_bytes)
+        self.capacity = capacity = CapacityGuard(
+            self._child_lists,
+            policy,
+            clock=clock,
+            next_expiry_ms=lambda: min((s.token.expiry_timestamp for s in self._token_cache.tokens()), default=None),
+        )
         shares = TokenShares(
             SharePolicy.of(settings.zookeeper_children_max_bytes, settings.token_write_share_ratio),
             self._token_cache,
             clock=clock,
             authorizer=authorizer,
         )
-        schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, self._capacity_policy)
+        schedule = SweepSchedule.of(settings.delegation_token_expiry_check_interval_ms, policy)
         writes_allowed = self._writes_allowed
         self._sweeper = sweeper = Sweeper(
             self.token_store,
@@ -171,9 +179,9 @@ class ZooKeeperBackend:
             auditor=auditor,
             clock=clock,
             interval_ms=schedule.interval_ms,
-            room=self.capacity.sweep_room,
+            room=capacity.sweep_room,
             early_threshold=schedule.threshold,
-            near_capacity=self.capacity.near_limit,
+            near_capacity=capacity.near_limit,
             shares=shares,
             writes_allowed=writes_allowed,
         )
@@ -187,7 +195,7 @@ class ZooKeeperBackend:
             ZkTokenChanges(zk), lambda: self.cluster.state, auditor=auditor, clock=clock
         )
         duties = [("sweeper", sweeper.run), ("notification-purger", purger.run), ("token-bridge", bridge.run)]
-        return Bound(Admission(self.capacity, shares), LeaderWork(duties, self._elected))
+        return Bound(Admission(capacity, shares), LeaderWork(duties, self._elected))
 
     def _elected(self, duty: Duty) -> Leadership:
         self._leadership = Leadership(self.zk, KtsZNodes.SWEEPER_ELECTION, self._settings.service_id, duty)
@@ -199,7 +207,7 @@ class ZooKeeperBackend:
     def connect(self) -> None:
         self.zk.start()
         self.cluster.start()  # before anything writes: the fence needs its first reading
-        ensure_cluster_secret(self.zk, self.secret)
+        ensure_cluster_secret(self.zk, self._secret)
 
     def start(self) -> None:
         self._zk_lockout.start()
@@ -238,6 +246,8 @@ class ZooKeeperBackend:
 
     def _child_list_figures(self) -> list[ChildListFigures] | None:
         """Each child list's entries and bytes, and the bytes left before creates are refused (None: unreadable)."""
+        if self.capacity is None:
+            return None
         try:
             readings = self.capacity.read()
         except KtsError:
@@ -262,18 +272,6 @@ class ZooKeeperBackend:
             principal=", ".join(sorted(str(principal) for principal in self.own_login.configured)) or None,
             secret_check="matches the fingerprint the cluster keeps (checked at start)",  # noqa: S106 - a result
         )
-
-    def _unrenewable(self) -> Callable[[], int] | None:
-        """How many live tokens kts's principal on bootstrap.servers could not renew (None: that principal is
-        unknown, or ``admin.sasl.jaas.config`` names none, which prepare-migration reports)."""
-        try:
-            principal = self._settings.kafka_login_principal
-        except ValueError:
-            principal = None
-        known = principal or next(iter(self._settings.added_renewers), None)
-        if known is None:
-            return None
-        return lambda: unrenewable(self._token_cache, known, self._clock.now_ms())
 
     @staticmethod
     def check(settings: ZooKeeperSettings) -> None:
@@ -306,7 +304,7 @@ def ensure_cluster_secret(zk: ZkConnection, secret: TokenSecret) -> None:
         log.info("recorded the fingerprint of delegation.token.secret.key at %s", store.PATH)
 
 
-def with_cluster_writes(
+def with_cluster_writes_in_zookeeper(
     settings: ZooKeeperSettings, audit_log: AuditLog, clock: Clock, use: Callable[[MigrationPreparation], T]
 ) -> T:
     """``use`` kts's token writes from a command (``kts cluster prepare-migration``), connected for this call and
