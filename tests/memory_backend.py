@@ -1,7 +1,7 @@
 """kts over the in-memory backend (app/storage/memory/assembly.py), for tests about the HTTP edge that need no
-cluster: ``memory_client(...)`` builds the real app (``create_app``, its lifespan, every service) with the
-``MemoryBackend`` in place of the backend the settings select, chosen programmatically (no config key selects
-it); ``backend.user_store`` takes the users a test logs in as (``add_user``)."""
+cluster: ``memory_client(...)`` builds the real app (``create_app``, its lifespan, ``app/backends.py``'s
+``storage()`` with its audit database, every service) with a ``MemoryBackend`` where the settings' backend would
+be built, chosen programmatically (no config key selects it); ``add_user`` gives it the users a test logs in as."""
 
 from __future__ import annotations
 
@@ -43,14 +43,12 @@ def memory_client(values: dict[str, Any]) -> Iterator[tuple[TestClient, MemoryBa
     """The app over a fresh ``MemoryBackend``, started (its lifespan entered) and stopped at the block's end."""
     made: list[MemoryBackend] = []
 
-    def backend(
-        settings: Settings, clock: Clock, audit_log: AuditLog, secret: TokenSecret, database: object
-    ) -> MemoryBackend:
-        made.append(MemoryBackend(settings, clock, audit_log, secret, database))
+    def backend(settings: Settings, clock: Clock, audit_log: AuditLog, secret: TokenSecret) -> MemoryBackend:
+        made.append(MemoryBackend(settings, clock, audit_log, secret))
         return made[-1]
 
     client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False)
-    with patch("app.runtime.cluster_backend", backend):
+    with patch("app.backends.ZooKeeperBackend", backend):  # the branch the settings (zookeeper.connect) select
         client.__enter__()  # the lifespan builds the runtime now, over the memory backend
     try:
         yield client, made[0]
