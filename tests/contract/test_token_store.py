@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -19,12 +19,13 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import Expiry, Renewal, StoredToken, TokenChange
 from app.storage.memory.tokens import MemoryTokenStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
 
 ALICE = KafkaPrincipal.user("alice")
+R = TypeVar("R")
 
 
 @dataclass
@@ -56,11 +57,17 @@ def _token(store: Any, expiry: int = 2000) -> TokenInformation:
 
 
 def _renewed(expiry: int) -> Callable[[StoredToken], TokenChange[int]]:
-    return lambda stored: TokenChange(stored.token.with_expiry(expiry), stored.version)
+    return lambda stored: _renewal(stored, expiry, stored.version)
+
+
+def _renewal(stored: StoredToken, expiry: int, result: R) -> TokenChange[R]:
+    """A renew to ``expiry``, in both forms (the state kts planned, and the request a cluster is sent)."""
+    period_ms = expiry - stored.token.issue_timestamp
+    return TokenChange(stored.token.with_expiry(expiry), result, request=Renewal(period_ms))
 
 
 def _deleted(stored: StoredToken) -> TokenChange[int]:
-    return TokenChange(None, stored.version)
+    return TokenChange(None, stored.version, request=Expiry(-1))
 
 
 def test_create_get_list(tokens: Tokens) -> None:
@@ -100,7 +107,7 @@ def test_a_change_that_loses_a_race_reads_and_decides_again(tokens: Tokens) -> N
         seen.append(stored.token.expiry_timestamp)
         if len(seen) == 1:  # another writer renews between this read and this write
             tokens.other.change(token.token_id, _renewed(5000))
-        return TokenChange(stored.token.with_expiry(stored.token.expiry_timestamp + 1), None)
+        return _renewal(stored, stored.token.expiry_timestamp + 1, None)
 
     written, _ = store.change(token.token_id, decide)
 
@@ -131,7 +138,7 @@ def test_a_token_deleted_between_the_read_and_the_write_is_not_found(tokens: Tok
 
     def decide_while_another_writer_deletes(stored: StoredToken) -> TokenChange[None]:
         tokens.other.change(token.token_id, _deleted)
-        return TokenChange(stored.token.with_expiry(3000), None)
+        return _renewal(stored, 3000, None)
 
     with pytest.raises(TokenNotFound):
         tokens.store.change(token.token_id, decide_while_another_writer_deletes)
@@ -212,9 +219,7 @@ def test_concurrent_writers_never_lose_an_update(tokens: Tokens) -> None:
         for _ in range(20):
             while True:
                 try:
-                    store.change(
-                        token.token_id, lambda s: TokenChange(s.token.with_expiry(s.token.expiry_timestamp + 1), None)
-                    )
+                    store.change(token.token_id, lambda s: _renewal(s, s.token.expiry_timestamp + 1, None))
                 except ConcurrentModification:
                     continue  # lost more races than the store retries: try again
                 with lock:

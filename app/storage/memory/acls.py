@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable
 
 from app.domain.acl import AccessControlEntry, AclSnapshot, ResourcePattern
+from app.storage.memory.intents import MemoryIntentStore
 
 Entries = frozenset[AccessControlEntry]
 
@@ -16,7 +17,9 @@ Entries = frozenset[AccessControlEntry]
 class MemoryAclStore:
     """``AclStore``: an edit reads and writes under one lock (``edit`` is a pure function of the entries)."""
 
-    def __init__(self) -> None:
+    def __init__(self, intents: MemoryIntentStore | None = None) -> None:
+        """``intents``: where a write marks its audit intent (app/storage/memory/tokens.py)."""
+        self._intents = intents if intents is not None else MemoryIntentStore()
         self._snapshot = AclSnapshot()
         self._lock = threading.Lock()
 
@@ -24,13 +27,14 @@ class MemoryAclStore:
         return self._snapshot  # immutable: readers never take the lock
 
     def change(
-        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: str | None = None
+        self, pattern: ResourcePattern, edit: Callable[[Entries], Entries], intent: object = None
     ) -> tuple[Entries, Entries]:
         with self._lock:
             before = self._snapshot.entries(pattern)
             after = frozenset(edit(before))
-            if after != before:
+            if after != before:  # as in ZooKeeper: no change, no write and no marker
                 self._snapshot = self._snapshot.replace(pattern, after)
+                self._intents.marked(intent)
             return before, after
 
 

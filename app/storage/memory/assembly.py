@@ -53,13 +53,13 @@ class MemoryBackend:
     ) -> None:
         self._clock = clock
         self._service_id = settings.service_id
-        self.token_store = MemoryTokenStore(secret)
+        self.intents = MemoryIntentStore()  # marked by every store's writes, as ZooKeeper's transactions do
+        self.token_store = MemoryTokenStore(secret, self.intents)
         self.token_view = MemoryTokenView(self.token_store)
-        self.acl_store = MemoryAclStore()
+        self.acl_store = MemoryAclStore(self.intents)
         self.acl_view = MemoryAclView(self.acl_store)
-        self.user_store = MemoryUserStore()
+        self.user_store = MemoryUserStore(self.intents)
         self.credentials = StoredKeyCredentials(self.user_store)
-        self.intents = MemoryIntentStore()
         self.lockout_store = MemoryLockoutStore(clock)
         self.own_login = OwnLogin(configured=(), source="the in-memory backend (no cluster login)")
         self.renewers_added = ()

@@ -17,9 +17,15 @@ class MemoryIntentStore:
     def path(self, event_id: int) -> str:
         return str(event_id)
 
-    def mark(self, intent: str) -> None:
+    def mark(self, intent: int | str) -> None:
+        """``intent``: the pending event's id (as text where a store still names it by ``path``)."""
         with self._lock:
             self._marked.add(int(intent))
+
+    def marked(self, intent: object) -> None:
+        """``mark`` for a change the in-memory stores made (``intent`` None: the change is not audited)."""
+        if isinstance(intent, int | str):
+            self.mark(intent)
 
     def existing(self, event_ids: list[int]) -> set[int]:
         with self._lock:

@@ -9,10 +9,13 @@ from dataclasses import replace
 
 from app.domain.credentials import Mechanism, ScramCredential
 from app.domain.errors import CredentialNotFound
+from app.storage.memory.intents import MemoryIntentStore
 
 
 class MemoryUserStore:
-    def __init__(self) -> None:
+    def __init__(self, intents: MemoryIntentStore | None = None) -> None:
+        """``intents``: where a write marks its audit intent (app/storage/memory/tokens.py)."""
+        self._intents = intents if intents is not None else MemoryIntentStore()
         self._users: dict[str, dict[Mechanism, ScramCredential]] = {}
         self._lock = threading.Lock()
 
@@ -25,13 +28,14 @@ class MemoryUserStore:
         return {mechanism: found[mechanism].iterations for mechanism in Mechanism if mechanism in found}
 
     def put_credential(
-        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: str | None = None
+        self, user_name: str, mechanism: Mechanism, credential: ScramCredential, intent: object = None
     ) -> None:
         kept = replace(credential, salted_password=b"")
         with self._lock:
             self._users[user_name] = self._users.get(user_name, {}) | {mechanism: kept}
+            self._intents.marked(intent)
 
-    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: str | None = None) -> None:
+    def delete_credential(self, user_name: str, mechanism: Mechanism, intent: object = None) -> None:
         with self._lock:
             found = self._users.get(user_name)
             if found is None:
@@ -43,3 +47,4 @@ class MemoryUserStore:
                 self._users[user_name] = left
             else:
                 del self._users[user_name]
+            self._intents.marked(intent)
