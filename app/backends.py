@@ -75,9 +75,6 @@ def check_cluster(settings: Settings) -> None:
     ZooKeeperBackend.check(settings)
 
 
-check_zookeeper = check_cluster  # the name kts dev and older callers use
-
-
 @contextmanager
 def _command_audit_database(settings: Settings, clock: Clock) -> Iterator[tuple[Engine, SqlAuditLog]]:
     """The audit database for one server-side command (``kts lockout``, ``kts cluster prepare-migration``): its
