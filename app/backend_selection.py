@@ -44,9 +44,21 @@ class Storage:
     prepare: Sequence[Callable[[], None]]  # before start-up: the audit database's schema migrated or checked
 
 
-def storage(settings: Settings, clock: Clock, secret: TokenSecret, audit_log: AuditLog | None = None) -> Storage:
+# A backend chosen by code rather than by the settings (the in-memory backend of the fast tests): built from the
+# settings, the clock, the audit log and the token secret, as an assembly is.
+BackendFactory = Callable[[Settings, Clock, AuditLog, TokenSecret], ClusterBackend]
+
+
+def storage(
+    settings: Settings,
+    clock: Clock,
+    secret: TokenSecret,
+    audit_log: AuditLog | None = None,
+    backend_factory: BackendFactory | None = None,
+) -> Storage:
     """The audit database of ``audit.db.url`` (``audit_log`` replaces it: benchmarks measure auditing against a
-    no-op sink; what replicas share in it is then this process's) and the backend over it."""
+    no-op sink; what replicas share in it is then this process's) and the backend over it: the settings' one, or
+    ``backend_factory``'s."""
     database = None
     if audit_log is None:
         audit_log = database = SqlAuditLog(
@@ -54,7 +66,9 @@ def storage(settings: Settings, clock: Clock, secret: TokenSecret, audit_log: Au
         )
     prepare = [] if database is None else [partial(database.migrate, auto=settings.audit_db_auto_migrate)]
     backend: ClusterBackend
-    if settings.backend == "kafka":
+    if backend_factory is not None:
+        backend = backend_factory(settings, clock, audit_log, secret)
+    elif settings.backend == "kafka":
         from app.storage.kafka.assembly import KafkaBackend
 
         backend = KafkaBackend(settings, clock, audit_log, secret, database)

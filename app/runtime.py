@@ -1,8 +1,8 @@
 """The composition root: builds the services once, over whichever cluster backend the settings select
-(app/backend_selection.py; each backend is one assembly under app/storage/, app/service/backend.py's ``ClusterBackend``),
-and runs the life cycle of both. The API (``create_app``'s lifespan) and the server commands use it; the HTTP layer
-then sees only the services and views it exposes (``app/api/deps.py``). It holds no policy: the settings' choices
-are read in app/policies.py, a backend's own in its assembly. Nothing here runs at import."""
+(app/backend_selection.py; each backend is one assembly under app/storage/, app/service/backend.py's
+``ClusterBackend``), and runs the life cycle of both. The API (``create_app``'s lifespan) and the server commands
+use it; the HTTP layer then sees only the services and views it exposes (``app/api/deps.py``). It holds no policy:
+the settings' choices are read in app/policies.py, a backend's own in its assembly. Nothing here runs at import."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from app.auth.authenticator import Authenticator
 from app.auth.basic import BasicAuthenticator
 from app.auth.own_identity import shared_identity_warnings
-from app.backend_selection import storage
+from app.backend_selection import BackendFactory, storage
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
 from app.domain.token_secret import TokenSecret
@@ -88,13 +88,14 @@ def build_runtime(
     audit_log: AuditLog | None = None,
     *,
     audit_observer: AuditObserver | None = None,
+    backend_factory: BackendFactory | None = None,
 ) -> Runtime:
     """``audit_log`` replaces the database-backed log (benchmarks measure auditing against a no-op sink);
     ``audit_observer`` is told how each action ended (the metrics). Built in the order the layers stand: what the
     replica stores in (app/backend_selection.py), the rules (app/policies.py), then the services over both."""
     clock = clock or SystemClock()
     secret = TokenSecret(settings.secret_key)  # the HMAC key of every token, which the backend checks at connect
-    stored = storage(settings, clock, secret, audit_log)
+    stored = storage(settings, clock, secret, audit_log, backend_factory)
     backend = stored.backend
     rules = policies(settings, clock, backend)
     auditor = Auditor(stored.audit_log, backend.intents, observer=audit_observer)

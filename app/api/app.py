@@ -20,6 +20,7 @@ from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, cluster, ops, tokens, users
 from app.api.security_headers import SecurityHeaders
+from app.backend_selection import BackendFactory
 from app.backends import load_settings
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
@@ -31,10 +32,15 @@ CONFIG_ENV = "KTS_CONFIG"
 
 
 def create_app(
-    settings: Settings | None = None, *, clock: Clock | None = None, audit_log: AuditLog | None = None
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    audit_log: AuditLog | None = None,
+    backend_factory: BackendFactory | None = None,
 ) -> FastAPI:
     """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``.
-    ``audit_log`` replaces the database-backed audit log (benchmarks only)."""
+    ``audit_log`` replaces the database-backed audit log (benchmarks only); ``backend_factory`` the backend the
+    settings select (the in-memory backend of the fast tests)."""
     metrics = KtsMetrics()  # a registry of this app's own: several apps in one process never clash
 
     @asynccontextmanager
@@ -43,7 +49,7 @@ def create_app(
         if effective is None:
             config = os.environ.get(CONFIG_ENV)
             effective = load_settings(Path(config) if config else None)
-        runtime = build_runtime(effective, clock, audit_log, audit_observer=metrics)
+        runtime = build_runtime(effective, clock, audit_log, audit_observer=metrics, backend_factory=backend_factory)
         await anyio.to_thread.run_sync(runtime.start)
         setattr(app.state, SERVICES_STATE, runtime)
         metrics.watch(runtime.readings())

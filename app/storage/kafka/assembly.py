@@ -35,7 +35,9 @@ from app.storage.kafka.settings import KafkaSettings
 from app.storage.kafka.token_cache import KafkaTokenCache
 from app.storage.kafka.token_store import KafkaTokenStore
 from app.storage.kafka.users import BrokerCredentials, KafkaUserStore
-from app.storage.single_replica import MemoryIntentStore, MemoryLockoutStore, MemoryQuotaGuard
+from app.storage.memory.intents import MemoryIntentStore
+from app.storage.memory.lockout_store import MemoryLockoutStore
+from app.storage.memory.quota_guard import MemoryQuotaGuard
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.leadership import DbLeadership
 from app.storage.sql.lockout_store import SqlLockoutStore

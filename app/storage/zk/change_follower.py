@@ -154,7 +154,7 @@ class ChangeFollower:
             fresh = new_names(self._listed(listing), latest)
             if not fresh:
                 continue
-            known = {}
+            known: dict[str, bytes | None] = {}
             if speculative is not None and fresh[0] == guess:
                 data = _speculated(self._zk, speculative)
                 if data is not None:

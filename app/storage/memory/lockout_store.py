@@ -1,73 +1,15 @@
-"""In-process stand-ins for what replicas share, for a Kafka-protocol deployment whose audit log is not a
-database (benchmarks that measure against a no-op sink): they hold only within this process, for ONE replica.
-
-ZooKeeper mode keeps these in ZooKeeper (audit intent markers, quota guards, account locks); through the Kafka
-protocol they live in the audit database (app/storage/sql/), where every replica sees them.
-"""
+"""Per-account locks (the ``LockoutStore`` and ``LockListing`` ports) held in this process, for ONE replica: the
+in-memory backend's, and a Kafka-protocol deployment's without an audit database. A lock lasts its duration by
+the injected clock (one process, one clock)."""
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.domain.clock import Clock
 from app.domain.lockout import Lock, LockInForce
-from app.domain.token_quota import QuotaKey
 from app.storage.lockout_mirror import LockoutMirror
-
-
-class MemoryIntentStore:
-    """``IntentStore`` and ``IntentMarks``: an intent is marked once the cluster answered its change."""
-
-    def __init__(self) -> None:
-        self._marked: set[int] = set()
-        self._lock = threading.Lock()
-
-    def mark(self, intent: int) -> None:
-        with self._lock:
-            self._marked.add(intent)
-
-    def existing(self, event_ids: list[int]) -> set[int]:
-        with self._lock:
-            return self._marked.intersection(event_ids)
-
-    def clear(self, event_id: int) -> None:
-        with self._lock:
-            self._marked.discard(event_id)
-
-    def clear_soon(self, event_ids: list[int]) -> None:
-        self.clear_many(event_ids)
-
-    def clear_many(self, event_ids: list[int]) -> None:
-        with self._lock:
-            self._marked.difference_update(event_ids)
-
-    def list(self) -> list[int]:
-        with self._lock:
-            return sorted(self._marked)
-
-
-class MemoryQuotaGuard:
-    """``QuotaGuard``: creates charged to the same quota take turns within this process."""
-
-    def __init__(self) -> None:
-        self._versions: dict[QuotaKey, int] = {}
-        self._turns: dict[QuotaKey, threading.Lock] = {}
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def hold(self, keys: Sequence[QuotaKey]) -> Iterator[Mapping[QuotaKey, int]]:
-        with ExitStack() as held:
-            for key in sorted(keys, key=lambda key: (key.kind, str(key.principal))):  # one order: no deadlock
-                with self._lock:
-                    turn = self._turns.setdefault(key, threading.Lock())
-                held.enter_context(turn)
-            versions = {key: self._versions.get(key, 0) for key in keys}
-            yield versions
-            for key in keys:
-                self._versions[key] = versions[key] + 1
 
 
 @dataclass(frozen=True, slots=True)
