@@ -19,9 +19,10 @@ __all__ = ["engines"]  # the fixture
 def kraft_clusters(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]]:
     """``make()``: a connection of kts's own to the real KRaft broker (``kafka_kraft_broker``), as a replica has
     one; closed at the test's end. The broker is the session's: a test names users and resources of its own."""
+    from app.backends import load_settings
     from app.domain.token_secret import TokenSecret
-    from app.settings import load_settings
     from app.storage.kafka.cluster import KafkaCluster
+    from app.storage.kafka.settings import KafkaSettings
     from tests.api.backends import kafka_settings
 
     broker = request.getfixturevalue("kafka_kraft_broker")
@@ -29,7 +30,7 @@ def kraft_clusters(request: pytest.FixtureRequest) -> Iterator[Callable[[], Any]
     started: list[Any] = []
 
     def make() -> Any:
-        cluster = KafkaCluster(broker.bootstrap, settings.kafka_security, request_timeout_ms=15_000)
+        cluster = KafkaCluster(broker.bootstrap, settings.group(KafkaSettings).security, request_timeout_ms=15_000)
         cluster.start(TokenSecret(broker.secret))
         started.append(cluster)
         return cluster

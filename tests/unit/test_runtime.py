@@ -80,7 +80,7 @@ class _Backend:
 
 def _built(monkeypatch: pytest.MonkeyPatch, backend: _Backend, **values: Any) -> runtime.Runtime:
     stored = Storage(audit_log=SimpleNamespace(), backend=backend, prepare=[lambda: backend.steps.append("schema")])  # type: ignore[arg-type]
-    monkeypatch.setattr(runtime, "storage", lambda settings, clock, secret, audit_log: stored)
+    monkeypatch.setattr(runtime, "storage", lambda settings, clock, secret, audit_log, backend_factory: stored)
     warned: Callable[..., list[str]] = lambda *args, **kwargs: backend.steps.append("warn") or []  # noqa: E731
     monkeypatch.setattr(runtime, "shared_identity_warnings", warned)
     settings = load_settings(zookeeper_connect="localhost:2181/kts", delegation_token_secret_key="s" * 32, **values)

@@ -97,9 +97,6 @@ class MemoryBackend:
         return RuntimeReadings(
             cached_tokens=lambda: len(self.token_store.list()),
             acl_entries=lambda: len(self.acl_view.snapshot().bindings()),
-            sweep_runs=lambda: 0,
-            swept_tokens=lambda: 0,
-            leads_sweeper=lambda: self._leadership is not None and self._leadership.is_leader,
             cluster_state=lambda: "connected",
             backend=NAME,
             replicas=self.lockout_store.replicas,
