@@ -12,6 +12,8 @@ from kazoo.client import KazooClient
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer, put_user
 from tests.api.helpers import eventually, kafka_acls_sh_writes
 
+pytestmark = pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
+
 NIMBUS = ("nimbus", "nimbus-pw")
 
 

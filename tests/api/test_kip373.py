@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, basic, bearer, put_user
+
+pytestmark = pytest.mark.only_on("zookeeper", "puts the service's users and grants as znodes behind kts's back")
 
 NIMBUS = ("nimbus", "nimbus-pw")
 

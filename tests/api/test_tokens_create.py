@@ -17,6 +17,8 @@ from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer
 from tests.api.helpers import notifications, token_state
 from tests.conftest import SECRET
 
+pytestmark = pytest.mark.only_on("zookeeper", "asserts the token znodes byte for byte as a Kafka 3 broker writes them")
+
 DAY = 86_400_000
 WEEK = 7 * DAY
 

@@ -14,6 +14,8 @@ from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
 from tests.api.helpers import broker_writes_token, eventually, notifications, token_state
 
+pytestmark = pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
+
 DAY = 86_400_000
 
 

@@ -13,6 +13,8 @@ from app.domain.scram import password_matches
 from app.storage.zk.znodes import ConfigChangeZNode, UserConfigZNode
 from tests.api.conftest import ADMIN, ALICE, basic, bearer
 
+pytestmark = pytest.mark.only_on("zookeeper", "asserts the credential znodes and notifications kafka-configs.sh writes")
+
 
 def _config(raw_zk: KazooClient, sanitized: str) -> dict[str, str]:
     return json.loads(raw_zk.get(f"/config/users/{sanitized}")[0])["config"]
