@@ -7,7 +7,8 @@ Three kinds of API test, by the fixture they take (tests/api/backends.py has the
   broker (one per session, shared: a test isolates itself by the users of its own that ``alice``/``bob``/``carol``
   make). A test or module of one backend says which and why in one line:
   ``pytestmark = pytest.mark.only_on("zookeeper", "asserts the token znodes")``; a test that takes ``raw_zk`` or
-  ``zk_connect`` next to ``client`` must say so (collection fails otherwise).
+  ``zk_connect`` next to ``client`` must say so (collection fails otherwise). Where the backends differ and the
+  lead has to decide which is right, ``xfail_on(backend, reason)`` expects the failure there (strictly).
 - ``edge_client``: the HTTP edge only (validation 422s, body limits, security headers, the error envelope), on
   ``EDGE_BACKEND``, the fastest backend that has the fixed users ``ADMIN``, ``ALICE``, ``BOB``, ``CAROL``.
 - ``cluster``: every backend, the ZooKeeper-mode broker's Kafka protocol included (tests/api/test_backends.py).
@@ -78,7 +79,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if len(marker.args) != 2 or marker.args[0] not in API_BACKENDS or not marker.args[1]:
             raise pytest.UsageError(f'{metafunc.definition.nodeid}: only_on("<{"|".join(API_BACKENDS)}>", "<why>")')
         backends = (marker.args[0],)
-    metafunc.parametrize("backend", backends, indirect=True)
+    differs = {mark.args[0]: mark.args[1] for mark in metafunc.definition.iter_markers("xfail_on")}
+    params = [
+        pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=differs[name])) if name in differs else name
+        for name in backends
+    ]
+    metafunc.parametrize("backend", params, indirect=True)
 
 
 @pytest.fixture

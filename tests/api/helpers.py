@@ -14,7 +14,7 @@ from kazoo.client import KazooClient
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from app.storage.zk.znodes.acls import java_enum_name
 
-# kts's super user on every backend of the API tests (tests/api/conftest.py's ADMIN)
+# kts's super user on the edge tests' backend (tests/api/conftest.py's ADMIN, edge_client)
 SUPER_USER = {"Authorization": "Basic " + base64.b64encode(b"admin:admin-secret").decode()}
 
 
@@ -79,8 +79,8 @@ def broker_writes_token(raw_zk: KazooClient, token_id: str, data: bytes) -> None
 
 
 def tokens_seen(client: TestClient) -> list[dict[str, object]]:
-    """Every token a super user can describe, with all its fields: on any backend, what a refused request must leave
-    as it was (``token_state`` reads ZooKeeper's znodes, the notifications included)."""
+    """Every token the super user of ``edge_client`` can describe, with all its fields: on whichever backend it runs,
+    what a refused request must leave as it was (``token_state`` reads ZooKeeper's znodes, notifications included)."""
     response = client.get("/v1/tokens", params={"limit": 1000}, headers=SUPER_USER)
     assert response.status_code == 200, response.text
     return list(response.json()["tokens"])
