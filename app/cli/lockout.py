@@ -46,7 +46,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_release(args: argparse.Namespace) -> int:
-    from app.runtime import with_break_glass
+    from app.backends import with_break_glass
     from app.settings import load_settings
 
     if not args.name:
@@ -60,7 +60,7 @@ def run_release(args: argparse.Namespace) -> int:
 
 
 def run_list(args: argparse.Namespace) -> int:
-    from app.runtime import with_break_glass
+    from app.backends import with_break_glass
     from app.settings import load_settings
 
     found = with_break_glass(load_settings(args.config), lambda locks: locks.locks())

@@ -18,8 +18,8 @@ from app.cli.lockout import _operator
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.backends import with_cluster_writes
     from app.domain.errors import KtsError
-    from app.runtime import with_cluster_writes
     from app.settings import load_settings
 
     settings = load_settings(args.config)

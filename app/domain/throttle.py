@@ -63,6 +63,7 @@ SAMPLE_CHARS = 64
 
 
 TOKEN_SUBJECT_PREFIX = "DelegationToken:"
+UNREACHED = 2**31  # a limit no client reaches
 
 
 IPV6_GROUP_PREFIX = 64
@@ -120,6 +121,18 @@ class ThrottlePolicy:
     max_keys: int = 100_000
     # Subjects (by prefix) the per-subject and per-pair keys count; None: every subject.
     counted_subjects: tuple[str, ...] | None = None
+
+    @classmethod
+    def bursts_only(cls, *, window_ms: int, max_keys: int) -> ThrottlePolicy:
+        """A throttle whose limits no client reaches (the failure throttle turned off, the lockout on): it still
+        groups the audit records of a locked account's refused attempts into bursts."""
+        return cls(
+            max_failures=UNREACHED,
+            address_max_failures=UNREACHED,
+            window_ms=window_ms,
+            max_keys=max_keys,
+            counted_subjects=(),
+        )
 
     def counts(self, subject: str) -> bool:
         return self.counted_subjects is None or subject.startswith(self.counted_subjects)

@@ -15,11 +15,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
+from app.backends import check_cluster
 from app.domain.audit import EventQuery
 from app.domain.errors import StoreUnavailable
 from app.domain.secret_fingerprint import SecretKeyMismatch
 from app.domain.token_secret import TokenSecret, encode_hmac
-from app.runtime import check_cluster
 from app.settings import load_settings
 from tests.api.backends import User, kafka_settings
 from tests.api.helpers import eventually

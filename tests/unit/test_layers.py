@@ -125,7 +125,7 @@ def test_the_client_commands_take_only_the_sasl_login_from_the_kafka_backend() -
 
 def test_nothing_above_storage_names_a_backend_adapter_but_the_composition_root() -> None:
     above = ("app.service", "app.api", "app.auth", "app.domain", "app.observability")
-    assert _violations(above, ("app.storage.zk", "app.storage.kafka")) == []
+    assert _violations(above, ("app.storage.zk", "app.storage.kafka", "app.storage.memory")) == []
 
 
 def test_domain_service_and_storage_never_import_the_api_or_the_cli() -> None:

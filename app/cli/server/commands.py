@@ -58,7 +58,7 @@ def port_number(text: str) -> int:
 def collector_paused_for_startup() -> Iterator[None]:
     """The cyclic garbage collector paused from before the server's imports: they make some half a million objects
     that live as long as the process, and the collections they set off cost a tenth of a second of start-up for
-    nothing. The runtime's start (app/runtime.py ``_loaded_for_good``) collects once, freezes what is loaded by
+    nothing. The runtime's start (app/storage/loaded_for_good.py) collects once, freezes what is loaded by
     then and resumes the collector; this only makes sure it is resumed should start-up end earlier."""
     gc.disable()
     try:
@@ -73,10 +73,10 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from app.backends import check_cluster
     from app.cli.server.listener_check import check_bindable
     from app.cli.server.logging_config import configure_logging
     from app.cli.server.serve import prepare_audit_database, serve
-    from app.runtime import check_cluster
     from app.settings import load_settings
 
     settings = load_settings(args.config)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backends import check_cluster
 from app.cli.server.dev_admin import (
     ADMIN_USER,
     banner_password_line,
@@ -24,7 +25,6 @@ from app.cli.server.kafka_broker.broker import KafkaBroker, User
 from app.cli.server.kafka_broker.dev_broker import banner, start_dev_broker, write_admin_config
 from app.cli.server.listener_check import ListenerUnavailable, check_bindable
 from app.cli.server.serve import serve
-from app.runtime import check_cluster
 from app.settings import ConfigError, load_settings, read_properties
 
 SECRET_FILE = "secret.key"

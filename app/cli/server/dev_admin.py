@@ -12,8 +12,8 @@ from rich.console import Console
 
 from app.domain.credentials import MIN_ITERATIONS, Mechanism
 from app.domain.scram import derive, password_matches
-from app.runtime import zk_connection
 from app.settings import Settings, load_settings
+from app.storage.zk.assembly import zk_connection
 from app.storage.zk.user_store import ZkUserStore
 
 ADMIN_USER = "admin"

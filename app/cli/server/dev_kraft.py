@@ -8,11 +8,11 @@ from pathlib import Path
 
 from rich.console import Console
 
+from app.backends import check_cluster
 from app.cli.server.dev_admin import banner_password_line, print_banner, with_admin
 from app.cli.server.kafka_broker.dev_broker import banner
 from app.cli.server.kafka_broker.dev_kraft import KraftDevStack, start_kraft_dev_broker
 from app.cli.server.serve import serve
-from app.runtime import check_cluster
 from app.settings import load_settings
 
 

@@ -25,11 +25,11 @@ from app.domain.clock import SystemClock
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.runtime import kafka_cluster
 from app.service.cluster_audit import ClusterAuditReconciler
 from app.settings import load_settings
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
+from app.storage.kafka.assembly import kafka_cluster
 from app.storage.sql.intent_marks import SqlIntentMarks
 from app.storage.sql.token_requesters import SqlTokenRequesters
 from tests.api.backends import User, kafka_settings

@@ -1,5 +1,6 @@
-"""Leadership through a lease row (app/storage/sql/leadership.py) on a real PostgreSQL and on SQLite: one replica
-works at a time; a clean stop hands over at once; a leader that cannot renew gives up before anyone else can
+"""What leadership through a lease row (app/storage/sql/leadership.py) alone does, on a real PostgreSQL and on
+SQLite; the cases every leadership passes (one at a time, a clean hand-over, a failed duty) are the contract
+suite's (tests/contract/test_leadership.py). A leader that cannot renew gives up before anyone else can
 take over; a leader whose lease is taken sees ``lost``; ``holds`` fences a deposed leader's writes; and on
 PostgreSQL, replicas as separate processes fail over when the leader is killed with SIGKILL."""
 
@@ -102,25 +103,6 @@ def _leader(work_log: WorkLog, contenders: dict[str, DbLeadership]) -> DbLeaders
     identifier = work_log.current
     assert identifier is not None
     return contenders[identifier]
-
-
-def test_exactly_one_replica_works_at_a_time_and_a_clean_stop_hands_over(
-    work_log: WorkLog, contenders: dict[str, DbLeadership]
-) -> None:
-    first = _leader(work_log, contenders)
-    assert first.holder() == first.identifier
-    assert [c.identifier for c in contenders.values() if c.is_leader] == [first.identifier]
-
-    first.stop()
-
-    assert work_log.ended[0] == (first.identifier, True)
-    eventually(lambda: work_log.current not in (None, first.identifier))
-    second = _leader(work_log, contenders)
-    second.stop()
-    third = _leader(work_log, contenders)
-    assert {first.identifier, second.identifier, third.identifier} == set(IDENTIFIERS)
-    assert work_log.max_active == 1
-    assert third.term is not None and second.term is None and third.term.generation >= 3
 
 
 def test_a_leader_that_cannot_renew_gives_up_before_another_takes_over(
@@ -311,23 +293,3 @@ def test_the_registry_counts_live_replicas_and_forgets_one_that_stopped(
         assert first.beat() == 1
     finally:
         first.stop()
-
-
-def test_a_duty_that_fails_ends_its_term_and_the_replica_contends_again(
-    coordination_db: str, engines: Callable[[str], Engine]
-) -> None:
-    runs: list[int] = []
-
-    def failing(lost: threading.Event) -> None:
-        runs.append(1)
-        if len(runs) == 1:
-            raise RuntimeError("the duty's own bug")
-        lost.wait(60)
-
-    leadership = DbLeadership(engines(coordination_db), NAME, "replica-a", failing, lease_ms=2000)
-    leadership.start()
-    try:
-        eventually(lambda: len(runs) == 2 and leadership.is_leader)
-        assert leadership.term is not None and leadership.term.generation == 2
-    finally:
-        leadership.stop()

@@ -1,5 +1,7 @@
-"""Leadership on a real ZooKeeper: three replicas, each on its own session, contend under one path; exactly
-one works at a time; leadership moves on when the leader stops or its session goes, and the old leader's
+"""What the ZooKeeper election alone does, on a real ZooKeeper: three replicas, each on its own session, contend
+under one path; the cases every leadership passes (one at a time, a clean hand-over, a late starter, a failed
+duty) are the contract suite's (tests/contract/test_leadership.py). Here: the contenders are listed leader
+first; leadership moves on when the leader's session goes, closes or ZooKeeper restarts, and the old leader's
 ``lost`` event tells its work to return."""
 
 from __future__ import annotations
@@ -93,20 +95,6 @@ def _leader(work_log: WorkLog, replicas: dict[str, Replica], timeout_s: float = 
     return replicas[identifier]
 
 
-def test_exactly_one_replica_works_at_a_time(work_log: WorkLog, replicas: dict[str, Replica]) -> None:
-    leader = _leader(work_log, replicas)
-    time.sleep(0.3)  # the others had time to start working if they wrongly could
-
-    assert work_log.active == [leader.identifier]
-    assert [replica.identifier for replica in replicas.values() if replica.leadership.is_leader] == [leader.identifier]
-    assert work_log.leaders == [leader.identifier]
-    assert work_log.max_active == 1
-    # Positive control: the others were contending all along, and one works as soon as it may.
-    leader.leadership.stop()
-    eventually(lambda: work_log.current not in (None, leader.identifier))
-    assert work_log.max_active == 1
-
-
 def test_contenders_lists_every_replicas_identifier_leader_first(
     work_log: WorkLog, replicas: dict[str, Replica]
 ) -> None:
@@ -119,24 +107,6 @@ def test_contenders_lists_every_replicas_identifier_leader_first(
     leader.leadership.stop()
     remaining = [replica for replica in replicas.values() if replica is not leader]
     eventually(lambda: sorted(remaining[0].leadership.contenders()) == sorted(r.identifier for r in remaining))
-
-
-def test_stopping_the_leader_hands_leadership_to_another(work_log: WorkLog, replicas: dict[str, Replica]) -> None:
-    first = _leader(work_log, replicas)
-
-    first.leadership.stop()
-
-    assert not first.leadership.is_leader
-    assert work_log.ended[0] == (first.identifier, True)  # its work saw ``lost`` and returned
-    eventually(lambda: work_log.current not in (None, first.identifier), timeout_s=5)
-    second = _leader(work_log, replicas)
-
-    second.leadership.stop()
-
-    third = _leader(work_log, replicas)
-    assert {first.identifier, second.identifier, third.identifier} == set(IDENTIFIERS)
-    assert work_log.leaders == [first.identifier, second.identifier, third.identifier]
-    assert work_log.max_active == 1  # never two at once across both hand-overs
 
 
 def test_when_the_leaders_session_closes_its_work_sees_lost_and_another_replica_leads(
@@ -154,21 +124,6 @@ def test_when_the_leaders_session_closes_its_work_sees_lost_and_another_replica_
     assert work_log.leaders == [old.identifier, new.identifier]
     alive = next(replica for replica in replicas.values() if replica is not new and replica is not old)
     eventually(lambda: sorted(alive.leadership.contenders()) == sorted((new.identifier, alive.identifier)))
-
-
-def test_a_replica_that_starts_later_waits_behind_the_current_leader(
-    zk_connect: str, work_log: WorkLog, replicas: dict[str, Replica]
-) -> None:
-    leader = _leader(work_log, replicas)
-    late = Replica(zk_connect, "replica-late", work_log)
-    late.leadership.start()
-    try:
-        eventually(lambda: "replica-late" in leader.leadership.contenders())
-        assert leader.leadership.contenders()[-1] == "replica-late"
-        assert work_log.active == [leader.identifier]
-    finally:
-        late.leadership.stop()
-        late.zk.stop()
 
 
 def test_a_leader_whose_session_expired_contends_again_and_can_lead_later(

@@ -1,6 +1,7 @@
-"""Clearing audit intent markers on a real ZooKeeper: markers cleared while a deletion is in flight go together in
-one transaction once it is answered, none is left behind, and one already gone (the reconciler deleted it first)
-does not keep the others."""
+"""What ZooKeeper's intent store alone does (the cases every intent store passes are the contract suite's,
+tests/contract/test_intent_store.py), on a real ZooKeeper: markers cleared while a deletion is in flight go
+together in one transaction once it is answered, none is left behind, and one already gone (the reconciler
+deleted it first) does not keep the others out of the transaction."""
 
 from __future__ import annotations
 
@@ -66,13 +67,3 @@ def test_a_marker_cleared_while_disconnected_is_left_to_the_reconciler(zk_connec
     assert sorted(raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(
         intents.path(event_id).rpartition("/")[2] for event_id in (1, 2)
     )
-
-
-def test_a_whole_sweep_batch_cleared_soon_is_deleted(zk: ZkConnection, raw_zk: KazooClient) -> None:
-    intents = ZkIntentStore(zk)
-    _markers(raw_zk, range(1, 501), intents)
-
-    intents.clear_soon(list(range(1, 251)))  # sent at once
-    intents.clear_soon(list(range(251, 501)))  # waits for the first answer, then goes in one transaction
-
-    eventually(lambda: raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == [])

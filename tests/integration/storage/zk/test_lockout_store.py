@@ -1,8 +1,9 @@
-"""ZkLockoutStore on a real ZooKeeper: a lock one replica shares reaches another through its watch; a lock lasts
-its duration from its znode's creation time, so a replica whose clock runs an hour ahead neither ends it early
-nor lets its leader delete it; the leader deletes ended locks; only locks in force count towards the bound,
-which keeps the child list a small fraction of what a Java client lists; a release reaches every replica; the
-live replicas are counted from the sweeper election."""
+"""What ZooKeeper's lock store (ZkLockoutStore) alone does, on a real ZooKeeper; the cases every lockout store
+passes are the contract suite's (tests/contract/test_lockout_store.py). A lock is a znode named by its key and
+duration, its data naming the account; each replica estimates ZooKeeper's clock from znode times, whatever its
+own says; the leader deletes an older version's locks too; the bound keeps the child list a small fraction of
+what a Java client lists; the live replicas are counted from the sweeper election; an operator's listing names
+the account each lock's data names."""
 
 from __future__ import annotations
 
@@ -58,77 +59,39 @@ def lock(account: str, duration_ms: int = DURATION) -> Lock:
     return Lock(account_key(account), account, failures=5, duration_ms=duration_ms, locked_at_ms=0)
 
 
-@pytest.mark.parametrize(
-    "account", ["User:alice", "User:al/ice@x-y", "User:\x00\x1b[2J", "User:\ud800", "User:" + "é" * 300]
-)
-def test_a_lock_shared_on_one_replica_reaches_the_other(
+@pytest.mark.parametrize("account", ["User:al/ice@x-y", "User:" + "é" * 300])
+def test_a_lock_is_a_znode_named_by_its_key_and_duration(
     make_store: MakeStore, raw_zk: KazooClient, account: str
 ) -> None:
-    first, second = make_store("replica-a"), make_store("replica-b")
-    assert first.share(lock(account))
-    key = account_key(account)
-    assert DURATION - 5_000 < first.locked_ms(key) <= DURATION  # its own write, at once
-    eventually(lambda: second.locked_ms(key) > 0)
-    assert second.locked_ms(key) <= DURATION
-    assert second.locked_ms(account_key("User:bob")) == 0
+    assert make_store("replica-a").share(lock(account))
+
     (name,) = raw_zk.get_children(KtsZNodes.LOCKOUTS)
+    key = account_key(account)
     assert name.startswith(f"lock-{key}-{DURATION}-") and len(name) == 5 + 40 + 1 + len(str(DURATION)) + 1 + 10
     data, _ = raw_zk.get(f"{KtsZNodes.LOCKOUTS}/{name}")
     assert json.loads(data) == {"account": account[:256], "failures": 5, "lockedAtMs": 0, "serviceId": "replica-a"}
 
 
-def test_names_sharing_their_first_251_characters_do_not_share_a_lock(make_store: MakeStore) -> None:
-    store = make_store("replica-a")
-    prefix = "User:" + "x" * 251
-    assert store.share(lock(prefix + "-victim"))
-    assert store.locked_ms(account_key(prefix + "-victim")) > 0
-    assert store.locked_ms(account_key(prefix + "-other")) == 0
-
-
-def test_a_replica_whose_clock_runs_ahead_sees_zookeepers_time(make_store: MakeStore, raw_zk: KazooClient) -> None:
-    """An hour ahead, that replica would have seen every lock as ended and deleted it: it sees the lock in force,
-    and when it leads, it deletes nothing that has not ended by ZooKeeper's clock."""
+def test_a_replica_whose_clock_runs_ahead_reads_zookeepers_time(make_store: MakeStore, raw_zk: KazooClient) -> None:
     honest = make_store("replica-a")
     ahead = make_store("replica-b", clock_offset_ms=HOUR)
     assert honest.share(lock("User:alice"))
-    key = account_key("User:alice")
-    eventually(lambda: ahead.locked_ms(key) > 0)
-    remaining = ahead.locked_ms(key)
-    assert DURATION - 10_000 < remaining <= DURATION
+    eventually(lambda: ahead.locked_ms(account_key("User:alice")) > 0)
+
     assert abs(ahead.now_ms() - honest.now_ms()) < 10_000  # both read ZooKeeper's clock, not their own
     assert ahead.remove_ended() == 0
     assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 1
-    # And a lock the skewed replica shares lasts its duration too.
-    assert ahead.share(lock("User:bob"))
-    eventually(lambda: honest.locked_ms(account_key("User:bob")) > DURATION - 10_000)
-    print(f"clock {HOUR} ms ahead: the lock still lasts {remaining} of {DURATION} ms on that replica")
 
 
-def test_the_leader_deletes_ended_locks_and_spent_releases(make_store: MakeStore, raw_zk: KazooClient) -> None:
+def test_the_leader_deletes_an_older_versions_locks_too(make_store: MakeStore, raw_zk: KazooClient) -> None:
     store = make_store("replica-a")
-    for n in range(150):
-        assert store.share(lock(f"User:u{n}", duration_ms=1))
     assert store.share(lock("User:alice"))
-    assert store.release(account_key("User:gone"), duration_ms=1) is False
     raw_zk.create(f"{KtsZNodes.LOCKOUTS}/User%3Aold@1700000000000@0000000001", b"")  # an older version's lock
-    eventually(lambda: store.now_ms() > 0 and store.locked_ms(account_key("User:u0")) == 0)
-    assert store.remove_ended() == 150
+
+    assert store.remove_ended() == 0  # no lock of this version ended
+
     (left,) = raw_zk.get_children(KtsZNodes.LOCKOUTS)
     assert left.startswith(f"lock-{account_key('User:alice')}-")
-
-
-def test_only_locks_in_force_count_towards_the_bound(make_store: MakeStore, raw_zk: KazooClient) -> None:
-    store = make_store("replica-a", max_shared=20)
-    for n in range(20):
-        assert store.share(lock(f"User:u{n}", duration_ms=1))
-    eventually(lambda: store.locked_ms(account_key("User:u19")) == 0)
-    assert store.share(lock("User:alice"))  # the 20 ended ones do not count
-    for n in range(19):
-        assert store.share(lock(f"User:v{n}"))
-    assert not store.share(lock("User:bob"))  # 20 in force: kept by the replica, nothing written
-    assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 40
-    store.remove_ended()
-    assert len(raw_zk.get_children(KtsZNodes.LOCKOUTS)) == 20
 
 
 def test_the_bound_keeps_the_list_far_below_what_a_java_client_lists(
@@ -146,21 +109,6 @@ def test_the_bound_keeps_the_list_far_below_what_a_java_client_lists(
     assert len(children) == 2_000
     assert reply_bytes < JAVA_REPLY_LIMIT // 5
     print(f"lock znodes at the bound: {len(children)}, getChildren reply: {reply_bytes} bytes")
-
-
-def test_a_release_reaches_every_replica(make_store: MakeStore) -> None:
-    first, second = make_store("replica-a"), make_store("replica-b")
-    heard: list[tuple[str, str]] = []
-    first.on_released(lambda key: heard.append(("first", key)))
-    second.on_released(lambda key: heard.append(("second", key)))
-    key = account_key("User:alice")
-    assert first.share(lock("User:alice"))
-    eventually(lambda: second.locked_ms(key) > 0)
-    assert second.release(key, DURATION) is True
-    assert second.locked_ms(key) == 0
-    eventually(lambda: first.locked_ms(key) == 0)
-    eventually(lambda: set(heard) == {("first", key), ("second", key)})  # a replica may hear its own twice
-    assert first.release(key, DURATION) is False  # released already
 
 
 def test_the_replicas_are_the_sweeper_elections_contenders(make_store: MakeStore, raw_zk: KazooClient) -> None:

@@ -10,7 +10,7 @@ from kazoo.client import KazooClient
 
 from app.domain.secret_fingerprint import SecretFingerprint, SecretKeyMismatch
 from app.domain.token_secret import TokenSecret
-from app.runtime import ensure_cluster_secret
+from app.storage.zk.assembly import ensure_cluster_secret
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 

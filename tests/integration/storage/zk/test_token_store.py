@@ -1,15 +1,15 @@
-"""ZkTokenStore on a real ZooKeeper: atomic token + notification writes, compare-and-set changes that read and
-decide again on a lost race, chroot creation."""
+"""What ZooKeeper's token store alone does, on a real ZooKeeper (the cases every token store passes are the
+contract suite's, tests/contract/test_token_store.py): atomic token + notification writes, a writer that always
+wins, the quota guards' and share ledgers' znodes, chroot creation."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 
 import pytest
 from kazoo.client import KazooClient
 
-from app.domain.errors import ConcurrentModification, TokenExpired, TokenNotFound, TokenQuotaExceeded
+from app.domain.errors import ConcurrentModification, TokenNotFound, TokenQuotaExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
@@ -35,15 +35,6 @@ def test_start_creates_the_chroot_and_parents(zk: ZkConnection, raw_zk: KazooCli
     assert raw_zk.exists("/config/users") and raw_zk.exists("/config/changes")
 
 
-def test_create_get_list(store: ZkTokenStore) -> None:
-    token = _token()
-    store.create(token)
-    stored = store.get(token.token_id)
-    assert stored is not None and stored.token == token and stored.version == 0
-    assert [s.token for s in store.list()] == [token]
-    assert store.get("NoSuchTokenAAAAAAAAAAA") is None
-
-
 def _renewed(expiry: int) -> Callable[[StoredToken], TokenChange[int]]:
     return lambda stored: TokenChange(stored.token.with_expiry(expiry), stored.version)
 
@@ -60,16 +51,6 @@ def test_each_write_has_exactly_one_notification(store: ZkTokenStore, raw_zk: Ka
     changes = sorted(raw_zk.get_children(TokenChangeZNode.ROOT))
     assert changes == [f"token_change_{n:010d}" for n in range(3)]
     assert {raw_zk.get(f"{TokenChangeZNode.ROOT}/{name}")[0] for name in changes} == {token.token_id.encode()}
-
-
-def test_change_returns_what_it_wrote_and_what_decide_answered(store: ZkTokenStore) -> None:
-    token = _token()
-    store.create(token)
-    written, judged_version = store.change(token.token_id, _renewed(3000))
-    assert written == StoredToken(token.with_expiry(3000), 1) and judged_version == 0
-    assert store.get(token.token_id) == written
-    assert store.change(token.token_id, _deleted) == (None, 1)
-    assert store.get(token.token_id) is None
 
 
 def test_a_change_that_loses_a_race_reads_and_decides_again(store: ZkTokenStore, raw_zk: KazooClient) -> None:
@@ -107,21 +88,6 @@ def test_a_change_that_keeps_losing_gives_up_and_writes_nothing(store: ZkTokenSt
     stored = store.get(token.token_id)
     assert stored is not None and stored.token.expiry_timestamp == 2000
     assert len(raw_zk.get_children(TokenChangeZNode.ROOT)) == 1  # the refused writes left no notification
-
-
-def test_what_decide_raises_ends_the_change(store: ZkTokenStore) -> None:
-    store.create(_token())
-
-    def refuse(stored: StoredToken) -> TokenChange[None]:
-        raise TokenExpired("no")
-
-    with pytest.raises(TokenExpired):
-        store.change(_token().token_id, refuse)
-
-
-def test_change_of_an_absent_token(store: ZkTokenStore) -> None:
-    with pytest.raises(TokenNotFound, match="does not exist"):
-        store.change("NoSuchTokenAAAAAAAAAAA", _renewed(3000))
 
 
 def test_a_token_deleted_between_the_read_and_the_write_is_not_found(store: ZkTokenStore, raw_zk: KazooClient) -> None:
@@ -168,36 +134,6 @@ def test_version_1_store_writes_version_1(zk: ZkConnection, raw_zk: KazooClient)
     ZkTokenStore(zk, znode_version=1).create(_token())
     assert b'"version":1' in raw_zk.get(TokenZNode.path(_token().token_id))[0]
     assert b"tokenRequester" not in raw_zk.get(TokenZNode.path(_token().token_id))[0]
-
-
-def test_concurrent_writers_never_lose_an_update(store: ZkTokenStore) -> None:
-    """Many threads each change the token with compare-and-set; every accepted change is counted once."""
-    store.create(_token())
-    accepted = []
-    lock = threading.Lock()
-
-    def bump() -> None:
-        for _ in range(20):
-            while True:
-                try:
-                    store.change(
-                        _token().token_id,
-                        lambda s: TokenChange(s.token.with_expiry(s.token.expiry_timestamp + 1), None),
-                    )
-                except ConcurrentModification:
-                    continue  # lost more races than the store retries: try again
-                with lock:
-                    accepted.append(1)
-                break
-
-    threads = [threading.Thread(target=bump) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    final = store.get(_token().token_id)
-    assert final is not None
-    assert final.token.expiry_timestamp == 2000 + len(accepted) == 2080
 
 
 def test_a_create_charged_to_quotas_moves_their_guards_and_loses_to_a_create_in_between(

@@ -1,4 +1,5 @@
-"""ZkUserStore on a real ZooKeeper."""
+"""What ZooKeeper's user store alone does, on a real ZooKeeper (the cases every user store passes are the
+contract suite's, tests/contract/test_user_store.py): the config znodes and notifications kafka-configs.sh reads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import pytest
 from kazoo.client import KazooClient
 
 from app.domain.credentials import Mechanism
-from app.domain.errors import CredentialNotFound
 from app.domain.scram import derive, password_matches
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.user_store import ZkUserStore
@@ -30,12 +30,6 @@ def test_put_then_read_both_mechanisms(store: ZkUserStore, raw_zk: KazooClient) 
     assert set(credentials) == set(Mechanism)
     assert all(password_matches(m, c, "pw") for m, c in credentials.items())
     assert len(raw_zk.get_children(ConfigChangeZNode.ROOT)) == 2
-
-
-def test_missing_user_has_no_credentials(store: ZkUserStore) -> None:
-    assert store.credentials("nobody") == {}
-    with pytest.raises(CredentialNotFound):
-        store.delete_credential("nobody", Mechanism.SCRAM_SHA_256)
 
 
 def test_unreadable_user_config_counts_as_no_credentials(store: ZkUserStore, raw_zk: KazooClient) -> None:

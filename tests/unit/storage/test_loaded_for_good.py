@@ -1,4 +1,4 @@
-"""The garbage collector around the loads of start-up and of reloads (app/runtime.py)."""
+"""The garbage collector around the loads of start-up and of reloads (app/storage/loaded_for_good.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from app import runtime
 from app.cli.server.commands import collector_paused_for_startup
+from app.storage import loaded_for_good
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +23,7 @@ def collector_restored() -> Iterator[None]:
 def test_a_reload_while_serving_pauses_the_collector_then_freezes_what_it_loaded() -> None:
     gc.enable()
     frozen = gc.get_freeze_count()
-    with runtime._reloaded_for_good():
+    with loaded_for_good.reloaded_for_good():
         assert not gc.isenabled()
         loaded = [[n] for n in range(1000)]  # lists: always tracked by the collector
     assert gc.isenabled()
@@ -33,10 +33,10 @@ def test_a_reload_while_serving_pauses_the_collector_then_freezes_what_it_loaded
 def test_the_first_load_leaves_the_collector_and_the_freezing_to_start_up() -> None:
     with collector_paused_for_startup():
         frozen = gc.get_freeze_count()
-        with runtime._reloaded_for_good():
+        with loaded_for_good.reloaded_for_good():
             loaded = [[n] for n in range(1000)]  # lists: always tracked by the collector
         assert not gc.isenabled() and gc.get_freeze_count() == frozen  # start-up's own pause and freeze
-        with runtime._loaded_for_good():
+        with loaded_for_good.loaded_for_good():
             pass
         assert gc.isenabled()  # start-up done: collecting again, what it loaded frozen
         assert gc.get_freeze_count() >= frozen + len(loaded)
@@ -62,6 +62,6 @@ def _cyclic_garbage() -> weakref.ref[_Node]:
 def test_start_up_in_a_process_that_worked_before_collects_its_garbage_before_freezing() -> None:
     gc.enable()
     garbage = _cyclic_garbage()
-    with runtime._loaded_for_good():
+    with loaded_for_good.loaded_for_good():
         pass
     assert garbage() is None
