@@ -10,7 +10,8 @@ Three kinds of API test, by the fixture they take (tests/api/backends.py has the
   ``zk_connect`` next to ``client`` must say so (collection fails otherwise). Where the backends differ and the
   lead has to decide which is right, ``xfail_on(backend, reason)`` expects the failure there (strictly).
 - ``edge_client``: the HTTP edge only (validation 422s, body limits, security headers, the error envelope), on
-  ``EDGE_BACKEND``, the fastest backend that has the fixed users ``ADMIN``, ``ALICE``, ``BOB``, ``CAROL``.
+  ``EDGE_BACKEND`` (``memory``: app/storage/memory/, no server; ``zookeeper`` too), with the fixed users
+  ``ADMIN``, ``ALICE``, ``BOB``, ``CAROL``.
 - ``cluster``: every backend, the ZooKeeper-mode broker's Kafka protocol included (tests/api/test_backends.py).
 """
 
@@ -32,15 +33,17 @@ from app.settings import load_settings
 from app.storage.zk.znodes import UserConfigZNode
 from tests.api.backends import BACKENDS, Cluster, User, protocol_cluster, zookeeper_cluster
 from tests.conftest import SECRET
+from tests.memory_backend import add_user, memory_client
 
 ADMIN = ("admin", "admin-secret")
 ALICE = ("alice", "alice-pw")
 BOB = ("bob", "bob-pw")
 CAROL = ("carol", "carol-pw")
+FIXED_USERS = (ADMIN, ALICE, BOB, CAROL)
 
 # The backends a ``client`` test runs on, and the one ``edge_client`` tests run on.
 API_BACKENDS = ("zookeeper", "kraft")
-EDGE_BACKEND = "zookeeper"
+EDGE_BACKEND = "memory"
 # What a test that takes one of these fixtures directly reads or writes is ZooKeeper's own.
 ZOOKEEPER_FIXTURES = ("raw_zk", "zk_connect")
 
@@ -149,25 +152,41 @@ def client(make_client: Callable[..., TestClient], settings_overrides: dict[str,
     return make_client(**settings_overrides)
 
 
+def _memory_edge(request: pytest.FixtureRequest, values: dict[str, Any]) -> Iterator[TestClient]:
+    """The app over a fresh ``MemoryBackend`` (tests/memory_backend.py): no server to start or to share."""
+    with memory_client({**values, "zookeeper_connect": "127.0.0.1:1/unused"}) as (client, backend):
+        for name, password in FIXED_USERS:
+            add_user(backend, name, password)
+        yield client
+
+
+def _zookeeper_edge(request: pytest.FixtureRequest, values: dict[str, Any]) -> Iterator[TestClient]:
+    """The app on the tests' ZooKeeper, a chroot of the test's own."""
+    raw_zk = request.getfixturevalue("raw_zk")
+    for name, password in FIXED_USERS:
+        put_user(raw_zk, name, password)
+    values = {**values, "zookeeper_connect": request.getfixturevalue("zk_connect")}
+    with TestClient(create_app(load_settings(**values)), raise_server_exceptions=False) as client:
+        yield client
+
+
+EDGE_APPS = {"memory": _memory_edge, "zookeeper": _zookeeper_edge}
+
+
 @pytest.fixture
 def edge_client(
     request: pytest.FixtureRequest, audit_db_url: str, settings_overrides: dict[str, Any]
 ) -> Iterator[TestClient]:
     """An app on ``EDGE_BACKEND`` with the fixed users ``ADMIN``, ``ALICE``, ``BOB``, ``CAROL``, for the tests
     of the HTTP edge, which no backend changes."""
-    zk_connect, raw_zk = request.getfixturevalue("zk_connect"), request.getfixturevalue("raw_zk")
-    for name, password in (ADMIN, ALICE, BOB, CAROL):
-        put_user(raw_zk, name, password)
     values: dict[str, Any] = {
-        "zookeeper_connect": zk_connect,
         "delegation_token_secret_key": SECRET,
         "super_users": "User:admin",
         "service_id": "test",
         "audit_db_url": audit_db_url,
         **settings_overrides,
     }
-    with TestClient(create_app(load_settings(**values)), raise_server_exceptions=False) as client:
-        yield client
+    yield from EDGE_APPS[EDGE_BACKEND](request, values)
 
 
 @pytest.fixture(params=BACKENDS)
