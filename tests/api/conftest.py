@@ -59,10 +59,14 @@ def bearer(token: dict[str, Any]) -> dict[str, str]:
 
 
 def put_user(raw_zk: KazooClient, name: str, password: str, mechanism: Mechanism = Mechanism.SCRAM_SHA_512) -> None:
-    """Write a credential exactly as kafka-configs.sh would, bypassing kts."""
+    """Write a credential exactly as kafka-configs.sh would, bypassing kts (over a user the backend's fixture made
+    already, ``admin``, too)."""
     config = {mechanism.value: UserConfigZNode.credential_to_string(derive(mechanism, password, 4096))}
     raw_zk.ensure_path("/config/users")
-    raw_zk.create(UserConfigZNode.path(name), UserConfigZNode.encode(config))
+    if raw_zk.exists(UserConfigZNode.path(name)):
+        raw_zk.set(UserConfigZNode.path(name), UserConfigZNode.encode(config))
+    else:
+        raw_zk.create(UserConfigZNode.path(name), UserConfigZNode.encode(config))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -137,18 +141,24 @@ def carol(kts: Cluster) -> User:
 
 
 @pytest.fixture
-def make_client(kts: Cluster, request: pytest.FixtureRequest) -> Callable[..., TestClient]:
-    """Clients of apps built from the test's backend settings plus ``overrides``, calling from ``address``; on
-    ZooKeeper, the fixed users ``ALICE``, ``BOB``, ``CAROL`` exist too (tests of ZooKeeper alone use them)."""
-    if kts.backend == "zookeeper":
-        raw_zk = request.getfixturevalue("raw_zk")
-        for name, password in (ALICE, BOB, CAROL):
-            put_user(raw_zk, name, password)
+def make_client(kts: Cluster) -> Callable[..., TestClient]:
+    """Clients of apps built from the test's backend settings plus ``overrides``, calling from ``address``."""
     return kts.client
 
 
 @pytest.fixture
-def client(make_client: Callable[..., TestClient], settings_overrides: dict[str, Any]) -> TestClient:
+def client(
+    kts: Cluster,
+    make_client: Callable[..., TestClient],
+    settings_overrides: dict[str, Any],
+    request: pytest.FixtureRequest,
+) -> TestClient:
+    """A client of the test's backend; on ZooKeeper the fixed users ``ALICE``, ``BOB``, ``CAROL`` exist too (the
+    tests of ZooKeeper alone log in as them)."""
+    if kts.backend == "zookeeper":
+        raw_zk = request.getfixturevalue("raw_zk")
+        for name, password in (ALICE, BOB, CAROL):
+            put_user(raw_zk, name, password)
     return make_client(**settings_overrides)
 
 
