@@ -68,9 +68,10 @@ class Cluster:
     def user(self, prefix: str = "user") -> User:
         return self.new_user(prefix)
 
-    def client(self, **overrides: Any) -> TestClient:
+    def client(self, *, address: tuple[str, int] = ("testclient", 50000), **overrides: Any) -> TestClient:
+        """A client of an app built from the backend's settings plus ``overrides``, calling from ``address``."""
         values = {**self.settings, **overrides}
-        client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False)
+        client = TestClient(create_app(load_settings(**values)), raise_server_exceptions=False, client=address)
         client.__enter__()
         self.clients.append(client)
         return client
@@ -96,14 +97,16 @@ def kafka_settings(broker: RunningBroker, audit_db_url: str) -> dict[str, Any]:
     }
 
 
-def protocol_cluster(backend: str, broker: RunningBroker, tmp_path: Path) -> Iterator[Cluster]:
+def protocol_cluster(
+    backend: str, broker: RunningBroker, tmp_path: Path, audit_db_url: str | None = None
+) -> Iterator[Cluster]:
     def new_user(prefix: str) -> User:
         made = broker.new_user(prefix)
         return User(made.name, made.password)
 
     cluster = Cluster(
         backend,
-        kafka_settings(broker, f"sqlite:///{tmp_path / 'audit.db'}"),
+        kafka_settings(broker, audit_db_url or f"sqlite:///{tmp_path / 'audit.db'}"),
         User(broker.admin.name, broker.admin.password),
         new_user,
         broker,
@@ -113,7 +116,9 @@ def protocol_cluster(backend: str, broker: RunningBroker, tmp_path: Path) -> Ite
     cluster.close()
 
 
-def zookeeper_cluster(zk_connect: str, raw_zk: KazooClient, tmp_path: Path) -> Iterator[Cluster]:
+def zookeeper_cluster(
+    zk_connect: str, raw_zk: KazooClient, tmp_path: Path, audit_db_url: str | None = None
+) -> Iterator[Cluster]:
     def new_user(prefix: str) -> User:
         user = User(f"{prefix}-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex)
         put_zk_user(raw_zk, user.name, user.password)
@@ -128,7 +133,7 @@ def zookeeper_cluster(zk_connect: str, raw_zk: KazooClient, tmp_path: Path) -> I
             "delegation_token_secret_key": SECRET,
             "super_users": "User:admin",
             "service_id": "test",
-            "audit_db_url": f"sqlite:///{tmp_path / 'audit.db'}",
+            "audit_db_url": audit_db_url or f"sqlite:///{tmp_path / 'audit.db'}",
         },
         admin,
         new_user,

@@ -1,15 +1,21 @@
-"""Helpers for API tests: snapshots of the token znodes, to prove a refused request changed nothing."""
+"""Helpers for API tests: snapshots of the tokens (the znodes, or what the API describes), to prove a refused request
+changed nothing."""
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
 
+from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from app.storage.zk.znodes.acls import java_enum_name
+
+# kts's super user on the edge tests' backend (tests/api/conftest.py's ADMIN, edge_client)
+SUPER_USER = {"Authorization": "Basic " + base64.b64encode(b"admin:admin-secret").decode()}
 
 
 def token_state(raw_zk: KazooClient) -> dict[str, object]:
@@ -70,3 +76,11 @@ def broker_writes_token(raw_zk: KazooClient, token_id: str, data: bytes) -> None
     """Write a token znode and its change notification as a Kafka broker does."""
     raw_zk.create(f"{TokenZNode.ROOT}/{token_id}", data)
     raw_zk.create(f"{TokenChangeZNode.ROOT}/token_change_", token_id.encode(), sequence=True)
+
+
+def tokens_seen(client: TestClient) -> list[dict[str, object]]:
+    """Every token the super user of ``edge_client`` can describe, with all its fields: on whichever backend it runs,
+    what a refused request must leave as it was (``token_state`` reads ZooKeeper's znodes, notifications included)."""
+    response = client.get("/v1/tokens", params={"limit": 1000}, headers=SUPER_USER)
+    assert response.status_code == 200, response.text
+    return list(response.json()["tokens"])

@@ -9,7 +9,8 @@ import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
-from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer, put_user
+from tests.api.backends import User
+from tests.api.conftest import ADMIN, ALICE, CAROL, basic, bearer, put_user
 from tests.api.helpers import eventually, kafka_acls_sh_writes
 
 NIMBUS = ("nimbus", "nimbus-pw")
@@ -29,6 +30,7 @@ def _acl(**fields: str) -> dict[str, Any]:
     return acl
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_create_writes_kafkas_znode_and_notification(client: TestClient, raw_zk: KazooClient) -> None:
     response = client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
     assert response.status_code == 201
@@ -43,6 +45,7 @@ def test_create_writes_kafkas_znode_and_notification(client: TestClient, raw_zk:
     assert changes[0].startswith("acl_changes_")
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_prefixed_acls_use_the_extended_store(client: TestClient, raw_zk: KazooClient) -> None:
     client.post("/v1/acls", json=_acl(patternType="PREFIXED", resourceName="User:etl-"), headers=basic(ADMIN))
     assert raw_zk.exists("/kafka-acl-extended/prefixed/User/User:etl-")
@@ -51,6 +54,7 @@ def test_prefixed_acls_use_the_extended_store(client: TestClient, raw_zk: KazooC
     assert notice == {"version": 1, "resourceType": "USER", "name": "User:etl-", "patternType": "PREFIXED"}
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_adding_twice_is_idempotent_and_entries_accumulate(client: TestClient, raw_zk: KazooClient) -> None:
     client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
     client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
@@ -60,22 +64,25 @@ def test_adding_twice_is_idempotent_and_entries_accumulate(client: TestClient, r
     assert len(raw_zk.get_children("/kafka-acl-changes")) == 2  # no write, no notification for the repeat
 
 
-def test_list_and_filter(client: TestClient) -> None:
-    client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
-    client.post("/v1/acls", json=_acl(resourceName="User:mary", permissionType="Deny"), headers=basic(ADMIN))
+def test_list_and_filter(client: TestClient, admin: User, alice: User) -> None:
+    mine = {"principal": alice.principal}  # the ACLs of the test's own principal (a broker's are shared)
+    client.post("/v1/acls", json=_acl(**mine), headers=admin.basic)
+    client.post("/v1/acls", json=_acl(resourceName="User:mary", permissionType="Deny", **mine), headers=admin.basic)
     client.post(
         "/v1/acls",
-        json=_acl(resourceType="DelegationToken", resourceName="tok", operation="Describe"),
-        headers=basic(ADMIN),
+        json=_acl(resourceType="DelegationToken", resourceName="tok", operation="Describe", **mine),
+        headers=admin.basic,
     )
-    everything = client.get("/v1/acls", headers=basic(ADMIN)).json()["acls"]
+    everything = client.get("/v1/acls", params=mine, headers=admin.basic).json()["acls"]
     assert len(everything) == 3
-    denies = client.get("/v1/acls?permissionType=Deny", headers=basic(ADMIN)).json()["acls"]
+    denies = client.get("/v1/acls", params=mine | {"permissionType": "Deny"}, headers=admin.basic).json()["acls"]
     assert [a["resourceName"] for a in denies] == ["User:mary"]
-    tokens = client.get("/v1/acls?resourceType=DelegationToken", headers=basic(ADMIN)).json()["acls"]
+    tokens = client.get("/v1/acls", params=mine | {"resourceType": "DelegationToken"}, headers=admin.basic).json()
+    tokens = tokens["acls"]
     assert [a["operation"] for a in tokens] == ["Describe"]
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_delete_by_filter_removes_znode_when_empty(client: TestClient, raw_zk: KazooClient) -> None:
     client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
     client.post("/v1/acls", json=_acl(operation="DescribeTokens"), headers=basic(ADMIN))
@@ -88,6 +95,7 @@ def test_delete_by_filter_removes_znode_when_empty(client: TestClient, raw_zk: K
     assert client.delete("/v1/acls?resourceName=User:joe", headers=basic(ADMIN)).json() == {"deleted": []}
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_empty_delete_filter_is_refused(client: TestClient, raw_zk: KazooClient) -> None:
     client.post("/v1/acls", json=_acl(), headers=basic(ADMIN))
     response = client.delete("/v1/acls", headers=basic(ADMIN))
@@ -96,6 +104,7 @@ def test_empty_delete_filter_is_refused(client: TestClient, raw_zk: KazooClient)
     assert raw_zk.exists("/kafka-acl/User/User:joe")
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_managing_acls_needs_alter_on_the_cluster(client: TestClient, raw_zk: KazooClient) -> None:
     refused = client.post("/v1/acls", json=_acl(), headers=basic(ALICE))
     assert refused.status_code == 403
@@ -111,15 +120,15 @@ def test_managing_acls_needs_alter_on_the_cluster(client: TestClient, raw_zk: Ka
     assert client.get("/v1/acls", headers=basic(ALICE)).status_code == 200  # Alter implies Describe
 
 
-def test_describe_on_the_cluster_lists_but_cannot_change(client: TestClient) -> None:
-    reader = _acl(resourceType="Cluster", resourceName="kafka-cluster", principal="User:bob", operation="Describe")
-    client.post("/v1/acls", json=reader, headers=basic(ADMIN))
-    assert client.get("/v1/acls", headers=basic(BOB)).status_code == 200
-    assert client.post("/v1/acls", json=_acl(), headers=basic(BOB)).status_code == 403
+def test_describe_on_the_cluster_lists_but_cannot_change(client: TestClient, admin: User, bob: User) -> None:
+    reader = _acl(resourceType="Cluster", resourceName="kafka-cluster", principal=bob.principal, operation="Describe")
+    client.post("/v1/acls", json=reader, headers=admin.basic)
+    assert client.get("/v1/acls", headers=bob.basic).status_code == 200
+    assert client.post("/v1/acls", json=_acl(), headers=bob.basic).status_code == 403
 
 
-def test_token_authenticated_callers_cannot_change_acls(client: TestClient) -> None:
-    token = client.post("/v1/tokens", json={}, headers=basic(ADMIN)).json()
+def test_token_authenticated_callers_cannot_change_acls(client: TestClient, admin: User) -> None:
+    token = client.post("/v1/tokens", json={}, headers=admin.basic).json()
     assert client.post("/v1/acls", json=_acl(), headers=bearer(token)).status_code == 403
     assert client.get("/v1/acls", headers=bearer(token)).status_code == 200  # super user may look
 
@@ -145,6 +154,7 @@ def test_token_authenticated_callers_cannot_change_acls(client: TestClient) -> N
         {"extra": "field"},
     ],
 )
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_bad_acls_get_a_4xx_envelope_and_write_nothing(
     client: TestClient, raw_zk: KazooClient, changes: dict[str, str]
 ) -> None:
@@ -157,11 +167,12 @@ def test_bad_acls_get_a_4xx_envelope_and_write_nothing(
     assert raw_zk.get_children("/kafka-acl-changes") == before
 
 
-def test_bad_filters(client: TestClient) -> None:
-    assert client.get("/v1/acls?patternType=ANY", headers=basic(ADMIN)).status_code == 422
-    assert client.get("/v1/acls?principal=", headers=basic(ADMIN)).status_code == 422
+def test_bad_filters(client: TestClient, admin: User) -> None:
+    assert client.get("/v1/acls?patternType=ANY", headers=admin.basic).status_code == 422
+    assert client.get("/v1/acls?principal=", headers=admin.basic).status_code == 422
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_acls_written_by_kafka_acls_sh_are_honoured_and_preserved(client: TestClient, raw_zk: KazooClient) -> None:
     put_user(raw_zk, *NIMBUS)
     kafka_acls_sh_writes(
@@ -183,6 +194,7 @@ def test_acls_written_by_kafka_acls_sh_are_honoured_and_preserved(client: TestCl
     eventually(lambda: client.post("/v1/tokens", json={"owner": "User:joe"}, headers=basic(NIMBUS)).status_code == 403)
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_allow_everyone_if_no_acl_found(make_client: Any, raw_zk: KazooClient, client: TestClient) -> None:
     lenient = make_client(allow_everyone_if_no_acl_found=True)
     assert lenient.post("/v1/tokens", json={"owner": "User:bob"}, headers=basic(CAROL)).status_code == 201
@@ -190,6 +202,7 @@ def test_allow_everyone_if_no_acl_found(make_client: Any, raw_zk: KazooClient, c
     eventually(lambda: lenient.post("/v1/tokens", json={"owner": "User:bob"}, headers=basic(CAROL)).status_code == 403)
 
 
+@pytest.mark.only_on("zookeeper", "asserts Kafka's ACL znodes and their change notifications")
 def test_a_deny_for_a_host_as_kafka_prints_it_is_enforced_for_a_client_at_its_short_form(
     make_client: Any, raw_zk: KazooClient, client: TestClient
 ) -> None:

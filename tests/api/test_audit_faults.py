@@ -21,6 +21,8 @@ from tests.api.helpers import eventually
 from tests.conftest import SECRET, seed_kafka_cluster
 from tests.postgres_server import PostgresServer
 
+pytestmark = pytest.mark.only_on("zookeeper", "breaks the ZooKeeper write after the audit write")
+
 
 class SimulatedCrash(Exception):
     """Stands for the process dying at that point: kts handles only its own errors (KtsError) on the

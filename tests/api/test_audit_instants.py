@@ -6,35 +6,35 @@ from datetime import UTC, datetime, timedelta, timezone
 
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import ADMIN, ALICE, basic
+from tests.api.backends import User
 
 
-def _ids(client: TestClient, query: str) -> list[int]:
-    response = client.get(f"/v1/audit?{query}", headers=basic(ADMIN))
+def _ids(client: TestClient, admin: User, query: str) -> list[int]:
+    response = client.get(f"/v1/audit?{query}", headers=admin.basic)
     assert response.status_code == 200, response.text
     return [event["id"] for event in response.json()["events"]]
 
 
-def test_iso_times_select_the_same_events_as_epoch_ms(client: TestClient) -> None:
-    client.post("/v1/tokens", json={}, headers=basic(ALICE))
-    newest = client.get("/v1/audit?limit=1", headers=basic(ADMIN)).json()["events"][0]
+def test_iso_times_select_the_same_events_as_epoch_ms(client: TestClient, admin: User, alice: User) -> None:
+    client.post("/v1/tokens", json={}, headers=alice.basic)
+    newest = client.get("/v1/audit?limit=1", headers=admin.basic).json()["events"][0]
     at = datetime.fromtimestamp(newest["timestamp"] / 1000, UTC)
     plus_two = timezone(timedelta(hours=2))
-    by_ms = _ids(client, f"since={newest['timestamp']}")
+    by_ms = _ids(client, admin, f"since={newest['timestamp']}")
     assert newest["id"] in by_ms
     iso_z = at.replace(microsecond=(at.microsecond // 1000) * 1000).isoformat().replace("+00:00", "Z")
     iso_offset = at.astimezone(plus_two).isoformat()
-    assert _ids(client, f"since={iso_z}") == by_ms
-    assert _ids(client, "since=" + iso_offset.replace("+", "%2B")) == by_ms
+    assert _ids(client, admin, f"since={iso_z}") == by_ms
+    assert _ids(client, admin, "since=" + iso_offset.replace("+", "%2B")) == by_ms
     naive = at.replace(tzinfo=None).isoformat()
-    assert _ids(client, f"since={naive}") == by_ms
+    assert _ids(client, admin, f"since={naive}") == by_ms
     later = (at + timedelta(minutes=1)).isoformat().replace("+00:00", "Z")
-    assert _ids(client, f"since={later}") == []
-    assert newest["id"] in _ids(client, f"until={later}")
+    assert _ids(client, admin, f"since={later}") == []
+    assert newest["id"] in _ids(client, admin, f"until={later}")
 
 
-def test_a_time_that_is_neither_says_what_is_allowed(client: TestClient) -> None:
-    response = client.get("/v1/audit?since=yesterday", headers=basic(ADMIN))
+def test_a_time_that_is_neither_says_what_is_allowed(client: TestClient, admin: User) -> None:
+    response = client.get("/v1/audit?since=yesterday", headers=admin.basic)
     assert response.status_code == 422
     message = response.json()["message"]
     assert message.startswith("The since query parameter is not valid: must be milliseconds since the epoch")

@@ -19,6 +19,8 @@ from app.cli.main import _parser
 from tests.api.conftest import ADMIN, ALICE, basic
 from tests.api.helpers import token_state
 
+pytestmark = pytest.mark.only_on("zookeeper", "two tests read the token znodes; the rest log in as the fixed users")
+
 SPARK_JOB = {"framework": "spark", "id": "app-20261128093000-0001", "name": "nightly-etl", "user": "joe"}
 
 

@@ -6,10 +6,9 @@ import base64
 
 import pytest
 from fastapi.testclient import TestClient
-from kazoo.client import KazooClient
 
 from tests.api.conftest import ALICE, basic
-from tests.api.helpers import token_state
+from tests.api.helpers import tokens_seen
 
 JSON = "application/json"
 GOOD_HMAC = "A" * 86 + "=="
@@ -41,16 +40,16 @@ CREATE_BODIES = [
 
 
 @pytest.mark.parametrize(("body", "status"), CREATE_BODIES)
-def test_bad_create_bodies(client: TestClient, raw_zk: KazooClient, body: bytes, status: int) -> None:
-    before = token_state(raw_zk)
-    response = client.post("/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"})
+def test_bad_create_bodies(edge_client: TestClient, body: bytes, status: int) -> None:
+    before = tokens_seen(edge_client)
+    response = edge_client.post("/v1/tokens", content=body, headers=basic(ALICE) | {"content-type": "application/json"})
     assert response.status_code == status
     payload = response.json()
     assert set(payload) >= {"error", "message"}
     if status == 422:
         assert payload["error"] == "INVALID_REQUEST"
         assert isinstance(payload["details"], list) and payload["details"]
-    assert token_state(raw_zk) == before
+    assert tokens_seen(edge_client) == before
 
 
 @pytest.mark.parametrize(
@@ -69,42 +68,42 @@ def test_bad_create_bodies(client: TestClient, raw_zk: KazooClient, body: bytes,
         ("/v1/tokens/abc/expire", {"expiryTimePeriodMs": None}),
     ],
 )
-def test_bad_renew_expire_verify_bodies(client: TestClient, raw_zk: KazooClient, path: str, body: object) -> None:
-    client.post("/v1/tokens", json={}, headers=basic(ALICE))
-    before = token_state(raw_zk)
-    response = client.post(path, json=body, headers=basic(ALICE))
+def test_bad_renew_expire_verify_bodies(edge_client: TestClient, path: str, body: object) -> None:
+    edge_client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    before = tokens_seen(edge_client)
+    response = edge_client.post(path, json=body, headers=basic(ALICE))
     assert response.status_code == 422
     assert response.json()["error"] == "INVALID_REQUEST"
-    assert token_state(raw_zk) == before
+    assert tokens_seen(edge_client) == before
 
 
-def test_validation_errors_never_echo_the_submitted_hmac(client: TestClient) -> None:
+def test_validation_errors_never_echo_the_submitted_hmac(edge_client: TestClient) -> None:
     secretish = "S3cr3t" * 14 + "=="  # 86 chars incl. padding: wrong length, must be refused
-    response = client.post("/v1/tokens/renew", json={"hmac": secretish}, headers=basic(ALICE))
+    response = edge_client.post("/v1/tokens/renew", json={"hmac": secretish}, headers=basic(ALICE))
     assert response.status_code == 422
     assert "S3cr3t" not in response.text
 
 
-def test_unknown_hmac_is_not_found(client: TestClient, raw_zk: KazooClient) -> None:
-    client.post("/v1/tokens", json={}, headers=basic(ALICE))
-    before = token_state(raw_zk)
+def test_unknown_hmac_is_not_found(edge_client: TestClient) -> None:
+    edge_client.post("/v1/tokens", json={}, headers=basic(ALICE))
+    before = tokens_seen(edge_client)
     for path in ("/v1/tokens/renew", "/v1/tokens/expire"):
-        response = client.post(path, json={"hmac": GOOD_HMAC}, headers=basic(ALICE))
+        response = edge_client.post(path, json={"hmac": GOOD_HMAC}, headers=basic(ALICE))
         assert response.status_code == 404
         assert response.json()["code"] == 62
-    assert token_state(raw_zk) == before
+    assert tokens_seen(edge_client) == before
 
 
 @pytest.mark.parametrize("token_id", ["a%2Fb", "x" * 65, "a.b", "%C3%A9"])
-def test_malformed_token_ids_in_paths(client: TestClient, token_id: str) -> None:
-    response = client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE))
+def test_malformed_token_ids_in_paths(edge_client: TestClient, token_id: str) -> None:
+    response = edge_client.get(f"/v1/tokens/{token_id}", headers=basic(ALICE))
     assert response.status_code in (404, 422)
     assert "error" in response.json()
 
 
-def test_unknown_token_id_is_not_found(client: TestClient) -> None:
+def test_unknown_token_id_is_not_found(edge_client: TestClient) -> None:
     for method, path in (("GET", ""), ("POST", "/renew"), ("POST", "/expire")):
-        response = client.request(
+        response = edge_client.request(
             method, f"/v1/tokens/E8gTWaIxRUOaSRH7wY3N1w{path}", headers=basic(ALICE) | {"content-type": JSON}
         )
         assert response.status_code == 404
@@ -115,29 +114,29 @@ def test_unknown_token_id_is_not_found(client: TestClient) -> None:
     "query",
     ["owner=alice", "owner=User:", "limit=0", "limit=1001", "limit=x", "cursor=%%%", "owner=" + "User:x&owner=" * 101],
 )
-def test_bad_describe_queries(client: TestClient, query: str) -> None:
-    response = client.get(f"/v1/tokens?{query}", headers=basic(ALICE))
+def test_bad_describe_queries(edge_client: TestClient, query: str) -> None:
+    response = edge_client.get(f"/v1/tokens?{query}", headers=basic(ALICE))
     assert response.status_code == 422
     assert response.json()["error"] == "INVALID_REQUEST"
 
 
-def test_body_too_large_is_413(client: TestClient, raw_zk: KazooClient) -> None:
-    before = token_state(raw_zk)
-    response = client.post(
+def test_body_too_large_is_413(edge_client: TestClient) -> None:
+    before = tokens_seen(edge_client)
+    response = edge_client.post(
         "/v1/tokens",
         content=b'{"renewers": [' + b'"User:x",' * 20_000 + b'"User:y"]}',
         headers=basic(ALICE) | {"content-type": "application/json"},
     )
     assert response.status_code == 413
     assert response.json()["error"] == "PAYLOAD_TOO_LARGE"
-    assert token_state(raw_zk) == before
+    assert tokens_seen(edge_client) == before
 
 
-def test_unknown_route_and_method_use_the_envelope(client: TestClient) -> None:
-    missing = client.get("/v1/nothing-here")
+def test_unknown_route_and_method_use_the_envelope(edge_client: TestClient) -> None:
+    missing = edge_client.get("/v1/nothing-here")
     assert missing.status_code == 404
     assert missing.json()["error"] == "NOT_FOUND"
-    wrong = client.delete("/v1/tokens", headers=basic(ALICE))
+    wrong = edge_client.delete("/v1/tokens", headers=basic(ALICE))
     assert wrong.status_code == 405
     assert wrong.json()["error"] == "METHOD_NOT_ALLOWED"
 
@@ -158,9 +157,9 @@ def test_unknown_route_and_method_use_the_envelope(client: TestClient) -> None:
         "Basic " + "A" * 5000,
     ],
 )
-def test_bad_credentials_get_401_with_a_challenge(client: TestClient, authorization: str | None) -> None:
+def test_bad_credentials_get_401_with_a_challenge(edge_client: TestClient, authorization: str | None) -> None:
     headers = {} if authorization is None else {"Authorization": authorization}
-    response = client.post("/v1/tokens", json={}, headers=headers)
+    response = edge_client.post("/v1/tokens", json={}, headers=headers)
     assert response.status_code == 401
     assert "Basic" in response.headers["www-authenticate"]
     assert "Bearer" in response.headers["www-authenticate"]
@@ -177,12 +176,12 @@ def test_bad_credentials_get_401_with_a_challenge(client: TestClient, authorizat
     ],
 )
 def test_a_pages_script_gets_a_challenge_browsers_do_not_prompt_for(
-    client: TestClient, request_headers: dict[str, str], challenge: str
+    edge_client: TestClient, request_headers: dict[str, str], challenge: str
 ) -> None:
     """A browser answers a Basic challenge to fetch or XHR with its own password prompt, and the page's script
     (Swagger UI's Execute) never sees the 401; API clients and a navigation get the standard challenge."""
     wrong = {"Authorization": "Basic " + base64.b64encode(b"alice:wrong").decode()}
-    response = client.post("/v1/tokens", json={}, headers={**wrong, **request_headers})
+    response = edge_client.post("/v1/tokens", json={}, headers={**wrong, **request_headers})
     assert response.status_code == 401
     assert response.headers["www-authenticate"] == challenge
     assert response.json()["error"] == "AUTHENTICATION_FAILED"

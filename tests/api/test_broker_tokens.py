@@ -17,6 +17,8 @@ from tests.api.conftest import ALICE, BOB, basic
 from tests.api.helpers import broker_writes_token, eventually
 from tests.conftest import SECRET
 
+pytestmark = pytest.mark.only_on("zookeeper", "reads token znodes a broker wrote (v1 and v3 formats)")
+
 DAY = 86_400_000
 
 

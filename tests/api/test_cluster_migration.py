@@ -19,6 +19,8 @@ from tests import kafka_znodes
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.api.helpers import eventually
 
+pytestmark = pytest.mark.only_on("zookeeper", "migration phases are ZooKeeper's (the znodes Kafka 3.9 writes)")
+
 HMAC_OF_NOTHING = "A" * 86 + "=="
 
 

@@ -6,11 +6,14 @@ import json
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ALICE, basic
+
+pytestmark = pytest.mark.only_on("zookeeper", "asserts the token znode's data and version after racing writes")
 
 
 def test_concurrent_renews_end_at_the_last_acknowledged_expiry(

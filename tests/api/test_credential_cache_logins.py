@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
@@ -15,6 +16,8 @@ from app.domain.scram import derive
 from app.storage.zk.znodes import ConfigChangeZNode, UserConfigZNode
 from tests.api.conftest import ADMIN, basic
 from tests.api.helpers import eventually
+
+pytestmark = pytest.mark.only_on("zookeeper", "the credential cache follows /config/changes notifications")
 
 SHA512 = Mechanism.SCRAM_SHA_512.value
 

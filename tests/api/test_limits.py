@@ -32,8 +32,8 @@ def _principal(length: int) -> str:
     return "User:" + "p" * (length - len("User:"))
 
 
-def _create(client: TestClient, user: tuple[str, str] = ALICE, **body: object) -> httpx.Response:
-    return client.post("/v1/tokens", json=body, headers=basic(user))
+def _create(edge_client: TestClient, user: tuple[str, str] = ALICE, **body: object) -> httpx.Response:
+    return edge_client.post("/v1/tokens", json=body, headers=basic(user))
 
 
 def _letters(n: int) -> str:
@@ -49,24 +49,24 @@ def _get(template: str, value: Callable[[int], str] = str, user: tuple[str, str]
     return lambda client, n: client.get(template.format(value(n)), headers=basic(user))
 
 
-def _owner_filters(client: TestClient, n: int) -> httpx.Response:
+def _owner_filters(edge_client: TestClient, n: int) -> httpx.Response:
     query = "&".join(f"owner=User:o{i}" for i in range(n))
-    return client.get(f"/v1/tokens?{query}", headers=basic(ALICE))
+    return edge_client.get(f"/v1/tokens?{query}", headers=basic(ALICE))
 
 
-def _token_cursor(client: TestClient, n: int) -> httpx.Response:
+def _token_cursor(edge_client: TestClient, n: int) -> httpx.Response:
     # The longest cursor names the longest token id; one character more cannot be one this service returned.
     cursor = tokens._encode_cursor("t" * 64)
     assert cursor is not None and len(cursor) == tokens.MAX_CURSOR_LENGTH
-    return client.get(f"/v1/tokens?cursor={cursor + 'A' * (n - len(cursor))}", headers=basic(ALICE))
+    return edge_client.get(f"/v1/tokens?cursor={cursor + 'A' * (n - len(cursor))}", headers=basic(ALICE))
 
 
-def _credential(client: TestClient, name: str = "dave", **fields: object) -> httpx.Response:
+def _credential(edge_client: TestClient, name: str = "dave", **fields: object) -> httpx.Response:
     body = {"mechanism": "SCRAM-SHA-256", "password": "pw"} | fields
-    return client.put(f"/v1/users/{name}/credentials", json=body, headers=basic(ADMIN))
+    return edge_client.put(f"/v1/users/{name}/credentials", json=body, headers=basic(ADMIN))
 
 
-def _new_acl(client: TestClient, **fields: str) -> httpx.Response:
+def _new_acl(edge_client: TestClient, **fields: str) -> httpx.Response:
     acl = {
         "resourceType": "DelegationToken",
         "resourceName": "E8gTWaIxRUOaSRH7wY3N1w",
@@ -74,7 +74,7 @@ def _new_acl(client: TestClient, **fields: str) -> httpx.Response:
         "operation": "Describe",
         "permissionType": "Allow",
     }
-    return client.post("/v1/acls", json=acl | fields, headers=basic(ADMIN))
+    return edge_client.post("/v1/acls", json=acl | fields, headers=basic(ADMIN))
 
 
 @dataclass(frozen=True)
@@ -133,10 +133,10 @@ LIMITS = [
 
 
 @pytest.mark.parametrize("limit", LIMITS, ids=[limit.id for limit in LIMITS])
-def test_a_limit_holds_at_its_bound_and_refuses_one_past_it(client: TestClient, limit: Limit) -> None:
-    at_bound = limit.send(client, limit.bound)
+def test_a_limit_holds_at_its_bound_and_refuses_one_past_it(edge_client: TestClient, limit: Limit) -> None:
+    at_bound = limit.send(edge_client, limit.bound)
     assert at_bound.status_code == limit.ok, at_bound.text
-    past = limit.send(client, limit.bound + limit.step)
+    past = limit.send(edge_client, limit.bound + limit.step)
     assert past.status_code == 422, past.text
     body = past.json()
     assert body["error"] == "INVALID_REQUEST"
@@ -151,27 +151,28 @@ def _padded(length: int) -> bytes:
     return body + b" " * (length - len(body))
 
 
-def test_the_body_limit_holds_at_its_bound_and_answers_413_one_past_it(client: TestClient) -> None:
+def test_the_body_limit_holds_at_its_bound_and_answers_413_one_past_it(edge_client: TestClient) -> None:
     headers = basic(ALICE) | {"content-type": "application/json"}
-    assert client.post("/v1/tokens", content=_padded(MAX_BODY_BYTES), headers=headers).status_code == 201
-    refused = client.post("/v1/tokens", content=_padded(MAX_BODY_BYTES + 1), headers=headers)
+    assert edge_client.post("/v1/tokens", content=_padded(MAX_BODY_BYTES), headers=headers).status_code == 201
+    refused = edge_client.post("/v1/tokens", content=_padded(MAX_BODY_BYTES + 1), headers=headers)
     assert refused.status_code == 413
     assert refused.json()["error"] == "PAYLOAD_TOO_LARGE"
     assert str(MAX_BODY_BYTES) in refused.json()["message"]
 
 
-def test_a_streamed_body_without_length_is_counted_too(client: TestClient) -> None:
+def test_a_streamed_body_without_length_is_counted_too(edge_client: TestClient) -> None:
     def chunks(total: int) -> Iterator[bytes]:
         body = _padded(total)
         for start in range(0, total, 4096):
             yield body[start : start + 4096]
 
     headers = basic(ALICE) | {"content-type": "application/json"}
-    assert client.post("/v1/tokens", content=chunks(MAX_BODY_BYTES), headers=headers).status_code == 201
-    refused = client.post("/v1/tokens", content=chunks(MAX_BODY_BYTES + 1), headers=headers)
+    assert edge_client.post("/v1/tokens", content=chunks(MAX_BODY_BYTES), headers=headers).status_code == 201
+    refused = edge_client.post("/v1/tokens", content=chunks(MAX_BODY_BYTES + 1), headers=headers)
     assert refused.status_code == 413
 
 
+@pytest.mark.only_on("zookeeper", "writes an over-long ACL znode as kafka-acls.sh would")
 def test_limits_bind_requests_not_what_zookeeper_already_holds(client: TestClient, raw_zk: KazooClient) -> None:
     """kafka-acls.sh knows none of kts's limits: one long ACL it wrote must not break every listing."""
     group = "g" * (MAX_RESOURCE_NAME_LENGTH + 1)
@@ -292,6 +293,7 @@ def test_the_checked_in_document_has_no_float_bounds() -> None:
     assert not [value for value in floats(json.loads(SNAPSHOT.read_text())) if abs(value) >= 2**53]
 
 
+@pytest.mark.only_on("zookeeper", "measures the token znode a broker reads")
 def test_the_largest_token_a_request_can_make_stays_far_under_what_a_broker_can_read(
     client: TestClient, raw_zk: KazooClient
 ) -> None:

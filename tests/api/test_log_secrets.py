@@ -16,6 +16,8 @@ from app.cli.server.logging_config import JsonFormatter
 from tests.api.conftest import ADMIN, ALICE, basic, bearer, put_user
 from tests.conftest import SECRET
 
+pytestmark = pytest.mark.only_on("zookeeper", "puts users as znodes and logs ZooKeeper's client at DEBUG")
+
 WRONG_PASSWORD = "Wrong-Password-7731"
 NEW_PASSWORD = "Fresh-Password-5519"
 

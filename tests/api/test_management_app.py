@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
@@ -14,6 +15,8 @@ from app.api.management import create_management_app
 from app.backends import load_settings
 from tests.api.conftest import ALICE, basic, put_user
 from tests.conftest import SECRET
+
+pytestmark = pytest.mark.only_on("zookeeper", "asserts the replica's state on ZooKeeper before and after its lifespan")
 
 
 def test_the_management_app_reports_the_main_app_s_replica(

@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 from prometheus_client.parser import text_string_to_metric_families
@@ -15,6 +16,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.api.backends import Cluster
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, bearer, put_user
 from tests.api.helpers import eventually
+
+pytestmark = pytest.mark.only_on("zookeeper", "reads ZooKeeper's readings (child lists, sessions, leadership)")
 
 OLD_NAME = "kts_zookeeper_session_state"  # deprecated: kts_cluster_connection_state{backend="zookeeper"}
 

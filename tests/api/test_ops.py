@@ -8,6 +8,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.api.app import create_app
@@ -16,6 +17,8 @@ from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.version import DISTRIBUTION
 from tests.api.conftest import ADMIN, ALICE, basic, put_user
 from tests.conftest import CLUSTER_ID, SECRET, seed_kafka_cluster
+
+pytestmark = pytest.mark.only_on("zookeeper", "stops ZooKeeper to see /readyz and the 503 answer")
 
 
 def test_healthz_and_readyz(client: TestClient) -> None:

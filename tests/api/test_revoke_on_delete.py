@@ -14,6 +14,8 @@ from kazoo.client import KazooClient
 from app.storage.zk.znodes import TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, basic, put_user
 
+pytestmark = pytest.mark.only_on("zookeeper", "deletes credentials and ACLs behind kts's back as znodes")
+
 NIMBUS = ("nimbus", "nimbus-pw")
 Token = dict[str, Any]
 

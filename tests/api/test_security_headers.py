@@ -37,13 +37,13 @@ def _assert_common(headers: httpx.Headers) -> None:
     ],
 )
 def test_api_responses_are_not_cached_sniffed_or_framed(
-    client: TestClient, method: str, path: str, kwargs: dict[str, object], status: int
+    edge_client: TestClient, method: str, path: str, kwargs: dict[str, object], status: int
 ) -> None:
     kwargs = dict(kwargs)
     content_type = kwargs.pop("headers", {})
     assert isinstance(content_type, dict)
     headers = (basic(ALICE) if status == 422 else {}) | content_type
-    response = client.request(method, path, headers=headers, **kwargs)
+    response = edge_client.request(method, path, headers=headers, **kwargs)
     assert response.status_code == status
     _assert_common(response.headers)
     assert response.headers["cache-control"] == "no-store"
@@ -51,21 +51,21 @@ def test_api_responses_are_not_cached_sniffed_or_framed(
     assert "strict-transport-security" not in response.headers  # plain http
 
 
-def test_a_new_token_is_never_cached(client: TestClient) -> None:
-    created = client.post("/v1/tokens", json={}, headers=basic(ALICE))
+def test_a_new_token_is_never_cached(edge_client: TestClient) -> None:
+    created = edge_client.post("/v1/tokens", json={}, headers=basic(ALICE))
     assert created.status_code == 201
     assert created.headers["cache-control"] == "no-store"
     assert created.headers.get_list("cache-control") == ["no-store"]
 
 
-def test_https_responses_carry_hsts(client: TestClient) -> None:
-    response = client.get("https://testserver/healthz")
+def test_https_responses_carry_hsts(edge_client: TestClient) -> None:
+    response = edge_client.get("https://testserver/healthz")
     assert response.headers["strict-transport-security"] == "max-age=31536000"
 
 
-def test_the_docs_page_runs_only_scripts_of_this_origin(client: TestClient) -> None:
+def test_the_docs_page_runs_only_scripts_of_this_origin(edge_client: TestClient) -> None:
     """Swagger UI starts from a file of ours, not an inline script, so the page needs no script hash."""
-    page = client.get("/docs")
+    page = edge_client.get("/docs")
     assert page.status_code == 200
     _assert_common(page.headers)
     policy = dict(part.strip().split(" ", 1) for part in page.headers["content-security-policy"].split(";"))
@@ -85,8 +85,8 @@ def test_an_inline_script_is_allowed_by_its_hash_alone() -> None:
     assert "unsafe-inline'; img-src" in policy and "script-src 'self' 'unsafe-inline'" not in policy
 
 
-def test_docs_assets_may_be_cached(client: TestClient) -> None:
-    asset = client.get("/docs/static/swagger-ui-bundle.js")
+def test_docs_assets_may_be_cached(edge_client: TestClient) -> None:
+    asset = edge_client.get("/docs/static/swagger-ui-bundle.js")
     assert asset.status_code == 200
     _assert_common(asset.headers)
     assert "no-store" not in asset.headers.get("cache-control", "")

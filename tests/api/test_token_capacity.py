@@ -20,6 +20,8 @@ from app.domain.capacity import CREATE, CapacityPolicy, ChildList, ListReading, 
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic
 from tests.java_zookeeper_client import java_ls
 
+pytestmark = pytest.mark.only_on("zookeeper", "the capacity guard is ZooKeeper's (zookeeper.children.max.bytes)")
+
 BUDGET = 4_000
 POLICY = CapacityPolicy(BUDGET)
 OWNERS = (ALICE, BOB, CAROL)

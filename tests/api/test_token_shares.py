@@ -36,6 +36,8 @@ from tests.api.helpers import eventually
 from tests.clocks import ShiftedClock
 from tests.conftest import SECRET
 
+pytestmark = pytest.mark.only_on("zookeeper", "write shares of ZooKeeper's token child lists")
+
 BUDGET = 20_000  # zookeeper.children.max.bytes of the attacks
 SHARE = SharePolicy.of(BUDGET, 0.05)  # the default ratio: 1,000 bytes of each list
 FLOODER = ("u24", "u24-pw")

@@ -11,14 +11,15 @@ from fastapi.testclient import TestClient
 from kazoo.client import KazooClient
 
 from app.storage.zk.znodes import TokenZNode
-from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
+from tests.api.backends import User
+from tests.api.conftest import ALICE, BOB, CAROL, basic, bearer
 from tests.api.helpers import broker_writes_token, eventually, notifications, token_state
 
 DAY = 86_400_000
 
 
-def _create(client: TestClient, **body: Any) -> dict[str, Any]:
-    response = client.post("/v1/tokens", json=body, headers=basic(ALICE))
+def _create(client: TestClient, caller: tuple[str, str] | User = ALICE, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/tokens", json=body, headers=basic(caller))
     assert response.status_code == 201
     return response.json()
 
@@ -32,6 +33,7 @@ def _wait_until_expired(token: dict[str, Any]) -> None:
         time.sleep(0.005)
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_owner_renews_with_default_period(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
     before_ms = int(time.time() * 1000)
@@ -44,19 +46,20 @@ def test_owner_renews_with_default_period(client: TestClient, raw_zk: KazooClien
     assert notifications(raw_zk) == [token["tokenId"].encode()] * 2
 
 
-def test_renew_with_explicit_period_and_clamping_to_max(client: TestClient) -> None:
-    token = _create(client, maxLifetimeMs=3_600_000)
+def test_renew_with_explicit_period_and_clamping_to_max(client: TestClient, alice: User) -> None:
+    token = _create(client, alice, maxLifetimeMs=3_600_000)
     short = client.post(
-        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 60_000}, headers=basic(ALICE)
+        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 60_000}, headers=alice.basic
     )
     now = int(time.time() * 1000)
     assert now - 1000 <= short.json()["expiryTimestamp"] - 60_000 <= now
     long = client.post(
-        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 10 * DAY}, headers=basic(ALICE)
+        "/v1/tokens/renew", json={"hmac": token["hmac"], "renewTimePeriodMs": 10 * DAY}, headers=alice.basic
     )
     assert long.json()["expiryTimestamp"] == token["maxTimestamp"]
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_renewer_may_renew_but_stranger_may_not(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client, renewers=["User:bob"])
     assert client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=basic(BOB)).status_code == 200
@@ -67,12 +70,13 @@ def test_renewer_may_renew_but_stranger_may_not(client: TestClient, raw_zk: Kazo
     assert token_state(raw_zk) == before
 
 
-def test_super_user_may_renew_and_expire_any_token(client: TestClient) -> None:
-    token = _create(client)
-    assert client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=basic(ADMIN)).status_code == 200
-    assert client.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=basic(ADMIN)).status_code == 200
+def test_super_user_may_renew_and_expire_any_token(client: TestClient, alice: User, admin: User) -> None:
+    token = _create(client, alice)
+    assert client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=admin.basic).status_code == 200
+    assert client.post(f"/v1/tokens/{token['tokenId']}/expire", json={}, headers=admin.basic).status_code == 200
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_expired_token_cannot_be_renewed(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client, maxLifetimeMs=1)
     _wait_until_expired(token)
@@ -83,13 +87,14 @@ def test_expired_token_cannot_be_renewed(client: TestClient, raw_zk: KazooClient
     assert token_state(raw_zk) == before
 
 
-def test_owner_check_comes_before_expiry_check(client: TestClient) -> None:
-    token = _create(client, maxLifetimeMs=1)
+def test_owner_check_comes_before_expiry_check(client: TestClient, alice: User, carol: User) -> None:
+    token = _create(client, alice, maxLifetimeMs=1)
     _wait_until_expired(token)
-    response = client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=basic(CAROL))
+    response = client.post("/v1/tokens/renew", json={"hmac": token["hmac"]}, headers=carol.basic)
     assert response.json()["code"] == 63
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_expire_now_deletes_the_znode_and_notifies(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
     response = client.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, headers=basic(ALICE))
@@ -101,6 +106,7 @@ def test_expire_now_deletes_the_znode_and_notifies(client: TestClient, raw_zk: K
     assert again.status_code == 404
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_expire_with_period_sets_expiry(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
     response = client.post(
@@ -111,6 +117,7 @@ def test_expire_with_period_sets_expiry(client: TestClient, raw_zk: KazooClient)
     assert _znode(raw_zk, token["tokenId"])["expiryTimestamp"] == response.json()["expiryTimestamp"]
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_expiring_an_expired_token_deletes_it(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client, maxLifetimeMs=1)
     _wait_until_expired(token)
@@ -121,6 +128,7 @@ def test_expiring_an_expired_token_deletes_it(client: TestClient, raw_zk: KazooC
     assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_stranger_cannot_expire(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
     before = token_state(raw_zk)
@@ -139,6 +147,7 @@ def test_stranger_cannot_expire(client: TestClient, raw_zk: KazooClient) -> None
         ("/v1/tokens/{id}/expire", None),
     ],
 )
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_token_authenticated_callers_get_64(
     client: TestClient, raw_zk: KazooClient, path: str, body: str | None
 ) -> None:
@@ -151,6 +160,7 @@ def test_token_authenticated_callers_get_64(
     assert token_state(raw_zk) == before
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_renew_and_expire_by_token_id(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client, renewers=["User:bob"])
     renewed = client.post(f"/v1/tokens/{token['tokenId']}/renew", json={"renewTimePeriodMs": 1000}, headers=basic(BOB))
@@ -163,6 +173,7 @@ def test_renew_and_expire_by_token_id(client: TestClient, raw_zk: KazooClient) -
     assert raw_zk.exists(f"{TokenZNode.ROOT}/{token['tokenId']}") is None
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_token_id_paths_hide_tokens_the_caller_cannot_see(client: TestClient, raw_zk: KazooClient) -> None:
     token = _create(client)
     before = token_state(raw_zk)
@@ -173,6 +184,7 @@ def test_token_id_paths_hide_tokens_the_caller_cannot_see(client: TestClient, ra
     assert token_state(raw_zk) == before
 
 
+@pytest.mark.only_on("zookeeper", "asserts the token znodes and notifications renew and expire write")
 def test_requester_sees_but_may_not_renew(client: TestClient, raw_zk: KazooClient) -> None:
     """A requester who is neither owner nor renewer may describe the token, not renew it (63)."""
     now = int(time.time() * 1000)

@@ -19,6 +19,8 @@ from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
 from tests.api.conftest import ADMIN, ALICE, BOB, CAROL, basic, bearer
 from tests.api.helpers import token_state
 
+pytestmark = pytest.mark.only_on("zookeeper", "asserts one ZooKeeper transaction per batch and its notifications")
+
 Token = dict[str, Any]
 
 

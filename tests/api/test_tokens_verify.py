@@ -8,77 +8,80 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from tests.api.conftest import ALICE, BOB, basic, bearer
+from tests.api.backends import User
+from tests.api.conftest import bearer
 
 
-def _create(client: TestClient, **body: Any) -> dict[str, Any]:
-    return client.post("/v1/tokens", json=body, headers=basic(ALICE)).json()
+def _create(client: TestClient, owner: User, **body: Any) -> dict[str, Any]:
+    response = client.post("/v1/tokens", json=body, headers=owner.basic)
+    assert response.status_code == 201, response.text
+    return dict(response.json())
 
 
-def test_verify_names_the_owner_and_requester(client: TestClient) -> None:
-    token = _create(client)
+def test_verify_names_the_owner_and_requester(client: TestClient, alice: User, bob: User) -> None:
+    token = _create(client, alice)
     response = client.post(
-        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=bob.basic
     )
     assert response.status_code == 200
     assert response.json() == {
-        "principal": "User:alice",
-        "tokenRequester": "User:alice",
+        "principal": alice.principal,
+        "tokenRequester": alice.principal,
         "expiryTimestamp": token["expiryTimestamp"],
     }
 
 
-def test_token_authenticated_caller_may_verify(client: TestClient) -> None:
-    token = _create(client)
+def test_token_authenticated_caller_may_verify(client: TestClient, alice: User) -> None:
+    token = _create(client, alice)
     response = client.post(
         "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=bearer(token)
     )
     assert response.status_code == 200
 
 
-def test_wrong_hmac_does_not_verify_or_authenticate(client: TestClient) -> None:
-    token = _create(client)
-    other = _create(client)
+def test_wrong_hmac_does_not_verify_or_authenticate(client: TestClient, alice: User, bob: User) -> None:
+    token = _create(client, alice)
+    other = _create(client, alice)
     mac = bytearray(base64.b64decode(token["hmac"]))
     mac[0] ^= 1
     flipped = base64.b64encode(bytes(mac)).decode()
     for wrong in (flipped, other["hmac"]):
         response = client.post(
-            "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": wrong}, headers=basic(BOB)
+            "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": wrong}, headers=bob.basic
         )
         assert response.status_code == 401
         assert wrong not in response.text
         assert client.get("/v1/tokens", headers=bearer({"tokenId": token["tokenId"], "hmac": wrong})).status_code == 401
 
 
-def test_unknown_token_does_not_verify(client: TestClient) -> None:
-    token = _create(client)
+def test_unknown_token_does_not_verify(client: TestClient, alice: User, bob: User) -> None:
+    token = _create(client, alice)
     response = client.post(
-        "/v1/tokens/verify", json={"tokenId": "E8gTWaIxRUOaSRH7wY3N1w", "hmac": token["hmac"]}, headers=basic(BOB)
+        "/v1/tokens/verify", json={"tokenId": "E8gTWaIxRUOaSRH7wY3N1w", "hmac": token["hmac"]}, headers=bob.basic
     )
     assert response.status_code == 401
 
 
-def test_expired_token_never_authenticates_even_before_any_sweep(client: TestClient) -> None:
+def test_expired_token_never_authenticates_even_before_any_sweep(client: TestClient, alice: User, bob: User) -> None:
     # Long enough for the first login to come before the end on a loaded machine; the sweep runs hourly.
-    token = _create(client, maxLifetimeMs=3_000)
+    token = _create(client, alice, maxLifetimeMs=3_000)
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 200
     while time.time() * 1000 < token["maxTimestamp"]:
         time.sleep(0.005)
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 401
     response = client.post(
-        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=basic(BOB)
+        "/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]}, headers=bob.basic
     )
     assert response.status_code == 401
 
 
-def test_expired_by_request_token_stops_authenticating(client: TestClient) -> None:
-    token = _create(client)
-    client.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, headers=basic(ALICE))
+def test_expired_by_request_token_stops_authenticating(client: TestClient, alice: User) -> None:
+    token = _create(client, alice)
+    client.post("/v1/tokens/expire", json={"hmac": token["hmac"]}, headers=alice.basic)
     assert client.get("/v1/tokens", headers=bearer(token)).status_code == 401
 
 
-def test_verify_needs_an_authenticated_caller(client: TestClient) -> None:
-    token = _create(client)
+def test_verify_needs_an_authenticated_caller(client: TestClient, alice: User) -> None:
+    token = _create(client, alice)
     response = client.post("/v1/tokens/verify", json={"tokenId": token["tokenId"], "hmac": token["hmac"]})
     assert response.status_code == 401
