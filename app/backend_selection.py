@@ -37,8 +37,9 @@ class _SharedLocks(LockoutStore, LockListing, Protocol):
 @dataclass(frozen=True)
 class Storage:
     """What a replica stores in: the audit log, and the cluster backend the settings select, built and not yet
-    connected."""
+    connected, with the secret of every token's HMAC (which the backend checks against the cluster's at connect)."""
 
+    secret: TokenSecret
     audit_log: AuditLog
     backend: ClusterBackend
     prepare: Sequence[Callable[[], None]]  # before start-up: the audit database's schema migrated or checked
@@ -52,13 +53,13 @@ BackendFactory = Callable[[Settings, Clock, AuditLog, TokenSecret], ClusterBacke
 def storage(
     settings: Settings,
     clock: Clock,
-    secret: TokenSecret,
     audit_log: AuditLog | None = None,
     backend_factory: BackendFactory | None = None,
 ) -> Storage:
     """The audit database of ``audit.db.url`` (``audit_log`` replaces it: benchmarks measure auditing against a
     no-op sink; what replicas share in it is then this process's) and the backend over it: the settings' one, or
     ``backend_factory``'s."""
+    secret = settings.token_secret
     database = None
     if audit_log is None:
         audit_log = database = SqlAuditLog(
@@ -74,7 +75,7 @@ def storage(
         backend = KafkaBackend(settings, clock, audit_log, secret, database)
     else:
         backend = ZooKeeperBackend(settings, clock, audit_log, secret)
-    return Storage(audit_log, backend, prepare)
+    return Storage(secret, audit_log, backend, prepare)
 
 
 def check_cluster(settings: Settings) -> None:

@@ -16,7 +16,6 @@ from app.auth.own_identity import shared_identity_warnings
 from app.backend_selection import BackendFactory, storage
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
-from app.domain.token_secret import TokenSecret
 from app.leader.duties import Duty, side_by_side
 from app.observability.metrics import RuntimeReadings
 from app.policies import policies
@@ -94,8 +93,8 @@ def build_runtime(
     ``audit_observer`` is told how each action ended (the metrics). Built in the order the layers stand: what the
     replica stores in (app/backend_selection.py), the rules (app/policies.py), then the services over both."""
     clock = clock or SystemClock()
-    secret = TokenSecret(settings.secret_key)  # the HMAC key of every token, which the backend checks at connect
-    stored = storage(settings, clock, secret, audit_log, backend_factory)
+    stored = storage(settings, clock, audit_log, backend_factory)
+    secret = stored.secret
     backend = stored.backend
     rules = policies(settings, clock, backend)
     auditor = Auditor(stored.audit_log, backend.intents, observer=audit_observer)

@@ -33,6 +33,7 @@ from app.domain.errors import InvalidPrincipal
 from app.domain.lockout import ExemptAddresses
 from app.domain.principal import KafkaPrincipal
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
+from app.domain.token_secret import TokenSecret
 
 ENV_PREFIX = "KTS_"
 DEFAULT_JWT_MAX_LIFETIME_S = 86_400  # one day: a Kubernetes projected token lives an hour by default
@@ -428,6 +429,11 @@ class Settings(BaseSettings):
         if chosen is None:
             chosen = self.delegation_token_master_key
         return "" if chosen is None else chosen.get_secret_value()
+
+    @property
+    def token_secret(self) -> TokenSecret:
+        """The secret of every token's HMAC (``secret_key``), whose repr never shows it."""
+        return TokenSecret(self.secret_key)
 
     @property
     def super_user_principals(self) -> list[KafkaPrincipal]:

@@ -18,6 +18,7 @@ from app.backend_selection import Storage
 from app.backends import load_settings
 from app.domain.acl import AclSnapshot
 from app.domain.authorization import Authorizer
+from app.domain.token_secret import TokenSecret
 from app.service.admission import OPEN_ADMISSION
 from app.service.audit import Auditor
 from app.service.backend import Bound, Duty, LeaderWork, OwnLogin
@@ -79,8 +80,13 @@ class _Backend:
 
 
 def _built(monkeypatch: pytest.MonkeyPatch, backend: _Backend, **values: Any) -> runtime.Runtime:
-    stored = Storage(audit_log=SimpleNamespace(), backend=backend, prepare=[lambda: backend.steps.append("schema")])  # type: ignore[arg-type]
-    monkeypatch.setattr(runtime, "storage", lambda settings, clock, secret, audit_log, backend_factory: stored)
+    stored = Storage(
+        secret=TokenSecret("s" * 32),
+        audit_log=SimpleNamespace(),  # type: ignore[arg-type]
+        backend=backend,
+        prepare=[lambda: backend.steps.append("schema")],
+    )
+    monkeypatch.setattr(runtime, "storage", lambda settings, clock, audit_log, backend_factory: stored)
     warned: Callable[..., list[str]] = lambda *args, **kwargs: backend.steps.append("warn") or []  # noqa: E731
     monkeypatch.setattr(runtime, "shared_identity_warnings", warned)
     settings = load_settings(zookeeper_connect="localhost:2181/kts", delegation_token_secret_key="s" * 32, **values)
