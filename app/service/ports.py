@@ -61,6 +61,21 @@ class TokenChange(Generic[R]):
     charge: WriteCharge | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CreateTerms:
+    """What a token create is written under beside the token (``TokenStore.create``): the audit intent marker of
+    the change (app/service/audit.py), the quotas whose guards it is charged to with ``admit`` judging their
+    versions, and the admission's charge written with it (app/service/admission.py)."""
+
+    intent: int | None = None
+    quotas: Sequence[QuotaKey] = ()
+    admit: Callable[[Mapping[QuotaKey, int]], None] | None = None
+    charge: WriteCharge | None = None
+
+
+PLAIN_CREATE = CreateTerms()
+
+
 class TokenStore(Protocol):
     # ``intent``: the id of the change's pending audit event (app/service/audit.py), which the store marks its own
     # way: ZooKeeper creates a marker znode in the change's transaction, the Kafka protocol marks it in the database
@@ -82,16 +97,9 @@ class TokenStore(Protocol):
 
     def list(self) -> list[StoredToken]: ...
 
-    def create(
-        self,
-        token: TokenInformation,
-        intent: int | None = None,
-        *,
-        quotas: Sequence[QuotaKey] = (),
-        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: WriteCharge | None = None,
-    ) -> StoredToken:
-        """Write a new token. With ``quotas``: read the version of each quota's guard, let ``admit`` judge
+    def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
+        """Write a new token under ``terms`` (its audit intent, quota guards and admission charge). With
+        ``quotas``: read the version of each quota's guard, let ``admit`` judge
         them (it raises to refuse), and write the token only if no guard changed since (a create elsewhere
         charged to the same quota); on a lost race read and admit again. ``admit`` may run several times.
         Answers the token as stored: where the cluster picks the id and times, they are the cluster's, and the

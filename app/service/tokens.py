@@ -20,7 +20,7 @@ from app.domain.token_secret import TokenSecret
 from app.service.admission import OPEN_ADMISSION, Admission, TokenWrite
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
-from app.service.ports import EXPIRE_NOW, Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
+from app.service.ports import EXPIRE_NOW, CreateTerms, Expiry, Renewal, StoredToken, TokenChange, TokenStore, TokenView
 from app.service.token_quotas import TokenQuotas
 
 T = TypeVar("T")
@@ -247,7 +247,10 @@ class TokenService:
         with admission.turn(token.token_requester):
             charge = admission.charge(token.token_requester, TokenWrite.CREATE)
             stored = self._quotas.create(
-                token, lambda keys, admit: self._store.create(token, intent, quotas=keys, admit=admit, charge=charge)
+                token,
+                lambda keys, admit: self._store.create(
+                    token, CreateTerms(intent, quotas=keys, admit=admit, charge=charge)
+                ),
             )
             admission.settle([charge])
         return stored

@@ -19,7 +19,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
-from app.service.ports import Expiry, Renewal, StoredToken, TokenChange
+from app.service.ports import CreateTerms, Expiry, Renewal, StoredToken, TokenChange
 from app.storage.memory.tokens import MemoryTokenStore
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -174,12 +174,12 @@ def test_a_create_charged_to_a_quota_is_written_only_when_admitted(tokens: Token
         raise TokenQuotaExceeded("full")
 
     first = _token(store)
-    assert store.create(first, quotas=[key], admit=admit) == StoredToken(first, 0)
+    assert store.create(first, CreateTerms(quotas=[key], admit=admit)) == StoredToken(first, 0)
     refused = _token(store)
     with pytest.raises(TokenQuotaExceeded):
-        store.create(refused, quotas=[key], admit=refuse)
+        store.create(refused, CreateTerms(quotas=[key], admit=refuse))
     second = _token(store)
-    store.create(second, quotas=[key], admit=admit)
+    store.create(second, CreateTerms(quotas=[key], admit=admit))
 
     assert [set(versions) for versions in judged] == [{key}, {key}]
     assert judged[0][key] != judged[1][key]  # the first create moved the guard on
@@ -198,10 +198,10 @@ def test_a_create_whose_quota_moved_meanwhile_is_admitted_again(tokens: Tokens) 
     def admit(versions: Mapping[QuotaKey, int]) -> None:
         judged.append(versions[key])
         if len(judged) == 1:
-            tokens.other.create(raced, quotas=[key], admit=lambda _: None)
+            tokens.other.create(raced, CreateTerms(quotas=[key], admit=lambda _: None))
 
     token = _token(store)
-    store.create(token, quotas=[key], admit=admit)
+    store.create(token, CreateTerms(quotas=[key], admit=admit))
 
     assert len(judged) == 2 and judged[0] != judged[1]
     assert {stored.token.token_id for stored in store.list()} == {raced.token_id, token.token_id}

@@ -7,7 +7,7 @@ a test inject failures or act as a concurrent writer; nothing else.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -28,7 +28,7 @@ from app.domain.token_quota import QuotaKey, counts_against
 from app.domain.token_secret import TokenSecret, new_token_id
 from app.domain.token_share import ShareLedger
 from app.service.admission import WriteCharge
-from app.service.ports import StoredToken
+from app.service.ports import PLAIN_CREATE, CreateTerms, StoredToken
 from app.storage.zk.share_ledgers import NO_LEDGER, LedgerState, ShareCharge, share_charge
 
 NOW = 1_700_000_000_000
@@ -85,16 +85,9 @@ class FakeTokenStore:
     def list(self) -> list[StoredToken]:
         return list(self.tokens.values())
 
-    def create(
-        self,
-        token: TokenInformation,
-        intent: int | None = None,
-        *,
-        quotas: Sequence[QuotaKey] = (),
-        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: WriteCharge | None = None,
-    ) -> StoredToken:
+    def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
         """Quota guards as the ZooKeeper store keeps them: a version per key, moved on by each create."""
+        intent, quotas, admit, charge = terms.intent, terms.quotas, terms.admit, terms.charge
         if admit is not None:
             admit({key: self.guards.get(key, -1) for key in quotas})
         ledger = None if charge is None else self.ledgers.decide(charge)

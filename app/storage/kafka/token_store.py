@@ -19,15 +19,16 @@ its own lists.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
 from app.domain.token import TokenInformation
-from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
 from app.service.admission import WriteCharge
 from app.service.ports import (
+    PLAIN_CREATE,
+    CreateTerms,
     Expiry,
     Renewal,
     StoredToken,
@@ -69,15 +70,8 @@ class KafkaTokenStore:
     def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
         return {token_id: self._cache.get(token_id) for token_id in token_ids}
 
-    def create(
-        self,
-        token: TokenInformation,
-        intent: int | None = None,
-        *,
-        quotas: Sequence[QuotaKey] = (),
-        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: WriteCharge | None = None,
-    ) -> StoredToken:
+    def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
+        intent, quotas, admit = terms.intent, terms.quotas, terms.admit  # no admission charge: nothing to guard
         kts = self._cluster.principal
         renewers = token.renewers if kts in token.renewers else (*token.renewers, kts)
         with self._guard.hold(quotas) as versions:

@@ -15,7 +15,7 @@ the change was made.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 from app.domain.errors import ConcurrentModification, TokenNotFound
@@ -23,7 +23,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret, new_token_id
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import PLAIN_CREATE, CreateTerms, StoredToken, TokenChange
 from app.storage.memory.intents import MemoryIntentStore
 from app.storage.token_index import TokenIndex
 
@@ -61,15 +61,8 @@ class MemoryTokenStore:
         with self._lock:
             return {token_id: self._index.get(token_id) for token_id in token_ids}
 
-    def create(
-        self,
-        token: TokenInformation,
-        intent: object = None,
-        *,
-        quotas: Sequence[QuotaKey] = (),
-        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: object = None,
-    ) -> StoredToken:
+    def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
+        intent, quotas, admit = terms.intent, terms.quotas, terms.admit  # no admission charge: nothing to guard
         for _ in range(QUOTA_ATTEMPTS):
             with self._lock:
                 versions = {key: self._guards.get(key, 0) for key in quotas}

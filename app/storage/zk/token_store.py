@@ -8,7 +8,7 @@ that tells brokers to re-read it. Either both happen or neither does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from kazoo.exceptions import NoNodeError
@@ -19,7 +19,7 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import new_token_id
 from app.service.admission import WriteCharge
-from app.service.ports import StoredToken, TokenChange
+from app.service.ports import PLAIN_CREATE, CreateTerms, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.errors import Subject, refused_read
@@ -117,19 +117,12 @@ class ZkTokenStore:
             start += len(answers)
         return listed
 
-    def create(
-        self,
-        token: TokenInformation,
-        intent: int | None = None,
-        *,
-        quotas: Sequence[QuotaKey] = (),
-        admit: Callable[[Mapping[QuotaKey, int]], None] | None = None,
-        charge: WriteCharge | None = None,
-    ) -> StoredToken:
+    def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
         compare-and-set (znodes/kts.py): the token is written only if no create charged to the same quota
         committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
         ledger, read in the same round trip. Brokers see the same bytes either way."""
+        intent, quotas, admit, charge = terms.intent, terms.quotas, terms.admit, terms.charge
         subject = _subject(token.token_id)
         ledger_charge = None if charge is None else share_charge(charge)
         retried = False

@@ -12,6 +12,7 @@ from app.domain.errors import TokenQuotaExceeded
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind, TokenQuota
 from app.domain.token_rules import CreateRequest
+from app.service.ports import CreateTerms
 from tests.unit.fakes import NOW
 from tests.unit.service.token_harness import ALICE, DAY, TokenHarness
 
@@ -29,7 +30,7 @@ class Replica(TokenHarness):
     def created_elsewhere(self, token_id: str) -> None:
         """Another replica's create for alice: in the store, its guard moved, not yet in this cache."""
         token = TokenInformation(token_id, ALICE, ALICE, (), NOW, NOW + DAY, NOW + 7 * DAY)
-        self.store.create(token, quotas=[ALICE_QUOTA])
+        self.store.create(token, CreateTerms(quotas=[ALICE_QUOTA]))
 
 
 def test_the_cache_catches_up_only_when_the_guard_moved_since_this_replica_matched_it() -> None:

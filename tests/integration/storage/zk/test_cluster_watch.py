@@ -17,7 +17,7 @@ from app.domain.errors import ClusterMigrating, ClusterNotFound
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
-from app.service.ports import Renewal, TokenChange
+from app.service.ports import CreateTerms, Renewal, TokenChange
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
@@ -128,7 +128,7 @@ def test_a_write_in_flight_when_the_claim_lands_fails_as_a_whole(
     intent = 7
 
     with pytest.raises(ClusterMigrating):
-        ZkTokenStore(zk).create(_token("InFlightTokenAAAAAAAAA"), intent)
+        ZkTokenStore(zk).create(_token("InFlightTokenAAAAAAAAA"), CreateTerms(intent))
 
     assert raw_zk.exists(TokenZNode.path("InFlightTokenAAAAAAAAA")) is None
     assert (

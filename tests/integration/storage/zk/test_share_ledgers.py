@@ -15,7 +15,7 @@ from app.domain.errors import ConcurrentModification, TokenWriteShareExceeded
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_share import ShareLedger
-from app.service.ports import Renewal, StoredToken, TokenChange
+from app.service.ports import CreateTerms, Renewal, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.share_ledgers import LedgerState
 from app.storage.zk.token_store import ZkTokenStore
@@ -60,7 +60,7 @@ def test_a_create_writes_its_charge_in_its_transaction_and_decides_again_after_a
 ) -> None:
     store = ZkTokenStore(zk)
     first = Charge(ALICE)
-    store.create(_token("ChargedFirstAAAAAAAAAA"), charge=first)
+    store.create(_token("ChargedFirstAAAAAAAAAA"), CreateTerms(charge=first))
     assert [state.version for state in first.seen] == [-1]  # no ledger yet
     assert _ledger(raw_zk, ALICE) == (ShareLedger(((MINUTE, 1),)), 0)
 
@@ -69,9 +69,9 @@ def test_a_create_writes_its_charge_in_its_transaction_and_decides_again_after_a
     try:
         second = Charge(ALICE)
         second.between.append(
-            lambda: ZkTokenStore(other).create(_token("ElsewhereAAAAAAAAAAAAA"), charge=Charge(ALICE))
+            lambda: ZkTokenStore(other).create(_token("ElsewhereAAAAAAAAAAAAA"), CreateTerms(charge=Charge(ALICE)))
         )
-        store.create(_token("ChargedSecondAAAAAAAAA"), charge=second)
+        store.create(_token("ChargedSecondAAAAAAAAA"), CreateTerms(charge=second))
     finally:
         other.stop()
     assert [state.version for state in second.seen] == [0, 1]  # lost once, judged again on what the other wrote
@@ -80,7 +80,7 @@ def test_a_create_writes_its_charge_in_its_transaction_and_decides_again_after_a
 
 def test_a_refused_charge_writes_neither_the_token_nor_its_notification(zk: ZkConnection, raw_zk: KazooClient) -> None:
     with pytest.raises(TokenWriteShareExceeded):
-        ZkTokenStore(zk).create(_token("RefusedAAAAAAAAAAAAAAA"), charge=Charge(ALICE, refuse=True))
+        ZkTokenStore(zk).create(_token("RefusedAAAAAAAAAAAAAAA"), CreateTerms(charge=Charge(ALICE, refuse=True)))
     assert raw_zk.exists(TokenZNode.path("RefusedAAAAAAAAAAAAAAA")) is None
     assert raw_zk.get_children(TokenChangeZNode.ROOT) == []
     assert raw_zk.get_children(KtsZNodes.TOKEN_SHARES) == []
@@ -108,7 +108,9 @@ def test_a_batch_of_deletions_charges_several_principals_in_its_transaction_and_
     other.start()
     try:
         alice = Charge(ALICE, 1)
-        alice.between.append(lambda: ZkTokenStore(other).create(_token("AliceElsewhereAAAAAAAA"), charge=Charge(ALICE)))
+        alice.between.append(
+            lambda: ZkTokenStore(other).create(_token("AliceElsewhereAAAAAAAA"), CreateTerms(charge=Charge(ALICE)))
+        )
         store.delete_many(
             [("DelAliceAAAAAAAAAAAAAA", 0, None), ("DelBobAAAAAAAAAAAAAAAA", 0, None)], [alice, Charge(BOB, 1)]
         )
@@ -138,7 +140,7 @@ def test_a_damaged_ledger_is_read_as_empty_and_rewritten(
 ) -> None:
     raw_zk.create(ShareLedgerZNode.path(ALICE), b"not json")
     charge = Charge(ALICE)
-    ZkTokenStore(zk).create(_token("AfterDamageAAAAAAAAAAA"), charge=charge)
+    ZkTokenStore(zk).create(_token("AfterDamageAAAAAAAAAAA"), CreateTerms(charge=charge))
     assert charge.seen == [LedgerState(ShareLedger(), 0)]
     assert _ledger(raw_zk, ALICE) == (ShareLedger(((MINUTE, 1),)), 1)
     assert "unreadable share ledger of User:alice" in caplog.text

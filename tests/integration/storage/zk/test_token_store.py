@@ -13,7 +13,7 @@ from app.domain.errors import ConcurrentModification, TokenNotFound, TokenQuotaE
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
-from app.service.ports import EXPIRE_NOW, Renewal, StoredToken, TokenChange
+from app.service.ports import EXPIRE_NOW, CreateTerms, Renewal, StoredToken, TokenChange
 from app.storage.zk.compare_and_set import MAX_ATTEMPTS
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -142,7 +142,9 @@ def test_a_create_charged_to_quotas_moves_their_guards_and_loses_to_a_create_in_
     alice = QuotaKey(QuotaKind.OWNER, KafkaPrincipal.user("alice"))
     nimbus = QuotaKey(QuotaKind.REQUESTER, KafkaPrincipal("User", "nimbus/host@REALM"))
     judged: list[dict[QuotaKey, int]] = []
-    store.create(_token("GuardedFirstAAAAAAAAAA"), quotas=[alice, nimbus], admit=lambda v: judged.append(dict(v)))
+    store.create(
+        _token("GuardedFirstAAAAAAAAAA"), CreateTerms(quotas=[alice, nimbus], admit=lambda v: judged.append(dict(v)))
+    )
     assert judged == [{alice: -1, nimbus: -1}]  # neither guard existed yet
     assert raw_zk.get_children(KtsZNodes.OWNER_QUOTAS) == ["User%3Aalice"]
     assert raw_zk.get_children(KtsZNodes.REQUESTER_QUOTAS) == ["User%3Animbus%2Fhost%40REALM"]
@@ -156,9 +158,9 @@ def test_a_create_charged_to_quotas_moves_their_guards_and_loses_to_a_create_in_
         def admit(versions: Mapping[QuotaKey, int]) -> None:
             judged.append(dict(versions))
             if len(judged) == 1:  # another replica creates for alice between the judgement and the write
-                ZkTokenStore(other).create(_token("GuardedElsewhereAAAAAA"), quotas=[alice])
+                ZkTokenStore(other).create(_token("GuardedElsewhereAAAAAA"), CreateTerms(quotas=[alice]))
 
-        store.create(_token("GuardedSecondAAAAAAAAA"), quotas=[alice], admit=admit)
+        store.create(_token("GuardedSecondAAAAAAAAA"), CreateTerms(quotas=[alice], admit=admit))
     finally:
         other.stop()
     assert judged == [{alice: 0}, {alice: 1}]  # judged again at the version the other create left
@@ -174,7 +176,7 @@ def test_what_admit_raises_ends_the_create_and_writes_nothing(store: ZkTokenStor
         raise TokenQuotaExceeded("over")
 
     with pytest.raises(TokenQuotaExceeded):
-        store.create(_token("RefusedByQuotaAAAAAAAA"), quotas=[key], admit=refuse)
+        store.create(_token("RefusedByQuotaAAAAAAAA"), CreateTerms(quotas=[key], admit=refuse))
     assert raw_zk.exists(TokenZNode.path("RefusedByQuotaAAAAAAAA")) is None
     assert raw_zk.exists(KtsZNodes.quota_guard(key)) is None
     assert raw_zk.get_children(TokenChangeZNode.ROOT) == []

@@ -19,6 +19,7 @@ from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
+from app.service.ports import CreateTerms
 from app.storage.zk.acl_store import ZkAclStore
 from app.storage.zk.client_security import ZkClientSecurity, client_security
 from app.storage.zk.connection import ZkConnection
@@ -91,7 +92,7 @@ def as_kts(sasl_zookeeper: SaslZooKeeper, secure_connect: str, secure_zk: ZkConn
 def test_token_znodes_are_creator_only_and_notifications_world_readable(
     secure_zk: ZkConnection, as_kts: KazooClient, sasl_zookeeper: SaslZooKeeper, secure_connect: str
 ) -> None:
-    ZkTokenStore(secure_zk).create(_token(), intent=7)
+    ZkTokenStore(secure_zk).create(_token(), CreateTerms(7))
 
     assert _acls(as_kts, TokenZNode.path(TOKEN_ID)) == CREATOR_ONLY
     assert _acls(as_kts, TokenZNode.ROOT) == CREATOR_ONLY
@@ -249,7 +250,7 @@ def test_without_set_acl_every_znode_stays_open_to_the_world(
     connection = ZkConnection(connect, session_timeout_ms=6000, security=security)
     connection.start()
     try:
-        ZkTokenStore(connection).create(_token(), intent=1)
+        ZkTokenStore(connection).create(_token(), CreateTerms(1))
         client = connection.client
         for path in (
             TokenZNode.path(TOKEN_ID),

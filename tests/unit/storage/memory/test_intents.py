@@ -13,7 +13,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.service.ports import Expiry, StoredToken, TokenChange
+from app.service.ports import CreateTerms, Expiry, StoredToken, TokenChange
 from app.storage.memory.acls import MemoryAclStore
 from app.storage.memory.intents import MemoryIntentStore
 from app.storage.memory.tokens import MemoryTokenStore
@@ -26,7 +26,7 @@ def test_a_write_marks_its_intent_and_a_refused_one_does_not() -> None:
     intents = MemoryIntentStore()
     tokens = MemoryTokenStore(TokenSecret("secret"), intents)
     token = TokenInformation(tokens.next_token_id(), ALICE, ALICE, (), 1000, 2000, 9000)
-    tokens.create(token, 1)
+    tokens.create(token, CreateTerms(1))
 
     def refuse(stored: StoredToken) -> TokenChange[None]:
         raise TokenExpired("no")
