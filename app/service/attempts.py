@@ -6,15 +6,14 @@ user or token join one burst per address, summarised with a few sample names.
 A refused attempt raises ``TooManyAttempts`` (429 with Retry-After) before its credentials are looked at.
 A summary written while serving another client's request carries the summarised client's address.
 
-The composition root builds one guard per kind of attempt from the ``auth.failures.*`` settings (none when
-turned off). The guard depends on the ``AttemptRule`` protocol, not on the throttle itself. The login guard
-also holds the per-account lockout (``app/service/lockout.py``, ``auth.lockout.*``): then password logins are
-the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is locked, counted
-in its burst like the throttle's own refusals; otherwise its check waits its turn (``app/service/check_gate.py``:
-one check per account at a time, each counted before the next runs), unless an identical attempt's verdict
-answers it. A super user's login from an exempt address skips the lockout, not the throttle: its failures are
-charged to its (subject, address) pair, so it is refused after ``auth.failures.max`` as a pair is anywhere;
-any other account is locked from an exempt address as from anywhere.
+The composition root builds one guard per kind of attempt from the ``auth.failures.*`` settings (none when turned
+off). The login guard also holds the per-account lockout (``app/service/lockout.py``, ``auth.lockout.*``): then
+password logins are the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is
+locked, counted in its burst like the throttle's own refusals; otherwise its check waits its turn
+(``app/service/check_gate.py``: one check per account at a time, each counted before the next runs), unless an
+identical attempt's verdict answers it. A super user's login from an exempt address skips the lockout, not the
+throttle: its failures are charged to its (subject, address) pair, so it is refused after ``auth.failures.max`` as a
+pair is anywhere; any other account is locked from an exempt address as from anywhere.
 """
 
 from __future__ import annotations
@@ -23,12 +22,12 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from app.domain.audit import Action, AuditEvent, Outcome, RequestContext
 from app.domain.errors import AccountLocked, NotAuthenticated, TooManyAttempts
 from app.domain.lockout import account_key
-from app.domain.throttle import TOKEN_SUBJECT_PREFIX, Admission, AuditPlan, BurstSummary
+from app.domain.throttle import TOKEN_SUBJECT_PREFIX, Admission, AuditPlan, BurstSummary, FailureThrottle
 from app.service.audit import Auditor, request_context
 from app.service.check_gate import CheckGate, Flight
 from app.service.lockout import ACCOUNT_PREFIX, AccountLocks
@@ -39,28 +38,6 @@ T = TypeVar("T")
 CHECK_WAIT_S = 5.0
 BUSY_RETRY_MS = 1_000
 THROTTLED = "Too many failed attempts."
-
-
-class AttemptRule(Protocol):
-    """Decides which attempts go ahead and which records they leave (``app/domain/throttle.FailureThrottle``)."""
-
-    def admit(self, address: str, subject: str | None) -> Admission: ...
-
-    def failed(
-        self,
-        address: str,
-        subject: str | None,
-        *,
-        count_subject: bool = True,
-        count_pair: bool | None = None,
-        known: bool = True,
-    ) -> AuditPlan: ...
-
-    def succeeded(self, address: str, subject: str | None) -> None: ...
-
-    def refuse(self, address: str, subject: str | None, retry_after_ms: int) -> Admission: ...
-
-    def flush(self) -> list[BurstSummary]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +56,7 @@ Describe = Callable[[str], AuditEvent]
 class AttemptGuard:
     def __init__(
         self,
-        throttle: AttemptRule,
+        throttle: FailureThrottle,
         auditor: Auditor,
         action: Action,
         *,

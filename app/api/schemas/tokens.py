@@ -100,13 +100,13 @@ class VerifyRequest(RequestModel):
 
 
 class Token(BaseModel):
-    tokenId: str
-    owner: str
-    tokenRequester: str
-    renewers: list[str]
-    issueTimestamp: int
-    expiryTimestamp: int
-    maxTimestamp: int
+    tokenId: str = Field(description="The token's id: its SCRAM user name when a client logs in with it.")
+    owner: str = Field(description="The principal the token authenticates as.")
+    tokenRequester: str = Field(description="Who asked for it: the owner, or a service acting for it (KIP-373).")
+    renewers: list[str] = Field(description="The principals who may renew or expire it, besides its owner.")
+    issueTimestamp: int = Field(description="When it was issued, in milliseconds since the epoch.")
+    expiryTimestamp: int = Field(description="When it expires unless renewed, in milliseconds since the epoch.")
+    maxTimestamp: int = Field(description="The latest its renewals can take it to, in milliseconds since the epoch.")
     expired: bool = Field(
         False, description="Past its expiry (or maximum) time: it no longer authenticates; the sweeper deletes it."
     )
