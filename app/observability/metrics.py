@@ -67,7 +67,7 @@ class ZooKeeperReadings:
     # renews are refused; None when ZooKeeper cannot be read.
     child_lists: Callable[[], list[ChildListFigures] | None] = lambda: None
     cluster_phase: Callable[[], str | None] = lambda: None  # one of CLUSTER_PHASES (None: not known)
-    # Change notifications this replica wrote for the KRaft controller's token changes (app/service/token_bridge.py).
+    # Change notifications this replica wrote for the KRaft controller's token changes (app/storage/zk/token_bridge.py).
     bridged_notifications: Callable[[], int] = lambda: 0
 
 

@@ -28,7 +28,6 @@ from app.service.audit import AuditLog, Auditor, AuditReconciler
 from app.service.backend import Bound, Duty, LeaderWork, OwnLogin
 from app.service.ports import LockoutStore
 from app.service.readiness import Readiness
-from app.service.token_bridge import TokenBridge
 from app.storage.loaded_for_good import reloaded_for_good
 from app.storage.zk.acl_cache import AclCache
 from app.storage.zk.acl_store import ZkAclStore
@@ -46,6 +45,7 @@ from app.storage.zk.notification_purger import NotificationPurger
 from app.storage.zk.secret_fingerprint_store import ZkSecretFingerprintStore
 from app.storage.zk.settings import ZooKeeperSettings
 from app.storage.zk.sweeper import Sweeper
+from app.storage.zk.token_bridge import TokenBridge
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_changes import ZkTokenChanges
 from app.storage.zk.token_shares import TokenShares

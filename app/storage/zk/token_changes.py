@@ -1,4 +1,4 @@
-"""The token znodes and their change notifications as the dual-write bridge sees them (app/service/token_bridge.py,
+"""The token znodes and their change notifications as the dual-write bridge sees them (app/storage/zk/token_bridge.py,
 app/domain/token_bridge.py say why and when), and the one thing the bridge writes: a change notification exactly as
 a broker writes it (``/delegation_token/token_changes/token_change_<seq>`` holding the token id).
 

@@ -23,13 +23,13 @@ from app.domain.cluster_migration import Phase
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.service.audit import Auditor
-from app.service.token_bridge import TokenBridge
 from app.storage.audit import migrations
 from app.storage.audit.database import make_engine
 from app.storage.audit.sink import SqlAuditLog
 from app.storage.zk.cluster_watch import ClusterWatch
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
+from app.storage.zk.token_bridge import TokenBridge
 from app.storage.zk.token_changes import ZkTokenChanges
 from app.storage.zk.token_store import ZkTokenStore
 from app.storage.zk.znodes import TokenChangeZNode, TokenZNode
