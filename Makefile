@@ -46,7 +46,7 @@ PYTEST_PARALLEL = $(PY) -m pytest --dist loadgroup --basetemp="$$(mktemp -d /tmp
 # Runs the commands of $(2), one after another until one fails, then prints how long $(1) took and passes its status on.
 define timed
 	@SECONDS=0; status=0; \
-	{ set -x; $(2); } || status=$$?; { set +x; } 2>/dev/null; \
+	{ set -x; $(2); } || { status=$$?; set +x; } 2>/dev/null; { set +x; } 2>/dev/null; \
 	echo "make $(1): $$( [ $$status = 0 ] && echo passed || echo FAILED ) in $$((SECONDS / 60)) min $$((SECONDS % 60)) s"; \
 	exit $$status
 endef
