@@ -119,7 +119,7 @@ def test_ci_installs_everything_and_runs_make_test() -> None:
 
 def test_make_test_runs_every_test_in_parallel_and_prints_how_long_it_took(test: Plan) -> None:
     (command,) = [command for command in test.commands if "-m pytest" in command]
-    assert " -n 4 " in command and "--dist loadgroup" in command and "--reruns 1" in command
+    assert " -n 4 " in command and "--dist loadfile" in command and "--reruns 1" in command
     assert " -m " not in command.split("-m pytest", 1)[1]  # every test: no marker selects a part
     assert 'echo "make test: ' in command and command.rstrip().endswith("exit $status")  # pytest's status, kept
 
@@ -157,5 +157,5 @@ def test_the_fast_tier_takes_the_api_tests_on_zookeeper_and_leaves_the_brokers_a
 @pytest.mark.timeout(600)
 def test_a_parallel_run_of_no_test_fails() -> None:
     """pytest exits 5 when every test was deselected, workers or not: make passes it on, so it is never green."""
-    result = pytest_in_checkout("-n", "1", "--dist", "loadgroup", "-m", "check", "tests/deploy/test_makefile.py")
+    result = pytest_in_checkout("-n", "1", "--dist", "loadfile", "-m", "check", "tests/deploy/test_makefile.py")
     assert result.returncode == 5, result.stdout[-2000:]
