@@ -34,19 +34,19 @@ run: run-deps
 # A base temp dir of its own: pytest prunes old ones at start, which would pull the data directories of
 # ZooKeeper and PostgreSQL from under another test run on the same machine.
 # Worker processes (pytest-xdist): most tests wait on a server (ZooKeeper, a broker, Spark, Chromium), so more
-# workers than cores pay; each worker starts the session's servers it needs once. --dist loadgroup keeps the tests
-# of one group on one worker (tests/conftest.py's xdist_group: a broker's, Spark's, a module fixture's), so that
-# what they share starts once. TEST_WORKERS=0 runs in this process, one test after another.
+# workers than cores pay; each worker starts the session's servers it needs once (ZooKeeper, PostgreSQL, a broker,
+# Spark), and --dist loadfile keeps the tests of one file on one worker, so that a module's fixture (a broker of its
+# own, a kts stack, a Helm render) starts once. TEST_WORKERS=0 runs in this process, one test after another.
 # A failed test runs once more: real servers on a loaded 2-core machine time out now and then. A test that
 # passes only the second time still shows in the summary ("R" lines, "N rerun"): treat it as a bug to fix.
 # pytest exits 5 when no test ran (all deselected included), which fails the target: an empty run is never green.
 TEST_WORKERS ?= 4
 CHECK_WORKERS ?= 2
-PYTEST_PARALLEL = $(PY) -m pytest --dist loadgroup --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
+PYTEST_PARALLEL = $(PY) -m pytest --dist loadfile --basetemp="$$(mktemp -d /tmp/kts-tests-XXXXXX)"
 # Runs the commands of $(2), one after another until one fails, then prints how long $(1) took and passes its status on.
 define timed
 	@SECONDS=0; status=0; \
-	{ set -x; $(2); } || status=$$?; { set +x; } 2>/dev/null; \
+	{ set -x; $(2); } || { status=$$?; set +x; } 2>/dev/null; { set +x; } 2>/dev/null; \
 	echo "make $(1): $$( [ $$status = 0 ] && echo passed || echo FAILED ) in $$((SECONDS / 60)) min $$((SECONDS % 60)) s"; \
 	exit $$status
 endef

@@ -302,31 +302,9 @@ def in_check_tier(item: pytest.Item) -> bool:
     return not on_postgres and not NOT_IN_CHECK & set(getattr(item, "fixturenames", ()))
 
 
-def xdist_group(item: pytest.Item) -> str | None:
-    """The worker group of a test under ``pytest -n N --dist loadgroup`` (make test, make check): the tests of a
-    group run one after another on one worker, so what they share starts once in the run, not once per worker.
-    On a broker: that broker (the two session brokers start once each, not on every worker); on Spark: one
-    ``local[2]`` session, which takes both cores whenever it computes; on a module-scoped fixture (brokers of a
-    module's own, a Helm render, a Docker build): its module."""
-    mode = broker_mode(item)
-    if mode is not None:
-        return f"kafka-{mode}"
-    fixtures = getattr(item, "_fixtureinfo", None)
-    if fixtures is None:
-        return None
-    if "spark" in fixtures.name2fixturedefs:
-        return "spark"
-    for definitions in fixtures.name2fixturedefs.values():
-        if definitions and definitions[-1].scope == "module":
-            return item.nodeid.split("::", 1)[0]
-    return None
-
-
-# tryfirst: pytest-xdist reads the ``xdist_group`` markers in a collection hook of its own, which must see them.
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest), the
-    fast tier's the ``check`` marker (``-m check``, make check), and each test its worker group (``xdist_group``).
+    """Tests on a real broker carry the ``kafka`` marker (``-m kafka`` runs them, ``-m "not kafka"`` the rest), and
+    the fast tier's tests the ``check`` marker (``-m check``, make check).
     With ``--kafka-release``, only the tests on that release's mode run (the other mode's broker never starts)."""
     chosen = config.getoption("--kafka-release")
     if chosen is not None:
@@ -342,9 +320,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(KAFKA_TEST_TIMEOUT_S))
         if in_check_tier(item):
             item.add_marker(pytest.mark.check)
-        group = xdist_group(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

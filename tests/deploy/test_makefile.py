@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import shlex
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,7 +119,7 @@ def test_ci_installs_everything_and_runs_make_test() -> None:
 
 def test_make_test_runs_every_test_in_parallel_and_prints_how_long_it_took(test: Plan) -> None:
     (command,) = [command for command in test.commands if "-m pytest" in command]
-    assert " -n 4 " in command and "--dist loadgroup" in command and "--reruns 1" in command
+    assert " -n 4 " in command and "--dist loadfile" in command and "--reruns 1" in command
     assert " -m " not in command.split("-m pytest", 1)[1]  # every test: no marker selects a part
     assert 'echo "make test: ' in command and command.rstrip().endswith("exit $status")  # pytest's status, kept
 
@@ -130,3 +131,31 @@ def test_make_check_lints_type_checks_and_runs_the_fast_tier(tmp_path: Path) -> 
     assert [command.index(step) for step in steps] == sorted(command.index(step) for step in steps)
     assert "-m check tests/unit tests/api" in command and " -n 2 " in command
     assert 'echo "make check: ' in command and command.rstrip().endswith("exit $status")
+
+
+def pytest_in_checkout(*arguments: str) -> subprocess.CompletedProcess[str]:
+    """pytest in a process of its own on this checkout (its start imports the app: slow on a loaded machine)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+
+
+@pytest.mark.timeout(600)
+def test_the_fast_tier_takes_the_api_tests_on_zookeeper_and_leaves_the_brokers_and_postgresql_to_make_test() -> None:
+    files = ("tests/api/test_backends.py", "tests/api/test_audit_jobs.py")
+    listed = pytest_in_checkout("--collect-only", "-q", "-m", "check", *files).stdout
+    chosen = [line for line in listed.splitlines() if "::" in line]
+    assert [name for name in chosen if "[zookeeper" in name]  # the positive controls: the tier is not empty
+    assert [name for name in chosen if "[sqlite]" in name]
+    assert not [name for name in chosen if "[kraft" in name or "[zk-broker" in name or "[postgresql]" in name]
+
+
+@pytest.mark.timeout(600)
+def test_a_parallel_run_of_no_test_fails() -> None:
+    """pytest exits 5 when every test was deselected, workers or not: make passes it on, so it is never green."""
+    result = pytest_in_checkout("-n", "1", "--dist", "loadfile", "-m", "check", "tests/deploy/test_makefile.py")
+    assert result.returncode == 5, result.stdout[-2000:]
