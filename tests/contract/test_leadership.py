@@ -24,40 +24,10 @@ from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
 from tests.engines import migrated
 from tests.postgres_server import PostgresServer
+from tests.work_log import WorkLog
 
 IDENTIFIERS = ("replica-a", "replica-b", "replica-c")
 Work = Callable[[threading.Event], None]
-
-
-class WorkLog:
-    """Shared by the replicas' work functions: who leads now, who led, how many worked at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.active: list[str] = []
-        self.max_active = 0
-        self.leaders: list[str] = []
-        self.ended: list[tuple[str, bool]] = []  # (identifier, whether ``lost`` was set when its work returned)
-
-    def work_for(self, identifier: str) -> Work:
-        def work(lost: threading.Event) -> None:
-            with self._lock:
-                self.active.append(identifier)
-                self.max_active = max(self.max_active, len(self.active))
-                self.leaders.append(identifier)
-            try:
-                lost.wait(timeout=60)
-            finally:
-                with self._lock:
-                    self.active.remove(identifier)
-                    self.ended.append((identifier, lost.is_set()))
-
-        return work
-
-    @property
-    def current(self) -> str | None:
-        with self._lock:
-            return self.active[0] if len(self.active) == 1 else None
 
 
 @dataclass

@@ -23,6 +23,7 @@ from app.storage.sql.leadership import DbLeadership, LeaseTable, Term, holds
 from app.storage.sql.replicas import ReplicaRegistry
 from app.storage.sql.tables import leader_leases, replicas
 from tests.api.helpers import eventually
+from tests.work_log import WorkLog
 
 ROOT = Path(__file__).resolve().parents[4]
 NAME = "test-leadership"
@@ -44,35 +45,6 @@ class RecordingEvent(threading.Event):
     def clear(self) -> None:
         self.set_at = None
         super().clear()
-
-
-class WorkLog:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.active: list[str] = []
-        self.max_active = 0
-        self.leaders: list[tuple[str, float]] = []  # (identifier, when its work started)
-        self.ended: list[tuple[str, bool]] = []
-
-    def work_for(self, identifier: str) -> Callable[[threading.Event], None]:
-        def work(lost: threading.Event) -> None:
-            with self._lock:
-                self.active.append(identifier)
-                self.max_active = max(self.max_active, len(self.active))
-                self.leaders.append((identifier, time.monotonic()))
-            try:
-                lost.wait(timeout=60)
-            finally:
-                with self._lock:
-                    self.active.remove(identifier)
-                    self.ended.append((identifier, lost.is_set()))
-
-        return work
-
-    @property
-    def current(self) -> str | None:
-        with self._lock:
-            return self.active[0] if len(self.active) == 1 else None
 
 
 @pytest.fixture
@@ -120,7 +92,11 @@ def test_a_leader_that_cannot_renew_gives_up_before_another_takes_over(
     old._table.renew = stuck  # type: ignore[method-assign]
 
     eventually(lambda: work_log.current not in (None, old.identifier))
-    new_started = next(started for identifier, started in work_log.leaders if identifier != old.identifier)
+    new_started = next(
+        started
+        for identifier, started in zip(work_log.leaders, work_log.started, strict=True)
+        if identifier != old.identifier
+    )
     lost = old._lost
     assert isinstance(lost, RecordingEvent) and lost.set_at is not None
     assert lost.set_at < new_started

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,39 +19,9 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
+from tests.work_log import WorkLog
 
 IDENTIFIERS = ("replica-a", "replica-b", "replica-c")
-
-
-class WorkLog:
-    """Shared by the replicas' work functions: who leads now, who led, how many worked at once."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.active: list[str] = []
-        self.max_active = 0
-        self.leaders: list[str] = []
-        self.ended: list[tuple[str, bool]] = []  # (identifier, whether ``lost`` was set when its work returned)
-
-    def work_for(self, identifier: str) -> Callable[[threading.Event], None]:
-        def work(lost: threading.Event) -> None:
-            with self._lock:
-                self.active.append(identifier)
-                self.max_active = max(self.max_active, len(self.active))
-                self.leaders.append(identifier)
-            try:
-                lost.wait(timeout=30)
-            finally:
-                with self._lock:
-                    self.active.remove(identifier)
-                    self.ended.append((identifier, lost.is_set()))
-
-        return work
-
-    @property
-    def current(self) -> str | None:
-        with self._lock:
-            return self.active[0] if len(self.active) == 1 else None
 
 
 class Replica:
@@ -69,7 +39,7 @@ class Replica:
 
 @pytest.fixture
 def work_log() -> WorkLog:
-    return WorkLog()
+    return WorkLog(hold_s=30)
 
 
 @pytest.fixture
@@ -152,7 +122,7 @@ def test_after_a_zookeeper_restart_the_leaders_work_returns_and_exactly_one_repl
 ) -> None:
     zookeeper = EmbeddedZooKeeper(tmp_path / "zk")
     zookeeper.start()
-    work_log = WorkLog()
+    work_log = WorkLog(hold_s=30)
     started: list[Replica] = []
     try:
         started = [Replica(f"{zookeeper.connect_string}/kts", name, work_log) for name in IDENTIFIERS[:2]]
