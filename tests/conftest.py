@@ -320,30 +320,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.timeout(KAFKA_TEST_TIMEOUT_S))
         if in_check_tier(item):
             item.add_marker(pytest.mark.check)
-    items.sort(key=_start_rank)  # stable: a module's tests keep their order
-
-
-# The files that take minutes each (a Spark cluster, a Flink job, the fuzzing, the fault matrix), then the rest of
-# the processes and brokers, then what runs in this process: a parallel run hands files out in this order, so the
-# longest start first rather than last behind thousands of quick ones.
-START_FIRST = (
-    "tests/integration/analytics/",
-    "tests/e2e/jvm/",
-    "tests/e2e/test_fuzz.py",
-    "tests/e2e/test_fault_matrix.py",
-    "tests/e2e/kafka/",
-    "tests/e2e/",
-    "tests/unit/analytics/",
-    "tests/integration/",
-    "tests/contract/",
-    "tests/deploy/",
-    "tests/api/",
-)
-
-
-def _start_rank(item: pytest.Item) -> int:
-    path = item.nodeid.split("::", 1)[0]
-    return next((rank for rank, prefix in enumerate(START_FIRST) if path.startswith(prefix)), len(START_FIRST))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
