@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine
@@ -33,3 +34,12 @@ def migrated(url: str) -> str:
     migrations.upgrade(engine)
     engine.dispose()
     return url
+
+
+def migrated_database(request: pytest.FixtureRequest, tmp_path: Path, kind: str) -> str:
+    """A fresh audit database at head, ``sqlite`` (a file of the test's own) or ``postgresql`` (a database of the
+    session's server): where the stores that share the audit database keep what replicas share."""
+    if kind == "sqlite":
+        return migrated(f"sqlite:///{tmp_path / 'audit.db'}")
+    assert kind == "postgresql", kind
+    return migrated(request.getfixturevalue("postgres").create_database())

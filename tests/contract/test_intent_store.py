@@ -23,8 +23,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.intent_store import ZkIntentStore
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
-from tests.engines import migrated
-from tests.postgres_server import PostgresServer
+from tests.engines import migrated_database
 
 
 @dataclass
@@ -56,11 +55,8 @@ def _database(request: pytest.FixtureRequest, url: str) -> Iterator[Intents]:
 def intents(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Intents]:
     if request.param == "zookeeper":
         yield from _zookeeper(request)
-    elif request.param == "sqlite":
-        yield from _database(request, migrated(f"sqlite:///{tmp_path / 'audit.db'}"))
-    elif request.param == "postgresql":
-        server: PostgresServer = request.getfixturevalue("postgres")
-        yield from _database(request, migrated(server.create_database()))
+    elif request.param in ("sqlite", "postgresql"):
+        yield from _database(request, migrated_database(request, tmp_path, request.param))
     else:
         store = MemoryIntentStore()
         yield Intents("memory", store, store.mark)

@@ -22,8 +22,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.election import Leadership
 from app.storage.zk.znodes import KtsZNodes
 from tests.api.helpers import eventually
-from tests.engines import migrated
-from tests.postgres_server import PostgresServer
+from tests.engines import migrated_database
 from tests.work_log import WorkLog
 
 IDENTIFIERS = ("replica-a", "replica-b", "replica-c")
@@ -86,11 +85,8 @@ def _stop_all(contenders: Contenders) -> None:
 def contenders(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Contenders]:
     if request.param == "zookeeper":
         yield from _zookeeper(request)
-    elif request.param == "sqlite":
-        yield from _database(request, migrated(f"sqlite:///{tmp_path / 'audit.db'}"))
-    elif request.param == "postgresql":
-        server: PostgresServer = request.getfixturevalue("postgres")
-        yield from _database(request, migrated(server.create_database()))
+    elif request.param in ("sqlite", "postgresql"):
+        yield from _database(request, migrated_database(request, tmp_path, request.param))
     else:
         yield from _memory()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,8 +24,7 @@ from app.storage.zk.connection import ZkConnection
 from app.storage.zk.lockout_store import ZkLockoutStore
 from tests.api.helpers import eventually
 from tests.clocks import ShiftedClock
-from tests.engines import migrated
-from tests.postgres_server import PostgresServer
+from tests.engines import migrated_database
 
 DURATION = 600_000
 HOUR = 3_600_000
@@ -91,14 +91,11 @@ def _memory() -> Iterator[Lockouts]:
 
 
 @pytest.fixture(params=["zookeeper", "sqlite", "postgresql", "memory"])
-def lockouts(request: pytest.FixtureRequest, tmp_path: Any) -> Iterator[Lockouts]:
+def lockouts(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lockouts]:
     if request.param == "zookeeper":
         yield from _zookeeper(request)
-    elif request.param == "sqlite":
-        yield from _database(request, migrated(f"sqlite:///{tmp_path / 'audit.db'}"))
-    elif request.param == "postgresql":
-        server: PostgresServer = request.getfixturevalue("postgres")
-        yield from _database(request, migrated(server.create_database()))
+    elif request.param in ("sqlite", "postgresql"):
+        yield from _database(request, migrated_database(request, tmp_path, request.param))
     else:
         yield from _memory()
 
