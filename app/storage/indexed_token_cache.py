@@ -21,6 +21,7 @@ from app.storage.token_index import TokenIndex
 
 class IndexedTokenCache:
     def __init__(self, secret: TokenSecret) -> None:
+        self._secret = secret
         self._index = TokenIndex(secret)
         self._lock = threading.Lock()
         self.loaded = False

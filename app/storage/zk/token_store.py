@@ -8,7 +8,7 @@ that tells brokers to re-read it. Either both happen or neither does.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
 from kazoo.exceptions import NoNodeError
@@ -100,22 +100,27 @@ class ZkTokenStore:
 
     def list(self) -> list[StoredToken]:
         """Every readable token (a token deleted between the listing and its read is left out)."""
+        return [stored for batch in self.list_batches() for stored in batch]
+
+    def list_batches(self) -> Iterator[list[StoredToken]]:
+        """``list``, a batch of reads at a time as their answers come, while the next batches are being read: a
+        caller that indexes each batch as it comes (start-up) does so while ZooKeeper answers the rest."""
         self._zk.ensure_connected()
         try:
             token_ids = list(self._zk.wait(self._zk.client.get_children_async(TokenZNode.ROOT)))
         except NoNodeError:
-            return []
-        # Decoded a batch at a time, as the answers come: the raw answers of 100k znodes (their data and Stats)
-        # would otherwise all be held at once, and the memory they take is not given back to the system.
-        listed = []
+            return
+        # Decoded a batch at a time: the raw answers of 100k znodes (their data and Stats) would otherwise all be
+        # held at once, and the memory they take is not given back to the system.
         start = 0
         for answers in self._zk.read_batches([TokenZNode.path(token_id) for token_id in token_ids]):
+            batch = []
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
                 stored = self._answered(token_id, answer)
                 if stored is not None:
-                    listed.append(stored)
+                    batch.append(stored)
             start += len(answers)
-        return listed
+            yield batch
 
     def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
