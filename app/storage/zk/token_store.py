@@ -98,10 +98,6 @@ class ZkTokenStore:
     def _ledger_versions(self, paths: list[str]) -> list[int]:
         return [ABSENT if isinstance(answer, Exception) else answer[1].version for answer in self._zk.read_many(paths)]
 
-    def list(self) -> list[StoredToken]:
-        """Every readable token (a token deleted between the listing and its read is left out)."""
-        return [stored for batch in self.list_batches() for stored in batch]
-
     def list_batches(self) -> Iterator[list[StoredToken]]:
         """``list``, a batch of reads at a time as their answers come, while the next batches are being read: a
         caller that indexes each batch as it comes (start-up) does so while ZooKeeper answers the rest."""
@@ -121,6 +117,10 @@ class ZkTokenStore:
                     batch.append(stored)
             start += len(answers)
             yield batch
+
+    def list(self) -> list[StoredToken]:
+        """Every readable token (a token deleted between the listing and its read is left out)."""
+        return [stored for batch in self.list_batches() for stored in batch]
 
     def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
