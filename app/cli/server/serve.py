@@ -27,13 +27,12 @@ from typing import Any
 
 import uvicorn
 
-from app.api.app import create_app
-from app.api.management import MANAGEMENT_PATHS, create_management_app
 from app.cli.server.connection_slots import ListenerSlots
 from app.cli.server.logging_config import LogFormat, configure_logging
 from app.cli.server.tls import server_context
 from app.cli.server.uvicorn_h11 import limited_protocol
 from app.domain.errors import StoreUnavailable
+from app.runtime import start_early
 from app.settings import ConfigError, Settings, allow_everyone_warning, jwt_super_user_warnings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
@@ -223,8 +222,14 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     if (descriptors := raise_open_file_limit(settings)) is not None:
         log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
+    # The runtime starts first, in the background: the HTTP layer is imported and built while ZooKeeper answers
+    # the start's reads, and the app's lifespan waits for it (app/runtime.py's EarlyStart).
+    early = start_early(settings)
+    from app.api.app import create_app
+    from app.api.management import MANAGEMENT_PATHS, create_management_app
+
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    app = create_app(settings)
+    app = create_app(settings, early=early)
     server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings), log_config=None))
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
