@@ -74,6 +74,9 @@ class TokenIndex:
         self._versions: dict[str, int] = {}  # only the versions that are not 0
         self._by_hmac: dict[int, str] = {}  # by the HMAC's first 60 bits (``_hmac_key``)
         self._hmac_collisions: dict[bytes, str] = {}  # by the whole HMAC, should two share their first 60 bits
+        # False after a load until the first lookup by HMAC (``find_by_hmac``) indexes every token: start-up does
+        # not wait for 100k HMAC-SHA512s that only renewals and expiries by HMAC need.
+        self._hmacs_indexed = True
         self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
         self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
         # Only tokens requested for another owner: the owner index holds the rest (and memory is per token).
@@ -95,7 +98,15 @@ class TokenIndex:
         token = self._tokens.get(token_id)
         return None if token is None else StoredToken(token, self._versions.get(token_id, 0))
 
+    @property
+    def hmacs_indexed(self) -> bool:
+        """Whether every token is indexed by HMAC (else the next ``find_by_hmac`` indexes them, which writes)."""
+        return self._hmacs_indexed
+
     def find_by_hmac(self, mac: bytes) -> str | None:
+        if not self._hmacs_indexed:
+            self._index_hmacs(self._tokens)
+            self._hmacs_indexed = True
         found = self._hmac_collisions.get(mac)
         if found is not None:
             return found
@@ -140,9 +151,8 @@ class TokenIndex:
         self._tokens[token_id] = token
         if stored.version:
             self._versions[token_id] = stored.version
-        mac = self._secret.hmac(token_id)
-        if self._by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
-            self._hmac_collisions[mac] = token_id
+        if self._hmacs_indexed:
+            self._index_hmacs((token_id,))
         self._ordered.add(token.token_id)
         self._ends.add(_end(token))
         self._requested[token.token_requester] += 1
@@ -158,11 +168,12 @@ class TokenIndex:
         if old is None:
             return
         self._versions.pop(token_id, None)
-        mac = self._secret.hmac(token_id)
-        if self._hmac_collisions.get(mac) == token_id:
-            del self._hmac_collisions[mac]
-        elif self._by_hmac.get(_hmac_key(mac)) == token_id:
-            del self._by_hmac[_hmac_key(mac)]
+        if self._hmacs_indexed:
+            mac = self._secret.hmac(token_id)
+            if self._hmac_collisions.get(mac) == token_id:
+                del self._hmac_collisions[mac]
+            elif self._by_hmac.get(_hmac_key(mac)) == token_id:
+                del self._by_hmac[_hmac_key(mac)]
         self._ordered.discard(token_id)
         self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
         requester = old.token_requester
@@ -191,7 +202,7 @@ class TokenIndex:
         for index in self._indexes:
             index.clear()
         tokens, versions = self._tokens, self._versions
-        by_hmac, collisions = self._by_hmac, self._hmac_collisions
+        self._hmacs_indexed = False  # by the first lookup by HMAC
         for batch in batches:
             added: list[TokenInformation] = []
             # A token given twice (no listing does) ends in its later state, as after ``replace``.
@@ -203,16 +214,20 @@ class TokenIndex:
                 if stored.version:
                     versions[token_id] = stored.version
                 added.append(token)
-            ids = [token.token_id for token in added]
-            for token_id, mac in zip(ids, self._secret.hmacs(ids), strict=True):
-                if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
-                    collisions[mac] = token_id
             for index in self._indexes:
                 index.add_all(added)
             self._requested.update(token.token_requester for token in added)
         self._ordered.update(tokens)
         self._ends.update(_end(token) for token in tokens.values())
         return len(tokens)
+
+    def _index_hmacs(self, token_ids: Iterable[str]) -> None:
+        """Index ``token_ids`` by HMAC, with the key prepared once for them all (``TokenSecret.hmacs``)."""
+        by_hmac, collisions = self._by_hmac, self._hmac_collisions
+        ids = list(token_ids)
+        for token_id, mac in zip(ids, self._secret.hmacs(ids), strict=True):
+            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+                collisions[mac] = token_id
 
     def _stored(self, token: TokenInformation) -> StoredToken:
         return StoredToken(token, self._versions.get(token.token_id, 0))

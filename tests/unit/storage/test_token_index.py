@@ -150,3 +150,21 @@ def test_principal_indexes_follow_owners_and_renewers() -> None:
     ]
     index.drop("IndexTokenAAAAAAAAAAAA")
     assert [stored.token.token_id for stored in index.related_to([ALICE, BOB])] == ["IndexTokenBBBBBBBBBBBB"]
+
+
+def test_a_load_leaves_the_hmac_index_to_the_first_lookup_by_hmac_which_finds_what_was_changed_meanwhile() -> None:
+    tokens = [StoredToken(_token(f"IndexTokenLazy{n:08d}"), 0) for n in range(6)]
+    index = TokenIndex(SECRET)
+    index.load(tokens)
+    assert not index.hmacs_indexed  # start-up computes no HMAC
+
+    index.drop(tokens[0].token.token_id)  # changes before the first lookup by HMAC
+    index.put(StoredToken(_token("IndexTokenLazyAddedAAAA"), 0))
+    index.replace(StoredToken(_token(tokens[1].token.token_id, BOB), 2))
+
+    assert index.find_by_hmac(SECRET.hmac(tokens[0].token.token_id)) is None
+    assert index.hmacs_indexed
+    for token_id in ["IndexTokenLazyAddedAAAA", *(stored.token.token_id for stored in tokens[1:])]:
+        assert index.find_by_hmac(SECRET.hmac(token_id)) == token_id
+    index.drop("IndexTokenLazyAddedAAAA")  # and once indexed, kept as tokens come and go
+    assert index.find_by_hmac(SECRET.hmac("IndexTokenLazyAddedAAAA")) is None
