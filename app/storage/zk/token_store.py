@@ -60,11 +60,11 @@ class ZkTokenStore:
         return {token_id: self._answered(token_id, answer) for token_id, answer in zip(token_ids, answers, strict=True)}
 
     def _answered(self, token_id: str, answer: ReadResult) -> StoredToken | None:
+        if not isinstance(answer, Exception):  # the data and Stat read: the usual case, tested first (start-up)
+            return self._decode(token_id, answer[0], answer[1])
         if isinstance(answer, NoNodeError):
             return None
-        if isinstance(answer, Exception):
-            raise refused_read(answer, f"token {token_id}")
-        return self._decode(token_id, *answer)
+        raise refused_read(answer, f"token {token_id}")
 
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
