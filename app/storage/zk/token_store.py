@@ -109,7 +109,8 @@ class ZkTokenStore:
         # Decoded a batch at a time: the raw answers of 100k znodes (their data and Stats) would otherwise all be
         # held at once, and the memory they take is not given back to the system.
         start = 0
-        for answers in self._zk.read_batches([TokenZNode.path(token_id) for token_id in token_ids]):
+        folder = TokenZNode.path("")  # each token's path, as TokenZNode.path writes it, at a concatenation's cost
+        for answers in self._zk.read_batches([folder + token_id for token_id in token_ids]):
             batch = []
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
                 stored = self._answered(token_id, answer)
