@@ -222,6 +222,9 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     if (descriptors := raise_open_file_limit(settings)) is not None:
         log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
+    # What may still refuse the settings (the listeners' TLS files) before any ZooKeeper session is opened.
+    options = uvicorn_options(settings)
+    management = None if management_socket is None else management_options(settings)
     # The runtime starts first, in the background: the HTTP layer is imported and built while ZooKeeper answers
     # the start's reads, and the app's lifespan waits for it (app/runtime.py's EarlyStart).
     early = start_early(settings)
@@ -230,7 +233,7 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
 
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
     app = create_app(settings, early=early)
-    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings), log_config=None))
+    server = uvicorn.Server(uvicorn.Config(app, **options, log_config=None))
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
     # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
@@ -252,10 +255,10 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         else "",
     )
     try:
-        if management_socket is None:
+        if management_socket is None or management is None:
             server.run()
         else:
-            config = uvicorn.Config(create_management_app(app), **management_options(settings), log_config=None)
+            config = uvicorn.Config(create_management_app(app), **management, log_config=None)
             log.info(
                 "management listener on %s serves %s only, outside http.max.connections: at most %d connections "
                 "from one address and %d in all",
