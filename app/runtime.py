@@ -6,8 +6,12 @@ the settings' choices are read in app/policies.py, a backend's own in its assemb
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 
 from app.auth.authenticator import Authenticator
@@ -17,7 +21,7 @@ from app.backend_selection import BackendFactory, storage
 from app.domain.audit import Action
 from app.domain.clock import Clock, SystemClock
 from app.leader.duties import Duty, side_by_side
-from app.observability.metrics import RuntimeReadings
+from app.observability.metrics import KtsMetrics, RuntimeReadings
 from app.policies import policies
 from app.service.acls import AclService
 from app.service.attempts import AttemptGuard
@@ -196,3 +200,38 @@ def build_runtime(
         shutdown=[*([leadership.stop] if leadership else []), backend.stop],
         readings_of=backend.readings,
     )
+
+
+class EarlyStart:
+    """A runtime's ``start`` begun in a thread of its own as soon as the runtime is built (``kts serve``), so that
+    what the replica still does before it serves (import and build the HTTP layer, start the server) runs while
+    ZooKeeper answers start-up's reads rather than before them. The app's lifespan waits for it (``started``): the
+    server answers nothing, /readyz included, before the runtime has started, as when the lifespan starts it."""
+
+    def __init__(self, runtime: Runtime, metrics: KtsMetrics) -> None:
+        self.runtime = runtime
+        self.metrics = metrics  # the app's: the runtime tells it how each audited action ended
+        self._done: Future[None] = Future()
+        threading.Thread(target=self._start, name="runtime-start", daemon=True).start()
+
+    def _start(self) -> None:
+        try:
+            self.runtime.start()
+        except BaseException as exc:  # raised again in the lifespan, which fails the server's start-up
+            self._done.set_exception(exc)
+        else:
+            self._done.set_result(None)
+
+    async def started(self) -> Runtime:
+        """The runtime, once started (or what its start raised)."""
+        await asyncio.wrap_future(self._done)
+        # The start froze what it loaded (app/storage/loaded_for_good.py); the HTTP layer built meanwhile lives as
+        # long as the replica too, so the collector never walks it either.
+        gc.freeze()
+        return self.runtime
+
+
+def start_early(settings: Settings, audit_log: AuditLog | None = None) -> EarlyStart:
+    """``build_runtime`` for ``settings`` with a metrics registry for the app, started in the background."""
+    metrics = KtsMetrics()
+    return EarlyStart(build_runtime(settings, audit_log=audit_log, audit_observer=metrics), metrics)

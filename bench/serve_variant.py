@@ -34,17 +34,23 @@ def main() -> None:
 
 
 def _serve(audit: str) -> None:
-    import uvicorn
-
-    from app.api.app import create_app
     from app.backends import load_settings
-    from app.cli.server.serve import prepare_audit_database, uvicorn_options
+    from app.runtime import start_early
     from app.storage.audit.sink import NullAuditLog
 
     settings = load_settings()
     if audit == "db":
+        from app.cli.server.serve import prepare_audit_database
+
         prepare_audit_database(settings)
-    app = create_app(settings, audit_log=NullAuditLog() if audit == "none" else None)
+    # As kts serve (app/cli/server/serve.py): the runtime starts before the HTTP layer is imported and built.
+    early = start_early(settings, audit_log=NullAuditLog() if audit == "none" else None)
+    import uvicorn
+
+    from app.api.app import create_app
+    from app.cli.server.serve import uvicorn_options
+
+    app = create_app(settings, early=early)
     page = os.environ.get("BENCH_STATIC_PAGE")
     if page:
         _add_static_page(app, Path(page))

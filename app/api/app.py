@@ -24,7 +24,7 @@ from app.backend_selection import BackendFactory
 from app.backends import load_settings
 from app.domain.clock import Clock
 from app.observability.metrics import KtsMetrics
-from app.runtime import build_runtime
+from app.runtime import EarlyStart, build_runtime
 from app.service.audit import AuditLog
 from app.settings import Settings
 
@@ -37,20 +37,28 @@ def create_app(
     clock: Clock | None = None,
     audit_log: AuditLog | None = None,
     backend_factory: BackendFactory | None = None,
+    early: EarlyStart | None = None,
 ) -> FastAPI:
     """The app. Without ``settings`` they are loaded at start-up from ``$KTS_CONFIG`` and ``KTS_*``.
     ``audit_log`` replaces the database-backed audit log (benchmarks only); ``backend_factory`` the backend the
-    settings select (the in-memory backend of the fast tests)."""
-    metrics = KtsMetrics()  # a registry of this app's own: several apps in one process never clash
+    settings select (the in-memory backend of the fast tests). With ``early`` (``kts serve``), the runtime is the
+    one already starting there (app/runtime.py), and the lifespan waits for its start."""
+    # A registry of this app's own: several apps in one process never clash.
+    metrics = KtsMetrics() if early is None else early.metrics
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        effective = settings
-        if effective is None:
-            config = os.environ.get(CONFIG_ENV)
-            effective = load_settings(Path(config) if config else None)
-        runtime = build_runtime(effective, clock, audit_log, audit_observer=metrics, backend_factory=backend_factory)
-        await anyio.to_thread.run_sync(runtime.start)
+        if early is not None:
+            runtime = await early.started()
+        else:
+            effective = settings
+            if effective is None:
+                config = os.environ.get(CONFIG_ENV)
+                effective = load_settings(Path(config) if config else None)
+            runtime = build_runtime(
+                effective, clock, audit_log, audit_observer=metrics, backend_factory=backend_factory
+            )
+            await anyio.to_thread.run_sync(runtime.start)
         setattr(app.state, SERVICES_STATE, runtime)
         metrics.watch(runtime.readings())
         try:

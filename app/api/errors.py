@@ -16,12 +16,12 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from app.api.error_body import RETRY_AFTER_SECONDS, error_body
 from app.api.validation_messages import sentence
 from app.domain import errors
 
 log = logging.getLogger(__name__)
 
-RETRY_AFTER_SECONDS = "2"
 WWW_AUTHENTICATE = 'Basic realm="kts", Bearer realm="kts"'
 # The challenge for a request a page's script sent (fetch or XMLHttpRequest): browsers open their own password
 # prompt on a Basic challenge even then, which hides the answer from the script (Swagger UI's Execute never
@@ -71,10 +71,6 @@ _HTTP_NAMES = {
     413: "PAYLOAD_TOO_LARGE",
     415: "UNSUPPORTED_MEDIA_TYPE",
 }
-
-
-def error_body(name: str, message: str, **extra: Any) -> dict[str, Any]:
-    return {"error": name, "message": message, **extra}
 
 
 def status_for(exc: errors.KtsError) -> int:

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
 from app.auth.basic import BasicAuthenticator, Verdict
 from app.auth.own_identity import OwnIdentity
-from app.auth.x500_name import principal_name_for
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller
 from app.domain.errors import NotAuthenticated
@@ -131,6 +130,10 @@ class Authenticator:
         return Caller(token.authenticated_principal, host=host, token_id=login.token_id)
 
     def _certificate_principal(self, pem: str) -> KafkaPrincipal:
+        # Imported with the first client certificate: its X.509 libraries (asn1crypto, cryptography) would be some
+        # 60 ms of every replica's start-up, and most replicas never see a client certificate.
+        from app.auth.x500_name import principal_name_for
+
         try:
             name = principal_name_for(ssl.PEM_cert_to_DER_cert(pem), self._mapper)
         except NoMatchingRule:

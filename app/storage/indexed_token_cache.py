@@ -21,6 +21,7 @@ from app.storage.token_index import TokenIndex
 
 class IndexedTokenCache:
     def __init__(self, secret: TokenSecret) -> None:
+        self._secret = secret
         self._index = TokenIndex(secret)
         self._lock = threading.Lock()
         self.loaded = False
@@ -32,6 +33,9 @@ class IndexedTokenCache:
         return self._index.get(token_id)
 
     def find_by_hmac(self, mac: bytes) -> str | None:
+        if not self._index.hmacs_indexed:  # the first lookup after a load indexes every token: a write
+            with self._lock:
+                return self._index.find_by_hmac(mac)
         return self._index.find_by_hmac(mac)
 
     def tokens(self) -> list[StoredToken]:

@@ -38,33 +38,27 @@ class _PrincipalIndex:
 
     def __init__(self, field: Callable[[TokenInformation], Iterable[KafkaPrincipal]]) -> None:
         self._field = field
-        # A dict's keys rather than a set: insertion-ordered dicts take about half a set's memory per id.
-        self._ids: defaultdict[KafkaPrincipal, dict[str, None]] = defaultdict(dict)
+        # A dict's keys rather than a set: insertion-ordered dicts take about half a set's memory per id. Filled by
+        # ``add``, or directly by TokenIndex.load_batches.
+        self.ids: defaultdict[KafkaPrincipal, dict[str, None]] = defaultdict(dict)
 
     def get(self, principal: KafkaPrincipal) -> Collection[str]:
-        return self._ids.get(principal, {}).keys()
+        return self.ids.get(principal, {}).keys()
 
     def add(self, token: TokenInformation) -> None:
         for principal in self._field(token):
-            self._ids[principal][token.token_id] = None
+            self.ids[principal][token.token_id] = None
 
     def remove(self, token: TokenInformation) -> None:
         for principal in self._field(token):
-            ids = self._ids.get(principal)
+            ids = self.ids.get(principal)
             if ids is not None:
                 ids.pop(token.token_id, None)
                 if not ids:
-                    del self._ids[principal]
-
-    def add_all(self, tokens: Iterable[TokenInformation]) -> None:
-        """``add`` for each of ``tokens``, in one loop."""
-        ids, field = self._ids, self._field
-        for token in tokens:
-            for principal in field(token):
-                ids[principal][token.token_id] = None
+                    del self.ids[principal]
 
     def clear(self) -> None:
-        self._ids.clear()
+        self.ids.clear()
 
 
 class TokenIndex:
@@ -74,6 +68,9 @@ class TokenIndex:
         self._versions: dict[str, int] = {}  # only the versions that are not 0
         self._by_hmac: dict[int, str] = {}  # by the HMAC's first 60 bits (``_hmac_key``)
         self._hmac_collisions: dict[bytes, str] = {}  # by the whole HMAC, should two share their first 60 bits
+        # False after a load until the first lookup by HMAC (``find_by_hmac``) indexes every token: start-up does
+        # not wait for 100k HMAC-SHA512s that only renewals and expiries by HMAC need.
+        self._hmacs_indexed = True
         self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
         self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
         # Only tokens requested for another owner: the owner index holds the rest (and memory is per token).
@@ -95,7 +92,15 @@ class TokenIndex:
         token = self._tokens.get(token_id)
         return None if token is None else StoredToken(token, self._versions.get(token_id, 0))
 
+    @property
+    def hmacs_indexed(self) -> bool:
+        """Whether every token is indexed by HMAC (else the next ``find_by_hmac`` indexes them, which writes)."""
+        return self._hmacs_indexed
+
     def find_by_hmac(self, mac: bytes) -> str | None:
+        if not self._hmacs_indexed:
+            self._index_hmacs(self._tokens)
+            self._hmacs_indexed = True
         found = self._hmac_collisions.get(mac)
         if found is not None:
             return found
@@ -140,9 +145,8 @@ class TokenIndex:
         self._tokens[token_id] = token
         if stored.version:
             self._versions[token_id] = stored.version
-        mac = self._secret.hmac(token_id)
-        if self._by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
-            self._hmac_collisions[mac] = token_id
+        if self._hmacs_indexed:
+            self._index_hmacs((token_id,))
         self._ordered.add(token.token_id)
         self._ends.add(_end(token))
         self._requested[token.token_requester] += 1
@@ -158,11 +162,12 @@ class TokenIndex:
         if old is None:
             return
         self._versions.pop(token_id, None)
-        mac = self._secret.hmac(token_id)
-        if self._hmac_collisions.get(mac) == token_id:
-            del self._hmac_collisions[mac]
-        elif self._by_hmac.get(_hmac_key(mac)) == token_id:
-            del self._by_hmac[_hmac_key(mac)]
+        if self._hmacs_indexed:
+            mac = self._secret.hmac(token_id)
+            if self._hmac_collisions.get(mac) == token_id:
+                del self._hmac_collisions[mac]
+            elif self._by_hmac.get(_hmac_key(mac)) == token_id:
+                del self._by_hmac[_hmac_key(mac)]
         self._ordered.discard(token_id)
         self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
         requester = old.token_requester
@@ -175,6 +180,12 @@ class TokenIndex:
     def load(self, loaded: Iterable[StoredToken]) -> None:
         """Replace everything with ``loaded``: what ``put`` does for each token, done an index at a time (every
         HMAC with the key prepared once, one sort of the ids and of the ends), about twice as fast (start-up)."""
+        self.load_batches((loaded,))
+
+    def load_batches(self, batches: Iterable[Iterable[StoredToken]]) -> int:
+        """``load`` of every batch's tokens, each indexed as it comes: a batch given as its reads arrive (start-up's,
+        app/storage/zk/token_store.py) is indexed while the next ones are read, not after the last. The sorted
+        indexes are sorted once, at the end. Returns how many tokens were loaded."""
         self._tokens.clear()
         self._versions.clear()
         self._by_hmac.clear()
@@ -184,21 +195,38 @@ class TokenIndex:
         self._requested.clear()
         for index in self._indexes:
             index.clear()
-        tokens, versions = self._tokens, self._versions
-        for stored in loaded:
-            token_id = stored.token.token_id
-            tokens[token_id] = stored.token
-            if stored.version:
-                versions[token_id] = stored.version
-        by_hmac, collisions = self._by_hmac, self._hmac_collisions
-        for token_id, mac in zip(tokens, self._secret.hmacs(tokens), strict=True):
-            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
-                collisions[mac] = token_id
-        for index in self._indexes:
-            index.add_all(tokens.values())
-        self._requested.update(token.token_requester for token in tokens.values())
+        tokens, versions, requested = self._tokens, self._versions, self._requested
+        # Every index but the sorted ones and the HMAC's, a token at a time in one loop: what each index's ``add``
+        # does (owners; renewers; requesters other than the owner), written out for start-up's 100k tokens.
+        by_owner, by_renewer, by_requester = self._by_owner.ids, self._by_renewer.ids, self._by_requester.ids
+        self._hmacs_indexed = False  # by the first lookup by HMAC
+        for batch in batches:
+            for stored in batch:
+                token = stored.token
+                token_id = token.token_id
+                if token_id in tokens:  # given twice (no listing does): the later state stands, as after ``replace``
+                    self.drop(token_id)
+                tokens[token_id] = token
+                if stored.version:
+                    versions[token_id] = stored.version
+                owner, requester = token.owner, token.token_requester
+                by_owner[owner][token_id] = None
+                for renewer in token.renewers:
+                    by_renewer[renewer][token_id] = None
+                if requester is not owner and requester != owner:
+                    by_requester[requester][token_id] = None
+                requested[requester] = requested.get(requester, 0) + 1
         self._ordered.update(tokens)
         self._ends.update(_end(token) for token in tokens.values())
+        return len(tokens)
+
+    def _index_hmacs(self, token_ids: Iterable[str]) -> None:
+        """Index ``token_ids`` by HMAC, with the key prepared once for them all (``TokenSecret.hmacs``)."""
+        by_hmac, collisions = self._by_hmac, self._hmac_collisions
+        ids = list(token_ids)
+        for token_id, mac in zip(ids, self._secret.hmacs(ids), strict=True):
+            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+                collisions[mac] = token_id
 
     def _stored(self, token: TokenInformation) -> StoredToken:
         return StoredToken(token, self._versions.get(token.token_id, 0))

@@ -4,6 +4,7 @@ the duties every backend's leader has to the backend's own."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 import threading
@@ -142,3 +143,42 @@ def test_the_composition_root_leaves_the_kafka_protocol_client_unimported() -> N
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert "app" in loaded  # positive control
     assert not {"kafka", "kio"} & set(loaded)
+
+
+class _Starting:
+    """A runtime whose start waits to be let go, records its thread, and may fail."""
+
+    def __init__(self, fails: Exception | None = None) -> None:
+        self.release = threading.Event()
+        self.fails = fails
+        self.thread: str | None = None
+
+    def start(self) -> None:
+        self.thread = threading.current_thread().name
+        assert self.release.wait(10)
+        if self.fails is not None:
+            raise self.fails
+
+
+def test_an_early_start_runs_in_a_thread_of_its_own_and_is_awaited_until_done() -> None:
+    starting = _Starting()
+    early = runtime.EarlyStart(starting, metrics=object())  # type: ignore[arg-type]
+
+    async def wait() -> object:
+        waiting = asyncio.ensure_future(early.started())
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # the lifespan (and with it /readyz) waits for the whole start
+        starting.release.set()
+        return await waiting
+
+    assert asyncio.run(wait()) is starting
+    assert starting.thread == "runtime-start"
+
+
+def test_what_an_early_start_raises_is_raised_where_it_is_awaited() -> None:
+    starting = _Starting(fails=RuntimeError("ZooKeeper is unavailable"))
+    starting.release.set()
+    early = runtime.EarlyStart(starting, metrics=object())  # type: ignore[arg-type]
+
+    with pytest.raises(RuntimeError, match="ZooKeeper is unavailable"):
+        asyncio.run(early.started())

@@ -6,7 +6,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ReadinessView
-from app.api.errors import RETRY_AFTER_SECONDS, error_body
+from app.api.error_body import RETRY_AFTER_SECONDS, error_body
 from app.api.schemas.ops import NotReadyBody, ReadyBody
 from app.service.readiness import readiness_report
 from app.version import kts_version

@@ -27,13 +27,12 @@ from typing import Any
 
 import uvicorn
 
-from app.api.app import create_app
-from app.api.management import MANAGEMENT_PATHS, create_management_app
 from app.cli.server.connection_slots import ListenerSlots
 from app.cli.server.logging_config import LogFormat, configure_logging
 from app.cli.server.tls import server_context
 from app.cli.server.uvicorn_h11 import limited_protocol
 from app.domain.errors import StoreUnavailable
+from app.runtime import start_early
 from app.settings import ConfigError, Settings, allow_everyone_warning, jwt_super_user_warnings
 from app.storage.audit import migrations
 from app.storage.audit.database import describe_url, make_engine
@@ -223,9 +222,18 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
     if (descriptors := raise_open_file_limit(settings)) is not None:
         log.warning(descriptors)
     management_socket = bind_management_socket(settings) if settings.http_management_listeners else None
+    # What may still refuse the settings (the listeners' TLS files) before any ZooKeeper session is opened.
+    options = uvicorn_options(settings)
+    management = None if management_socket is None else management_options(settings)
+    # The runtime starts first, in the background: the HTTP layer is imported and built while ZooKeeper answers
+    # the start's reads, and the app's lifespan waits for it (app/runtime.py's EarlyStart).
+    early = start_early(settings)
+    from app.api.app import create_app
+    from app.api.management import MANAGEMENT_PATHS, create_management_app
+
     # log_config=None: uvicorn keeps the logging configured above instead of installing its own.
-    app = create_app(settings)
-    server = uvicorn.Server(uvicorn.Config(app, **uvicorn_options(settings), log_config=None))
+    app = create_app(settings, early=early)
+    server = uvicorn.Server(uvicorn.Config(app, **options, log_config=None))
     # uvicorn shuts down gracefully on SIGTERM and then re-raises the signal under the handler that was
     # installed before it ran. A no-op handler here makes that a normal return, so callers' cleanup
     # (kts dev stopping its ZooKeeper) runs and a clean shutdown exits 0.
@@ -247,10 +255,10 @@ def serve(settings: Settings, *, default_log_format: LogFormat = "json") -> int:
         else "",
     )
     try:
-        if management_socket is None:
+        if management_socket is None or management is None:
             server.run()
         else:
-            config = uvicorn.Config(create_management_app(app), **management_options(settings), log_config=None)
+            config = uvicorn.Config(create_management_app(app), **management, log_config=None)
             log.info(
                 "management listener on %s serves %s only, outside http.max.connections: at most %d connections "
                 "from one address and %d in all",

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.protocols.utils import get_remote_addr
 
-from app.api.errors import RETRY_AFTER_SECONDS, error_body
+from app.api.error_body import RETRY_AFTER_SECONDS, error_body
 from app.api.limits import MAX_HEADER_BYTES
 from app.api.security_headers import API_POLICY, SecurityHeaders, security_headers
 from app.cli.server.connection_slots import ListenerSlots

@@ -59,8 +59,9 @@ class _WatchedListing(GetChildren):  # type: ignore[misc]  # kazoo is untyped
         return decode_children(buffer, offset)
 
 
-def list_children_async(client: KazooClient, path: str, watcher: Callable[[WatchedEvent], None]) -> Any:
-    """List ``path`` (chroot-relative) and leave ``watcher`` on it; the returned async result gives the names."""
+def list_children_async(client: KazooClient, path: str, watcher: Callable[[WatchedEvent], None] | None) -> Any:
+    """List ``path`` (chroot-relative) and leave ``watcher`` on it (None: no watch, as start-up lists the tokens);
+    the returned async result gives the names."""
     result = client.handler.async_result()
     # kazoo's own get_children_async ends in the same call; there is no public way to change how it decodes.
     client._call(_WatchedListing(client.chroot + path, watcher), result)

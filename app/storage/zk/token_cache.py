@@ -21,6 +21,7 @@ from cachetools import TTLCache
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
 from app.storage.indexed_token_cache import IndexedTokenCache
+from app.storage.token_index import TokenIndex
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
@@ -130,8 +131,11 @@ class TokenCache(IndexedTokenCache):
     def _reload(self) -> None:
         # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.
         with self._while_reloading(), self._lock:
-            loaded = self._store.list()
+            # Each batch indexed as its reads come, while ZooKeeper answers the next ones; into an index of its own,
+            # put in place once every batch is read: a load that fails midway leaves the cache as it was.
+            index = TokenIndex(self._secret)
+            loaded = index.load_batches(self._store.list_batches())
             self._tombstones.clear()
-            self._index.load(loaded)
+            self._index = index
         self.loaded = True
-        log.info("token cache loaded %d tokens", len(loaded))
+        log.info("token cache loaded %d tokens", loaded)

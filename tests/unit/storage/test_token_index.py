@@ -79,6 +79,36 @@ def test_loading_in_bulk_builds_what_adding_each_token_builds() -> None:
     assert loaded.get("IndexTokenStaleAAAAAAA") is None
 
 
+def test_loading_batch_by_batch_builds_what_loading_at_once_builds() -> None:
+    tokens = [
+        StoredToken(_token(f"IndexToken{n:012d}", (ALICE, BOB)[n % 2], (BOB,) if n % 3 else ()), n % 2)
+        for n in range(10)
+    ]
+    at_once, batched = TokenIndex(SECRET), TokenIndex(SECRET)
+    at_once.load(tokens)
+    batched.put(StoredToken(_token("IndexTokenStaleAAAAAAA"), 5))  # forgotten by the load
+
+    assert batched.load_batches([tokens[:4], [], tokens[4:7], tokens[7:]]) == len(tokens)
+    assert _answers(batched, tokens) == _answers(at_once, tokens)
+    assert batched.get("IndexTokenStaleAAAAAAA") is None
+
+
+def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
+    first, second = _token("IndexTokenTwiceAAAAAAA"), _token("IndexTokenTwiceAAAAAAA", BOB, (ALICE,))
+    other = StoredToken(_token("IndexTokenOtherAAAAAAA"), 0)
+    for batches in (
+        [[StoredToken(first, 3), other], [StoredToken(second, 0)]],
+        [[StoredToken(first, 3), other, StoredToken(second, 0)]],
+    ):
+        index = TokenIndex(SECRET)
+        assert index.load_batches(batches) == 2
+        expected = TokenIndex(SECRET)
+        expected.put(other)
+        expected.put(StoredToken(second, 0))
+        assert _answers(index, [other, StoredToken(second, 0)]) == _answers(expected, [other, StoredToken(second, 0)])
+        assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
+
+
 def test_find_by_hmac_needs_the_whole_hmac() -> None:
     index = TokenIndex(SECRET)
     index.put(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0))
@@ -120,3 +150,21 @@ def test_principal_indexes_follow_owners_and_renewers() -> None:
     ]
     index.drop("IndexTokenAAAAAAAAAAAA")
     assert [stored.token.token_id for stored in index.related_to([ALICE, BOB])] == ["IndexTokenBBBBBBBBBBBB"]
+
+
+def test_a_load_leaves_the_hmac_index_to_the_first_lookup_by_hmac_which_finds_what_was_changed_meanwhile() -> None:
+    tokens = [StoredToken(_token(f"IndexTokenLazy{n:08d}"), 0) for n in range(6)]
+    index = TokenIndex(SECRET)
+    index.load(tokens)
+    assert not index.hmacs_indexed  # start-up computes no HMAC
+
+    index.drop(tokens[0].token.token_id)  # changes before the first lookup by HMAC
+    index.put(StoredToken(_token("IndexTokenLazyAddedAAAA"), 0))
+    index.replace(StoredToken(_token(tokens[1].token.token_id, BOB), 2))
+
+    assert index.find_by_hmac(SECRET.hmac(tokens[0].token.token_id)) is None
+    assert index.hmacs_indexed
+    for token_id in ["IndexTokenLazyAddedAAAA", *(stored.token.token_id for stored in tokens[1:])]:
+        assert index.find_by_hmac(SECRET.hmac(token_id)) == token_id
+    index.drop("IndexTokenLazyAddedAAAA")  # and once indexed, kept as tokens come and go
+    assert index.find_by_hmac(SECRET.hmac("IndexTokenLazyAddedAAAA")) is None

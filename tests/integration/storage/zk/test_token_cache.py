@@ -429,13 +429,13 @@ class _OwnWriteDuringReload(ZkTokenStore):
         self.follower_waiting = threading.Event()
         self.release_follower = threading.Event()
 
-    def list(self) -> list[StoredToken]:
-        listed = super().list()
+    def list_batches(self) -> Iterator[list[StoredToken]]:
+        listed = list(super().list_batches())
         if self.armed:
             self.armed = False
             threading.Thread(target=self._request, name="request", daemon=True).start()
             self.request_done.wait(0.5)  # long enough for the request unless the reload holds it back
-        return listed
+        yield from listed
 
     def _request(self) -> None:
         assert self.cache is not None
