@@ -212,7 +212,7 @@ def _loaded_figures(
     started = time.monotonic()
     names = raw.get_children(TokenZNode.ROOT)
     report["list_children"] = {"children": len(names), "seconds": round(time.monotonic() - started, 3)}
-    raw_load = ceilings.raw_load(raw)  # before the replica starts: each has the machine to itself
+    raw_load = ceilings.raw_load(raw, zk_connect)  # before the replica starts: each has the machine to itself
 
     # The convergence probe polls /v1/tokens/verify on this replica until the new token verifies: each poll that
     # comes before the token is a failed verify, and past auth.failures.max of them (10 per token, 100 per address
