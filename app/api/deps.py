@@ -4,8 +4,10 @@
 provides it); handlers take one service or view each, never storage objects.
 
 Dependencies that only look something up are ``async def``: FastAPI runs plain ``def`` dependencies in
-its thread pool, a hop that cost more than the lookups themselves. ``get_caller`` may read ZooKeeper and
-write audit events, so it stays in the pool."""
+its thread pool, a hop that cost more than the lookups themselves. Authenticating may read ZooKeeper and write
+audit events, so it runs in the pool too, but in the endpoint's own thread: ``get_caller`` only answers a
+``DeferredCaller``, which the endpoint's route authenticates first thing in that thread (app/api/authenticated_route.py)
+rather than in a hop of its own."""
 
 from __future__ import annotations
 
@@ -103,13 +105,41 @@ async def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_caller(
+DEFERRED_CALLER = "kts.deferred_caller"  # the request scope's key of its DeferredCaller
+
+
+class DeferredCaller:
+    """A request's caller, authenticated when first asked for (``resolve``), at most once: the route does it in
+    the endpoint's thread, or, when the request fails before the endpoint runs, before that failure is answered,
+    so an unauthenticated request is refused as such whatever else is wrong with it."""
+
+    __slots__ = ("_request", "_services", "attempted", "caller")
+
+    def __init__(self, request: Request, services: Services) -> None:
+        self._request = request
+        self._services = services
+        self.attempted = False
+        self.caller: Caller | None = None
+
+    def resolve(self) -> Caller:
+        if self.caller is None:
+            if self.attempted:  # the first attempt raised: never authenticate (nor audit) a request twice
+                raise RuntimeError("the request's authentication already failed")
+            self.attempted = True
+            self.caller = authenticate_request(self._request, self._services)
+        return self.caller
+
+
+async def get_caller(
     request: Request,
     services: ServicesDep,
     _basic: Annotated[None, Depends(_basic_scheme)],
     _bearer: Annotated[None, Depends(_bearer_scheme)],
-) -> Caller:
-    return authenticate_request(request, services)
+) -> DeferredCaller:
+    """The caller, to authenticate in the endpoint's thread (AuthenticatedRoute, whose endpoints get a Caller)."""
+    deferred = DeferredCaller(request, services)
+    request.scope[DEFERRED_CALLER] = deferred
+    return deferred
 
 
 def authenticate_request(request: Request, services: Services) -> Caller:
