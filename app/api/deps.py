@@ -95,11 +95,15 @@ class Starting:
         return {"runtime": "starting"}
 
 
-async def get_services(request: Request) -> Services:
+def services_of(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
     if services is None:  # only the management listener serves before the main app's lifespan has run
         raise StoreUnavailable("kts is starting; retry later.")
     return services
+
+
+async def get_services(request: Request) -> Services:
+    return services_of(request)
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
@@ -130,14 +134,17 @@ class DeferredCaller:
         return self.caller
 
 
+# The dependencies below read the services from the request rather than depend on ``get_services``: FastAPI solves
+# every dependency of a dependency again on each request (a cached one too) before it looks in its cache.
+
+
 async def get_caller(
     request: Request,
-    services: ServicesDep,
     _basic: Annotated[None, Depends(_basic_scheme)],
     _bearer: Annotated[None, Depends(_bearer_scheme)],
 ) -> DeferredCaller:
     """The caller, to authenticate in the endpoint's thread (AuthenticatedRoute, whose endpoints get a Caller)."""
-    deferred = DeferredCaller(request, services)
+    deferred = DeferredCaller(request, services_of(request))
     request.scope[DEFERRED_CALLER] = deferred
     return deferred
 
@@ -150,28 +157,28 @@ def authenticate_request(request: Request, services: Services) -> Caller:
     return services.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
-async def get_token_service(services: ServicesDep) -> TokenService:
-    return services.tokens
+async def get_token_service(request: Request) -> TokenService:
+    return services_of(request).tokens
 
 
-async def get_revocation(services: ServicesDep) -> TokenRevocation:
-    return services.revocation
+async def get_revocation(request: Request) -> TokenRevocation:
+    return services_of(request).revocation
 
 
-async def get_user_service(services: ServicesDep) -> UserCredentialService:
-    return services.users
+async def get_user_service(request: Request) -> UserCredentialService:
+    return services_of(request).users
 
 
-async def get_acl_service(services: ServicesDep) -> AclService:
-    return services.acls
+async def get_acl_service(request: Request) -> AclService:
+    return services_of(request).acls
 
 
-async def get_audit_trail(services: ServicesDep) -> AuditTrail:
-    return services.audit_trail
+async def get_audit_trail(request: Request) -> AuditTrail:
+    return services_of(request).audit_trail
 
 
-async def get_cluster_status(services: ServicesDep) -> ClusterStatus:
-    return services.cluster_status
+async def get_cluster_status(request: Request) -> ClusterStatus:
+    return services_of(request).cluster_status
 
 
 async def get_readiness(request: Request) -> ReadinessChecks:
