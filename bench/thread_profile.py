@@ -1,20 +1,32 @@
 """CPU profiles of every thread of a benchmark's kts process (cProfile sees only the thread that enables it):
 with ``BENCH_PROFILE`` set to a file, bench/serve_variant.py profiles each thread from its start and writes their
-merged statistics there when the process exits (``pstats`` format: ``python -m pstats <file>``)."""
+merged statistics there when the process exits (``pstats`` format: ``python -m pstats <file>``).
+
+With ``BENCH_PROFILE_CLOCK=cpu`` each thread is timed by its own CPU time (``time.thread_time``) rather than the
+wall clock: on a shared machine, waiting for a core or for the interpreter lock then counts for nothing, and
+the profile shows what each function costs the CPU."""
 
 from __future__ import annotations
 
 import atexit
 import cProfile
+import os
 import pstats
 import signal
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 _profiles: list[cProfile.Profile] = []
 _lock = threading.Lock()
+
+
+def _profile() -> cProfile.Profile:
+    if os.environ.get("BENCH_PROFILE_CLOCK") == "cpu":
+        return cProfile.Profile(time.thread_time)
+    return cProfile.Profile()
 
 
 def install(target: Path) -> None:
@@ -23,7 +35,7 @@ def install(target: Path) -> None:
     original = threading.Thread._bootstrap_inner  # type: ignore[attr-defined]
 
     def bootstrap(self: threading.Thread) -> Any:
-        profile = cProfile.Profile()
+        profile = _profile()
         with _lock:
             _profiles.append(profile)
         profile.enable()
@@ -33,7 +45,7 @@ def install(target: Path) -> None:
             profile.disable()
 
     threading.Thread._bootstrap_inner = bootstrap  # type: ignore[attr-defined]
-    main = cProfile.Profile()
+    main = _profile()
     _profiles.append(main)
     main.enable()
     atexit.register(_write, target)

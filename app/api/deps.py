@@ -4,8 +4,10 @@
 provides it); handlers take one service or view each, never storage objects.
 
 Dependencies that only look something up are ``async def``: FastAPI runs plain ``def`` dependencies in
-its thread pool, a hop that cost more than the lookups themselves. ``get_caller`` may read ZooKeeper and
-write audit events, so it stays in the pool."""
+its thread pool, a hop that cost more than the lookups themselves. Authenticating may read ZooKeeper and write
+audit events, so it runs in the pool too, but in the endpoint's own thread: ``get_caller`` only answers a
+``DeferredCaller``, which the endpoint's route authenticates first thing in that thread (app/api/authenticated_route.py)
+rather than in a hop of its own."""
 
 from __future__ import annotations
 
@@ -93,23 +95,58 @@ class Starting:
         return {"runtime": "starting"}
 
 
-async def get_services(request: Request) -> Services:
+def services_of(request: Request) -> Services:
     services: Services | None = getattr(request.app.state, SERVICES_STATE, None)
     if services is None:  # only the management listener serves before the main app's lifespan has run
         raise StoreUnavailable("kts is starting; retry later.")
     return services
 
 
+async def get_services(request: Request) -> Services:
+    return services_of(request)
+
+
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-def get_caller(
+DEFERRED_CALLER = "kts.deferred_caller"  # the request scope's key of its DeferredCaller
+
+
+class DeferredCaller:
+    """A request's caller, authenticated when first asked for (``resolve``), at most once: the route does it in
+    the endpoint's thread, or, when the request fails before the endpoint runs, before that failure is answered,
+    so an unauthenticated request is refused as such whatever else is wrong with it."""
+
+    __slots__ = ("_request", "_services", "attempted", "caller")
+
+    def __init__(self, request: Request, services: Services) -> None:
+        self._request = request
+        self._services = services
+        self.attempted = False
+        self.caller: Caller | None = None
+
+    def resolve(self) -> Caller:
+        if self.caller is None:
+            if self.attempted:  # the first attempt raised: never authenticate (nor audit) a request twice
+                raise RuntimeError("the request's authentication already failed")
+            self.attempted = True
+            self.caller = authenticate_request(self._request, self._services)
+        return self.caller
+
+
+# The dependencies below read the services from the request rather than depend on ``get_services``: FastAPI solves
+# every dependency of a dependency again on each request (a cached one too) before it looks in its cache.
+
+
+async def get_caller(
     request: Request,
-    services: ServicesDep,
     _basic: Annotated[None, Depends(_basic_scheme)],
     _bearer: Annotated[None, Depends(_bearer_scheme)],
-) -> Caller:
-    return authenticate_request(request, services)
+) -> DeferredCaller:
+    """The caller, to authenticate in the endpoint's thread (AuthenticatedRoute, whose endpoints get a Caller)."""
+    deferred = DeferredCaller(request, services_of(request))
+    request.scope[DEFERRED_CALLER] = deferred
+    return deferred
 
 
 def authenticate_request(request: Request, services: Services) -> Caller:
@@ -120,28 +157,28 @@ def authenticate_request(request: Request, services: Services) -> Caller:
     return services.authenticator.authenticate(request.headers.get("authorization"), host, chain[0] if chain else None)
 
 
-async def get_token_service(services: ServicesDep) -> TokenService:
-    return services.tokens
+async def get_token_service(request: Request) -> TokenService:
+    return services_of(request).tokens
 
 
-async def get_revocation(services: ServicesDep) -> TokenRevocation:
-    return services.revocation
+async def get_revocation(request: Request) -> TokenRevocation:
+    return services_of(request).revocation
 
 
-async def get_user_service(services: ServicesDep) -> UserCredentialService:
-    return services.users
+async def get_user_service(request: Request) -> UserCredentialService:
+    return services_of(request).users
 
 
-async def get_acl_service(services: ServicesDep) -> AclService:
-    return services.acls
+async def get_acl_service(request: Request) -> AclService:
+    return services_of(request).acls
 
 
-async def get_audit_trail(services: ServicesDep) -> AuditTrail:
-    return services.audit_trail
+async def get_audit_trail(request: Request) -> AuditTrail:
+    return services_of(request).audit_trail
 
 
-async def get_cluster_status(services: ServicesDep) -> ClusterStatus:
-    return services.cluster_status
+async def get_cluster_status(request: Request) -> ClusterStatus:
+    return services_of(request).cluster_status
 
 
 async def get_readiness(request: Request) -> ReadinessChecks:

@@ -107,6 +107,8 @@ class ExemptAddresses:
         return cls(part for part in value.split(",") if part.strip())
 
     def __contains__(self, address: str) -> bool:
+        if not self._networks:  # the usual case: no address to parse
+            return False
         try:
             parsed = ipaddress.ip_address(address.split("%", 1)[0])
         except ValueError:

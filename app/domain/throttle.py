@@ -44,6 +44,7 @@ Everything reads time from the injected clock; all state sits behind one lock (e
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import threading
 from collections import OrderedDict
@@ -73,6 +74,7 @@ def token_subject(token_id: str) -> str:
     return TOKEN_SUBJECT_PREFIX + token_id
 
 
+@functools.lru_cache(maxsize=4096)  # parsing took longer than the rest of a login's throttle bookkeeping
 def address_group(address: str) -> str:
     """The key an address is counted under: an IPv6 address's /64 network, an IPv4-mapped IPv6 address's IPv4
     address, any other address (or a name that is no address) as it is."""

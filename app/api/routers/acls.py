@@ -6,13 +6,14 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, status
 
+from app.api.authenticated_route import AuthenticatedRoute
 from app.api.deps import Acls, CurrentCaller
 from app.api.responses import error_responses
 from app.api.schemas.acls import Acl, AclList, AddedAcl, DeletedAcls, StoredAcl
 from app.domain.acl import MAX_RESOURCE_NAME_LENGTH, AclFilter, PatternType
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
 
-router = APIRouter(prefix="/v1/acls", tags=["acls"])
+router = APIRouter(prefix="/v1/acls", tags=["acls"], route_class=AuthenticatedRoute)
 
 Short = Annotated[str | None, Query(min_length=1, max_length=64)]
 

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from pydantic import BaseModel
 
+from app.api.authenticated_route import AuthenticatedRoute
 from app.api.deps import Audit, CurrentCaller
 from app.api.responses import error_responses
 from app.api.schemas.audit import INSTANT_HELP, Event, Instant, event_view
@@ -17,7 +18,7 @@ from app.domain.errors import InvalidInput
 from app.domain.principal import MAX_PRINCIPAL_LENGTH
 from app.domain.token_job import MAX_FRAMEWORK_LENGTH, MAX_JOB_TEXT_LENGTH, TokenJob, job_or_none
 
-router = APIRouter(prefix="/v1/audit", tags=["audit"])
+router = APIRouter(prefix="/v1/audit", tags=["audit"], route_class=AuthenticatedRoute)
 MAX_PAGE = 1000
 MAX_CURSOR_LENGTH = 19  # an event id: a positive signed 64-bit integer in ASCII digits
 _JOB_HELP = "the token.create events whose job (as its request named it) has this value, exactly"

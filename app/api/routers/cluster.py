@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from app.api.authenticated_route import AuthenticatedRoute
 from app.api.deps import ClusterStatusView, CurrentCaller
 from app.api.responses import error_responses
 from app.api.schemas.ops import ClusterStatusBody, cluster_status_body
 
-router = APIRouter(prefix="/v1/cluster", tags=["operations"])
+router = APIRouter(prefix="/v1/cluster", tags=["operations"], route_class=AuthenticatedRoute)
 
 
 @router.get("/status", response_model=ClusterStatusBody, responses=error_responses(401, 403, 422, 503))

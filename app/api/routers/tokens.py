@@ -9,6 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Response, status
 
+from app.api.authenticated_route import AuthenticatedRoute
 from app.api.deps import CurrentCaller, Revocations, Tokens
 from app.api.model_response import model_json
 from app.api.responses import error_responses
@@ -34,7 +35,7 @@ from app.domain.revocation import RevokeSelector
 from app.domain.token_rules import CreateRequest
 from app.domain.token_secret import TOKEN_ID_PATTERN, decode_hmac
 
-router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=AuthenticatedRoute)
 TokenIdPath = Annotated[str, Path(pattern=TOKEN_ID_PATTERN, max_length=64)]
 MAX_PAGE = 1000
 # What Swagger UI fills in for a create: a token of the caller's own with every default, which works for any

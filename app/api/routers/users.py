@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from app.api.authenticated_route import AuthenticatedRoute
 from app.api.deps import CurrentCaller, Users
 from app.api.responses import error_responses
 from app.api.schemas.users import (
@@ -19,7 +20,7 @@ from app.api.schemas.users import (
 )
 from app.domain.credentials import Mechanism
 
-router = APIRouter(prefix="/v1/users", tags=["users"])
+router = APIRouter(prefix="/v1/users", tags=["users"], route_class=AuthenticatedRoute)
 UserNamePath = Annotated[UserName, Path(description="The SCRAM user name: no control characters, not '.' or '..'.")]
 
 
