@@ -92,7 +92,8 @@ class TokenStore(Protocol):
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
         transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
-        principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
+        principal) are written in the same transaction; a charge whose ledger moved on is decided again. The
+        intents are one batch's: a store may mark them with one marker (``IntentStore.clear_batch`` clears it)."""
         ...
 
     def list(self) -> list[StoredToken]: ...

@@ -503,6 +503,15 @@ class FakeIntentStore:
     def clear_soon(self, event_ids: list[int]) -> None:
         self.clear_many(event_ids)
 
+    def clear_batch(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
+    def clear_batch_soon(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
+    def marks(self) -> list[list[int]]:
+        return [[event_id] for event_id in sorted(self.present)]
+
     def list(self) -> list[int]:
         return sorted(self.present)
 

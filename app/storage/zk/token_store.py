@@ -67,12 +67,14 @@ class ZkTokenStore:
         return self._decode(token_id, *answer)
 
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
-        """Delete several tokens, each guarded by its version, with their notifications (and intents), in one
-        transaction: all or none. With ``charges`` (one per principal), their share ledgers are read, decided
-        and written in the same transaction; a ledger another writer moved on meanwhile is read and decided
-        again, while a token that changed refuses the batch at once, as without charges."""
+        """Delete several tokens, each guarded by its version, with their notifications (and their events' intent
+        marker: one for the batch, ``ChangeTransaction.mark_intents``), in one transaction: all or none. With
+        ``charges`` (one per principal), their share ledgers are read, decided and written in the same transaction;
+        a ledger another writer moved on meanwhile is read and decided again, while a token that changed refuses
+        the batch at once, as without charges."""
         subject = _subject(",".join(token_id for token_id, _, _ in deletions[:3]))
         ledger_charges = [share_charge(charge) for charge in charges]
+        intents = [intent for _, _, intent in deletions if intent is not None]
 
         def attempt() -> None:
             paths = [ShareLedgerZNode.path(charge.principal) for charge in ledger_charges]
@@ -81,9 +83,10 @@ class ZkTokenStore:
                 ledger_state(charge.principal, answer) for charge, answer in zip(ledger_charges, read, strict=True)
             ]
             transaction = ChangeTransaction(self._zk)
-            for token_id, version, intent in deletions:
+            for token_id, version, _ in deletions:
                 transaction.delete(TokenZNode.path(token_id), version)
-                self._notify(transaction, token_id, intent)
+                transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
+            transaction.mark_intents(intents)
             for charge, state in zip(ledger_charges, states, strict=True):
                 add_charge(transaction, charge, state)
             try:
