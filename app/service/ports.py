@@ -87,7 +87,12 @@ class TokenStore(Protocol):
 
     def get(self, token_id: str) -> StoredToken | None: ...
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
+        """Each token as stored now (None: absent). ``known``: states the caller holds (its cache's); a token still
+        at a known state's version may be answered with that state rather than decoded again."""
+        ...
 
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one

@@ -140,7 +140,8 @@ class Sweeper:
         (``MutationBatches``). If any token changed since it was read, the whole transaction is refused; then
         each is deleted on its own, so the token that changed survives and the others still go. Each deletion
         is charged to its requester's share in the same transaction."""
-        current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
+        known = {token.token_id: stored for token in batch if (stored := self._view.get(token.token_id)) is not None}
+        current = self._store.get_many([token.token_id for token in batch], known)  # authoritative versions
         now = self._clock.now_ms()
         still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
         if not still:

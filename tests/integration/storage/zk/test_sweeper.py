@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +150,10 @@ class _RenewedRightAfterRead(ZkTokenStore):
             self._race(stored)
         return stored
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        found = super().get_many(token_ids)
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
+        found = super().get_many(token_ids, known)
         self._race(found.get(self._token_id))
         return found
 
