@@ -7,7 +7,9 @@ The protocol for a mutation (token create/renew/expire, ACL and credential chang
 2. Append the event as ``pending`` and commit. If the audit database cannot take it, the request fails
    with 503 and nothing has changed: audit fails closed.
 3. Write to ZooKeeper in one multi-op transaction that also creates the intent marker
-   ``/kts/audit-intents/<event id>``. The marker exists if and only if the change was applied.
+   ``/kts/audit-intents/<event id>``. The marker exists if and only if the change was applied. A batch of
+   changes made in one transaction (the sweep's deletions) gets one marker for all its events,
+   ``/kts/audit-intents/<first id>-<last id>`` listing their ids.
 4. Complete the event as ``succeeded`` (or ``failed``/``denied`` with the error), then delete the marker.
 
 A crash or an outage can interrupt this anywhere. Before 2: nothing happened, nothing recorded. Between 2
@@ -15,7 +17,7 @@ and 3, or with 3's outcome unknown (a connection lost mid-commit), or before 4 c
 ``pending``. The reconciler (``AuditReconciler``, run at start-up and then periodically) settles every
 pending event by the marker: present means the change was applied (``succeeded``), absent means it never
 was (``failed``). So no token exists without its create event, and no create event claims a token that
-was never issued unless it is marked failed. Markers whose event is settled are deleted.
+was never issued unless it is marked failed. Markers whose events are all settled are deleted.
 """
 
 from __future__ import annotations
@@ -78,22 +80,36 @@ class AuditLog(Protocol):
 
 
 class IntentStore(Protocol):
-    """The marks of applied changes, by their pending event's id (however the backend keeps them)."""
+    """The marks of applied changes, by their pending event's id (however the backend keeps them): one per event,
+    or one for a batch of events changed in one transaction (``TokenStore.delete_many``; a store may mark such a
+    batch one event at a time too)."""
 
     def existing(self, event_ids: list[int]) -> set[int]:
-        """Those of ``event_ids`` whose marker exists (few round trips)."""
+        """Those of ``event_ids`` that are marked, by a mark of their own or their batch's (few round trips)."""
         ...
 
     def clear(self, event_id: int) -> None: ...
 
-    def clear_many(self, event_ids: list[int]) -> None: ...
-
-    def clear_soon(self, event_ids: list[int]) -> None:
-        """Delete the markers of settled events without waiting for it (a marker left behind is harmless: the
-        reconciler deletes it)."""
+    def clear_many(self, event_ids: list[int]) -> None:
+        """Delete the marks of these settled events, each marked on its own."""
         ...
 
-    def list(self) -> list[int]: ...
+    def clear_soon(self, event_ids: list[int]) -> None:
+        """``clear_many`` without waiting for it (a mark left behind is harmless: the reconciler deletes it)."""
+        ...
+
+    def clear_batch(self, event_ids: list[int]) -> None:
+        """Delete the mark of a batch changed in one transaction, once all its events are settled (``event_ids``:
+        exactly the batch's)."""
+        ...
+
+    def clear_batch_soon(self, event_ids: list[int]) -> None:
+        """``clear_batch`` without waiting for it."""
+        ...
+
+    def marks(self) -> list[list[int]]:
+        """Every mark, as the ids of the events it marks (one, or a batch's), in order."""
+        ...
 
 
 class AuditObserver(Protocol):
@@ -206,7 +222,7 @@ class Auditor:
             _left_pending(event_ids, exc)
             return
         try:
-            self._intents.clear_many(event_ids)
+            self._intents.clear_batch(event_ids)
         except KtsError:
             pass
 
@@ -279,8 +295,8 @@ class MutationBatches:
     def _clear(self, event_ids: list[int]) -> None:
         if event_ids:
             try:
-                # Not waited for: the sweep goes on with its next batch while ZooKeeper deletes these.
-                self._intents.clear_soon(event_ids)
+                # Not waited for: the sweep goes on with its next batch while ZooKeeper deletes its marker.
+                self._intents.clear_batch_soon(event_ids)
             except KtsError:
                 pass  # orphan markers of settled events are removed by the reconciler
 
@@ -304,7 +320,7 @@ def _ended_by(event: AuditEvent, error: KtsError) -> AuditEvent:
 
 
 class AuditReconciler:
-    """Settles pending events by their intent markers, and removes markers of settled events."""
+    """Settles pending events by their intent markers, and removes the markers whose events are all settled."""
 
     def __init__(self, log_: AuditLog, intents: IntentStore, *, clock: Clock, service_id: str) -> None:
         self._log = log_
@@ -346,12 +362,23 @@ class AuditReconciler:
                 len(applied),
                 len(batch) - len(applied),
             )
-            if applied:
-                self._intents.clear_many(sorted(applied))
-        for event_id in self._intents.list():
-            if self._log.is_pending(event_id) is False:
-                self._intents.clear(event_id)
+        self._clear_settled()
         return settled
+
+    def _clear_settled(self) -> None:
+        """Delete the markers whose events are all settled: those settled above, and those whose deletion was lost
+        (a crash or an outage after the settling). A batch's marker stays while any of its events is pending (they
+        may be pending past the cut-off above, or beyond this pass's batches), since those are settled by it."""
+        singles = []
+        for marked in self._intents.marks():
+            if not all(self._log.is_pending(event_id) is False for event_id in marked):
+                continue
+            if len(marked) == 1:
+                singles.extend(marked)
+            else:
+                self._intents.clear_batch(marked)
+        if singles:
+            self._intents.clear_many(singles)
 
     def start(self) -> None:
         self.reconcile(at_start=True)

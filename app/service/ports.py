@@ -87,12 +87,18 @@ class TokenStore(Protocol):
 
     def get(self, token_id: str) -> StoredToken | None: ...
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]: ...
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
+        """Each token as stored now (None: absent). ``known``: states the caller holds (its cache's); a token still
+        at a known state's version may be answered with that state rather than decoded again."""
+        ...
 
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete each ``(token_id, version judged, intent)`` only if still at that version, all in one
         transaction or none (ConcurrentModification, or TokenNotFound when one is gone). ``charges`` (one per
-        principal) are written in the same transaction; a charge whose ledger moved on is decided again."""
+        principal) are written in the same transaction; a charge whose ledger moved on is decided again. The
+        intents are one batch's: a store may mark them with one marker (``IntentStore.clear_batch`` clears it)."""
         ...
 
     def list(self) -> list[StoredToken]: ...

@@ -33,10 +33,17 @@ class IndexedTokenCache:
         return self._index.get(token_id)
 
     def find_by_hmac(self, mac: bytes) -> str | None:
-        if not self._index.hmacs_indexed:  # the first lookup after a load indexes every token: a write
+        index = self._index
+        if not index.hmacs_indexed:
+            # The first lookup after a load indexes every token (app/storage/token_index.py). The HMACs are computed
+            # outside the lock, which is held only to take the ids and to put the entries in: the replica's other
+            # requests do not wait for 100k HMAC-SHA512s.
             with self._lock:
-                return self._index.find_by_hmac(mac)
-        return self._index.find_by_hmac(mac)
+                ids = index.ids()
+            computed = dict(zip(ids, self._secret.hmacs(ids), strict=True))
+            with self._lock:
+                index.index_hmacs(computed)
+        return index.find_by_hmac(mac)
 
     def tokens(self) -> list[StoredToken]:
         with self._lock:

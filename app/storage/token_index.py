@@ -14,6 +14,14 @@ apart, the few versions that are not 0 (most tokens are never changed), and buil
 asks for; the HMAC index is keyed by the HMAC's first 60 bits (one small integer rather than 32 bytes), the
 match checked on the whole HMAC; and the token ids of each principal are a dict's keys, half a set's memory.
 
+The HMAC index is built lazily. A load (start-up's) leaves it to the first lookup by HMAC (``index_hmacs``): only
+renewals and expiries by HMAC need it, and start-up would otherwise wait for 100k HMAC-SHA512s (the cache computes
+them outside its lock, app/storage/indexed_token_cache.py). A token leaves the HMAC index lazily too: its entry stays
+until the entries of dropped tokens are as many as the live tokens, and then they all go at once (a lookup that
+finds a dropped token's entry answers none). Dropping a token would otherwise compute its HMAC again to find its
+entry: a fifth of the CPU an expiry sweep of 100k tokens took on the sweeping replica, and more than every other
+index's update together.
+
 Not thread-safe: the caches hold their lock around writes and multi-key reads (single-key reads are dict lookups).
 """
 
@@ -31,6 +39,9 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind, counts_against
 from app.domain.token_secret import TokenSecret
 from app.service.ports import StoredToken
+
+# Entries of dropped tokens the HMAC index keeps at least before they go (a small index is not rebuilt per drop).
+MIN_STALE_HMACS = 1024
 
 
 class _PrincipalIndex:
@@ -68,8 +79,8 @@ class TokenIndex:
         self._versions: dict[str, int] = {}  # only the versions that are not 0
         self._by_hmac: dict[int, str] = {}  # by the HMAC's first 60 bits (``_hmac_key``)
         self._hmac_collisions: dict[bytes, str] = {}  # by the whole HMAC, should two share their first 60 bits
-        # False after a load until the first lookup by HMAC (``find_by_hmac``) indexes every token: start-up does
-        # not wait for 100k HMAC-SHA512s that only renewals and expiries by HMAC need.
+        self._stale_hmacs = 0  # entries of dropped tokens still in the two above (at most: a token may come back)
+        # False after a load until every token is indexed by HMAC (``index_hmacs``, or the first ``find_by_hmac``).
         self._hmacs_indexed = True
         self._by_owner = _PrincipalIndex(lambda token: (token.owner,))
         self._by_renewer = _PrincipalIndex(lambda token: token.renewers)
@@ -97,15 +108,29 @@ class TokenIndex:
         """Whether every token is indexed by HMAC (else the next ``find_by_hmac`` indexes them, which writes)."""
         return self._hmacs_indexed
 
+    def index_hmacs(self, computed: dict[str, bytes] | None = None) -> None:
+        """Index every token by HMAC, if a load left that undone; ``computed``: HMACs already computed (outside the
+        cache's lock) for some of them, the rest are computed here."""
+        if self._hmacs_indexed:
+            return
+        computed = computed or {}
+        missing = [token_id for token_id in self._tokens if token_id not in computed]
+        macs = [*((token_id, mac) for token_id, mac in computed.items() if token_id in self._tokens)]
+        macs += zip(missing, self._secret.hmacs(missing), strict=True)
+        by_hmac, collisions = self._by_hmac, self._hmac_collisions
+        for token_id, mac in macs:
+            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+                collisions[mac] = token_id
+        self._hmacs_indexed = True
+
     def find_by_hmac(self, mac: bytes) -> str | None:
-        if not self._hmacs_indexed:
-            self._index_hmacs(self._tokens)
-            self._hmacs_indexed = True
+        self.index_hmacs()
+        tokens = self._tokens
         found = self._hmac_collisions.get(mac)
         if found is not None:
-            return found
+            return found if found in tokens else None  # a dropped token's entry (``drop``)
         found = self._by_hmac.get(_hmac_key(mac))
-        if found is None or not hmac.compare_digest(self._secret.hmac(found), mac):
+        if found is None or found not in tokens or not hmac.compare_digest(self._secret.hmac(found), mac):
             return None
         return found
 
@@ -140,34 +165,52 @@ class TokenIndex:
 
     def put(self, stored: StoredToken) -> None:
         """Add a token."""
+        token_id = stored.token.token_id
+        if self._hmacs_indexed:
+            mac = self._secret.hmac(token_id)
+            if self._by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
+                self._hmac_collisions[mac] = token_id
+        self._add(stored)
+
+    def replace(self, stored: StoredToken) -> None:
+        """A token's new state: its HMAC entry (the same token id's) stays as it is."""
+        old = self._tokens.get(stored.token.token_id)
+        if old is None:
+            self.put(stored)
+            return
+        self._remove(old)
+        self._add(stored)
+
+    def drop(self, token_id: str) -> None:
+        old = self._tokens.get(token_id)
+        if old is None:
+            return
+        self._remove(old)
+        if not self._hmacs_indexed:
+            return
+        # Its HMAC entry stays (see the module's docstring): ``find_by_hmac`` answers none for it.
+        self._stale_hmacs += 1
+        if self._stale_hmacs > max(MIN_STALE_HMACS, len(self._tokens)):
+            self._purge_hmacs()
+
+    def _add(self, stored: StoredToken) -> None:
+        """Every index but the HMAC's."""
         token = stored.token
         token_id = token.token_id
         self._tokens[token_id] = token
         if stored.version:
             self._versions[token_id] = stored.version
-        if self._hmacs_indexed:
-            self._index_hmacs((token_id,))
-        self._ordered.add(token.token_id)
+        self._ordered.add(token_id)
         self._ends.add(_end(token))
         self._requested[token.token_requester] += 1
         for index in self._indexes:
             index.add(token)
 
-    def replace(self, stored: StoredToken) -> None:
-        self.drop(stored.token.token_id)
-        self.put(stored)
-
-    def drop(self, token_id: str) -> None:
-        old = self._tokens.pop(token_id, None)
-        if old is None:
-            return
+    def _remove(self, old: TokenInformation) -> None:
+        """Every index but the HMAC's."""
+        token_id = old.token_id
+        del self._tokens[token_id]
         self._versions.pop(token_id, None)
-        if self._hmacs_indexed:
-            mac = self._secret.hmac(token_id)
-            if self._hmac_collisions.get(mac) == token_id:
-                del self._hmac_collisions[mac]
-            elif self._by_hmac.get(_hmac_key(mac)) == token_id:
-                del self._by_hmac[_hmac_key(mac)]
         self._ordered.discard(token_id)
         self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
         requester = old.token_requester
@@ -178,8 +221,8 @@ class TokenIndex:
             index.remove(old)
 
     def load(self, loaded: Iterable[StoredToken]) -> None:
-        """Replace everything with ``loaded``: what ``put`` does for each token, done an index at a time (every
-        HMAC with the key prepared once, one sort of the ids and of the ends), about twice as fast (start-up)."""
+        """Replace everything with ``loaded``: what ``put`` does for each token, done in one loop with one sort of the
+        ids and of the ends, and the HMAC index left to ``index_hmacs`` (start-up)."""
         self.load_batches((loaded,))
 
     def load_batches(self, batches: Iterable[Iterable[StoredToken]]) -> int:
@@ -190,6 +233,7 @@ class TokenIndex:
         self._versions.clear()
         self._by_hmac.clear()
         self._hmac_collisions.clear()
+        self._stale_hmacs = 0
         self._ordered.clear()
         self._ends.clear()
         self._requested.clear()
@@ -199,7 +243,7 @@ class TokenIndex:
         # Every index but the sorted ones and the HMAC's, a token at a time in one loop: what each index's ``add``
         # does (owners; renewers; requesters other than the owner), written out for start-up's 100k tokens.
         by_owner, by_renewer, by_requester = self._by_owner.ids, self._by_renewer.ids, self._by_requester.ids
-        self._hmacs_indexed = False  # by the first lookup by HMAC
+        self._hmacs_indexed = False  # by ``index_hmacs``, or the first lookup by HMAC
         for batch in batches:
             for stored in batch:
                 token = stored.token
@@ -220,13 +264,14 @@ class TokenIndex:
         self._ends.update(_end(token) for token in tokens.values())
         return len(tokens)
 
-    def _index_hmacs(self, token_ids: Iterable[str]) -> None:
-        """Index ``token_ids`` by HMAC, with the key prepared once for them all (``TokenSecret.hmacs``)."""
-        by_hmac, collisions = self._by_hmac, self._hmac_collisions
-        ids = list(token_ids)
-        for token_id, mac in zip(ids, self._secret.hmacs(ids), strict=True):
-            if by_hmac.setdefault(_hmac_key(mac), token_id) != token_id:
-                collisions[mac] = token_id
+    def _purge_hmacs(self) -> None:
+        """Remove the HMAC entries of dropped tokens, as new dicts (a dict never shrinks as entries go), swapped
+        in whole for the lookups that read without the lock. As many live entries are kept as stale ones go, so
+        each drop pays for about one entry copied."""
+        tokens = self._tokens
+        self._by_hmac = {key: token_id for key, token_id in self._by_hmac.items() if token_id in tokens}
+        self._hmac_collisions = {mac: token_id for mac, token_id in self._hmac_collisions.items() if token_id in tokens}
+        self._stale_hmacs = 0
 
     def _stored(self, token: TokenInformation) -> StoredToken:
         return StoredToken(token, self._versions.get(token.token_id, 0))

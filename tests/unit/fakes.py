@@ -7,7 +7,7 @@ a test inject failures or act as a concurrent writer; nothing else.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -79,7 +79,9 @@ class FakeTokenStore:
             self.after_get(token_id)
         return stored
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
         return {token_id: self.get(token_id) for token_id in token_ids}
 
     def list(self) -> list[StoredToken]:
@@ -502,6 +504,15 @@ class FakeIntentStore:
 
     def clear_soon(self, event_ids: list[int]) -> None:
         self.clear_many(event_ids)
+
+    def clear_batch(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
+    def clear_batch_soon(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
+    def marks(self) -> list[list[int]]:
+        return [[event_id] for event_id in sorted(self.present)]
 
     def list(self) -> list[int]:
         return sorted(self.present)

@@ -257,7 +257,8 @@ class ClusterAuditReconciler:
 
     def _clear_marks(self) -> None:
         """Marks of settled events (their request died before clearing them, or this pass settled them)."""
-        settled = [event_id for event_id in self._marks.list() if self._log.is_pending(event_id) is not True]
+        marked = [event_id for mark in self._marks.marks() for event_id in mark]  # one event each here
+        settled = [event_id for event_id in marked if self._log.is_pending(event_id) is not True]
         if settled:
             self._marks.clear_many(settled)
 

@@ -19,7 +19,7 @@ its own lists.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 from app.domain.errors import KtsError, StoreUnavailable, TokenNotFound
@@ -67,7 +67,9 @@ class KafkaTokenStore:
     def get(self, token_id: str) -> StoredToken | None:
         return self._cache.get(token_id)
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
         return {token_id: self._cache.get(token_id) for token_id in token_ids}
 
     def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:

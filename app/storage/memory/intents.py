@@ -42,6 +42,16 @@ class MemoryIntentStore:
         with self._lock:
             self._marked.difference_update(event_ids)
 
+    def clear_batch(self, event_ids: list[int]) -> None:
+        """A batch is marked one event at a time here (``marked``)."""
+        self.clear_many(event_ids)
+
+    def clear_batch_soon(self, event_ids: list[int]) -> None:
+        self.clear_many(event_ids)
+
+    def marks(self) -> list[list[int]]:
+        return [[event_id] for event_id in self.list()]
+
     def list(self) -> list[int]:
         with self._lock:
             return sorted(self._marked)

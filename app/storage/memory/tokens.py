@@ -15,7 +15,7 @@ the change was made.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TypeVar
 
 from app.domain.errors import ConcurrentModification, TokenNotFound
@@ -57,7 +57,9 @@ class MemoryTokenStore:
         with self._lock:
             return self._index.get(token_id)
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
         with self._lock:
             return {token_id: self._index.get(token_id) for token_id in token_ids}
 

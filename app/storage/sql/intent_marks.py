@@ -65,6 +65,16 @@ class SqlIntentMarks:
         except KtsError:
             pass  # the marks of settled events are removed by the reconciler
 
+    def clear_batch(self, event_ids: Sequence[int]) -> None:
+        """A batch is marked one event at a time here (``mark``)."""
+        self.clear_many(event_ids)
+
+    def clear_batch_soon(self, event_ids: Sequence[int]) -> None:
+        self.clear_many(event_ids)
+
+    def marks(self) -> list[list[int]]:
+        return [[event_id] for event_id in self.list()]
+
     def list(self) -> list[int]:
         with translated_db_errors(), self._engine.connect() as connection:
             return [

@@ -23,9 +23,10 @@ from app.storage.zk.capacity import CapacityGuard
 from app.storage.zk.token_shares import TokenShares
 
 # Tokens deleted per ZooKeeper transaction (the sweep's and bulk revocation's batches). With their notifications
-# and intent markers a batch is about 140 KB under a short chroot, and 480 KB at worst (64-character token ids, a
-# 200-character chroot, creator-only ACLs); with the share ledgers of the most requesters a batch names (50, of
-# the longest names), 593 KB: well below ZooKeeper's 1 MB request limit (jute.maxbuffer). Unit tests measure both.
+# and the batch's one intent marker a batch is about 100 KB under a short chroot, and 350 KB at worst (64-character
+# token ids, a 200-character chroot, creator-only ACLs); with the share ledgers of the most requesters a batch names
+# (50, of the longest names), 464 KB: well below ZooKeeper's 1 MB request limit (jute.maxbuffer). Unit tests measure
+# both.
 BATCH = 500
 
 _SHARE_WRITES = {TokenWrite.CREATE: ShareWrite.CREATE, TokenWrite.RENEW: ShareWrite.CHANGE}

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from app.domain import token_rules
 from app.domain.audit import Action, AuditEvent, Outcome
@@ -108,8 +109,19 @@ class Sweeper:
         doomed = token_rules.expired_tokens((stored.token for stored in self._view.tokens()), now)
         deleted = 0
         planned = 0
-        with self._auditor.mutation_batches() as audited:  # settles the last batch however the sweep ends
-            for batch in self._admission.deletion_batches(doomed):
+        batches = self._admission.deletion_batches(doomed)
+        if not batches:
+            return 0
+        # One re-read ahead: the next batch's versions are read while this batch's audit commit and transaction
+        # wait on their disks. Batches hold disjoint tokens, so each deletion is still guarded by the version of
+        # its own batch's re-read (a renew in between refuses it, as before).
+        with (
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="sweep-read") as reader,
+            self._auditor.mutation_batches() as audited,  # settles the last batch however the sweep ends
+        ):
+            ahead = self._read(reader, batches[0])
+            for index, batch in enumerate(batches):
+                current = ahead
                 if lost is not None and lost.is_set():
                     break  # leadership gone: another replica sweeps now
                 left = len(doomed) - planned
@@ -119,7 +131,10 @@ class Sweeper:
                     if not batch:
                         self._warn_paused(left)
                         break
-                deleted += self._sweep_batch(batch, audited)
+                if index + 1 < len(batches):
+                    ahead = self._read(reader, batches[index + 1])
+                deleted += self._sweep_batch(batch, current, audited)
+            ahead.cancel()  # a read ahead of a batch the sweep stopped before: not needed
         if deleted:
             log.info("sweep deleted %d expired tokens", deleted)
         return deleted
@@ -135,14 +150,29 @@ class Sweeper:
             left,
         )
 
-    def _sweep_batch(self, batch: list[TokenInformation], audited: MutationBatches) -> int:
+    def _read(self, reader: ThreadPoolExecutor, batch: list[TokenInformation]) -> Future[dict[str, StoredToken | None]]:
+        """The re-read of a batch, sent now: the versions its deletions are guarded by."""
+        ids = [token.token_id for token in batch]
+        known = {token_id: stored for token_id in ids if (stored := self._view.get(token_id)) is not None}
+        return reader.submit(self._store.get_many, ids, known)
+
+    def _sweep_batch(
+        self,
+        batch: list[TokenInformation],
+        read: Future[dict[str, StoredToken | None]],
+        audited: MutationBatches,
+    ) -> int:
         """Delete a batch in one transaction, audited with one commit that also settles the batch before it
         (``MutationBatches``). If any token changed since it was read, the whole transaction is refused; then
         each is deleted on its own, so the token that changed survives and the others still go. Each deletion
         is charged to its requester's share in the same transaction."""
-        current = self._store.get_many([token.token_id for token in batch])  # authoritative versions
+        current = read.result()  # authoritative versions (of the whole batch, which the room may have cut)
         now = self._clock.now_ms()
-        still = [stored for stored in current.values() if stored is not None and stored.token.is_expired(now)]
+        still = [
+            stored
+            for token in batch
+            if (stored := current.get(token.token_id)) is not None and stored.token.is_expired(now)
+        ]
         if not still:
             return 0
         charges = self._charges([stored.token for stored in still])

@@ -7,7 +7,7 @@ import re
 import typing
 from typing import Any
 
-from app.domain.audit import EVENT_FIELDS, JOB_COLUMNS, FieldType, StoredEvent
+from app.domain.audit import EVENT_FIELDS, JOB_COLUMNS, Action, AuditEvent, FieldType, Outcome, StoredEvent
 from app.domain.token_job import JOB_KEYS, MAX_FRAMEWORK_LENGTH, MAX_JOB_TEXT_LENGTH, TokenJob, job_or_none
 
 _PYTHON_TYPES: dict[FieldType, Any] = {
@@ -56,3 +56,26 @@ def test_an_empty_job_is_no_job() -> None:
     assert job_or_none(None) is None
     assert job_or_none(TokenJob()) is None
     assert job_or_none(TokenJob(user="joe")) == TokenJob(user="joe")
+
+
+def test_an_ended_event_keeps_every_field_but_its_outcome_error_code_and_added_details() -> None:
+    """``AuditEvent.ended`` names each field itself (``dataclasses.replace`` was too slow for a sweep's 100k events):
+    a field added later must be carried over there too."""
+    event = AuditEvent(
+        Action.TOKEN_CREATE,
+        Outcome.PENDING,
+        principal="User:alice",
+        owner="User:bob",
+        token_requester="User:carol",
+        token_id="T1",
+        error_code=7,
+        details={"kept": 1},
+        job=TokenJob(framework="spark", id="j1", name="n", user="u"),
+    )
+
+    ended = event.ended(Outcome.FAILED, error_code=58, added=True)
+
+    expected = dataclasses.replace(event, outcome=Outcome.FAILED, error_code=58, details={"kept": 1, "added": True})
+    assert ended == expected
+    assert event.details == {"kept": 1}  # the original's details are not shared
+    assert ended.details is not event.details

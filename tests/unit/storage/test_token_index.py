@@ -1,5 +1,6 @@
 """The compact token index (app/storage/token_index.py): versions kept apart, the HMAC index keyed by the HMAC's
-first 60 bits with the whole HMAC checked, and a second token sharing those bits still found."""
+first 60 bits with the whole HMAC checked, a second token sharing those bits still found, and the entries of
+dropped tokens (left in place, with no HMAC computed) never answering and removed in bulk."""
 
 from __future__ import annotations
 
@@ -168,3 +169,34 @@ def test_a_load_leaves_the_hmac_index_to_the_first_lookup_by_hmac_which_finds_wh
         assert index.find_by_hmac(SECRET.hmac(token_id)) == token_id
     index.drop("IndexTokenLazyAddedAAAA")  # and once indexed, kept as tokens come and go
     assert index.find_by_hmac(SECRET.hmac("IndexTokenLazyAddedAAAA")) is None
+
+
+def test_a_dropped_token_is_never_found_by_hmac_and_its_entry_goes_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(token_index, "MIN_STALE_HMACS", 10)
+    ids = [f"IndexToken{n:012d}" for n in range(100)]
+    index = TokenIndex(SECRET)
+    index.load([StoredToken(_token(token_id), 0) for token_id in ids])
+    index.index_hmacs()
+    hmacs = {token_id: SECRET.hmac(token_id) for token_id in ids}
+    computed = []
+    monkeypatch.setattr(TokenSecret, "hmac", lambda _, token_id: computed.append(token_id) or hmacs[token_id])
+
+    for token_id in ids[:60]:
+        index.drop(token_id)
+
+    assert computed == []  # a drop computes no HMAC
+    assert [index.find_by_hmac(hmacs[token_id]) for token_id in ids[:60]] == [None] * 60
+    assert [index.find_by_hmac(hmacs[token_id]) for token_id in ids[60:]] == ids[60:]
+    # More dropped entries than live tokens were removed at once; fewer than that wait for the next time.
+    assert len(index._by_hmac) <= 2 * len(index) + 1
+
+    index.put(StoredToken(_token(ids[0]), 3))  # a token seen again (a reload after a lost session)
+    index.replace(StoredToken(_token(ids[61]), 4))  # a renew: the same HMAC entry
+    assert index.find_by_hmac(hmacs[ids[0]]) == ids[0]
+    assert index.find_by_hmac(hmacs[ids[61]]) == ids[61]
+    assert index.get(ids[61]) == StoredToken(_token(ids[61]), 4)
+
+    for token_id in [ids[0], *ids[60:]]:
+        index.drop(token_id)
+    assert len(index) == 0 and len(index._by_hmac) <= token_index.MIN_STALE_HMACS + 1
+    assert all(index.find_by_hmac(mac) is None for mac in hmacs.values())

@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
@@ -40,6 +41,10 @@ class KtsZNodes:
     """- ``/kts/audit-intents/<event id>``: an empty marker saying a change's audit event was written as
       pending. It is created in the same transaction as the change, so its presence proves the change
       happened (app/service/audit.py).
+    - ``/kts/audit-intents/<first event id>-<last event id>``: the marker of a batch of changes made in one
+      transaction (the sweep's and bulk revocation's deletions), one for all their events: the data is the
+      events' ids, as a JSON array in ascending order (``encode_intent_batch``), the first and last of which name
+      it. The ids need not be consecutive (PostgreSQL hands ids out to several replicas at once).
     - ``/kts/sweeper-election``: the election of the replica that sweeps expired tokens (kazoo's Election
       recipe creates and names the contenders' znodes below it). Every live replica contends, so the
       contenders are also the count of live replicas (the lockout's share).
@@ -131,8 +136,36 @@ class KtsZNodes:
 
     @staticmethod
     def audit_intent_event_id(name: str) -> int | None:
-        """The event id an intent marker's znode name holds (None: not a marker)."""
+        """The event id an intent marker's znode name holds (None: not a single event's marker)."""
         return int(name) if name.isdigit() else None
+
+    @staticmethod
+    def audit_intent_batch(event_ids: Sequence[int]) -> str:
+        """The marker of a batch of (at least two) events: named by its first and last event ids."""
+        return f"{KtsZNodes.AUDIT_INTENTS}/{min(event_ids)}-{max(event_ids)}"
+
+    @staticmethod
+    def audit_intent_batch_range(name: str) -> tuple[int, int] | None:
+        """The first and last event ids a batch marker's znode name holds (None: not a batch's marker)."""
+        first, dash, last = name.partition("-")
+        if not dash or not first.isdigit() or not last.isdigit():
+            return None
+        return int(first), int(last)
+
+    @staticmethod
+    def encode_intent_batch(event_ids: Sequence[int]) -> bytes:
+        return json.dumps(sorted(event_ids), separators=(",", ":")).encode("ascii")
+
+    @staticmethod
+    def decode_intent_batch(data: bytes) -> list[int]:
+        """A batch marker's event ids; MalformedZNode when the data is not such a list."""
+        try:
+            event_ids = json.loads(data)
+        except ValueError as exc:
+            raise MalformedZNode("an audit intent batch marker's data is not JSON") from exc
+        if not isinstance(event_ids, list) or not all(type(event_id) is int for event_id in event_ids):
+            raise MalformedZNode("an audit intent batch marker's data is not a list of event ids")
+        return event_ids
 
 
 class SecretFingerprintZNode:

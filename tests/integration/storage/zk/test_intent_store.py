@@ -1,12 +1,15 @@
 """What ZooKeeper's intent store alone does (the cases every intent store passes are the contract suite's,
 tests/contract/test_intent_store.py), on a real ZooKeeper: markers cleared while a deletion is in flight go
 together in one transaction once it is answered, none is left behind, and one already gone (the reconciler
-deleted it first) does not keep the others out of the transaction."""
+deleted it first) does not keep the others out of the transaction; a batch marker whose data is not its events'
+ids vouches for none."""
 
 from __future__ import annotations
 
+import logging
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from kazoo.client import KazooClient
 
 from app.storage.zk.connection import ZkConnection
@@ -69,3 +72,21 @@ def test_a_marker_cleared_while_disconnected_is_left_to_the_reconciler(zk_connec
     assert sorted(raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(
         KtsZNodes.audit_intent(event_id).rpartition("/")[2] for event_id in (1, 2)
     )
+
+
+def test_a_batch_marker_whose_data_is_unreadable_vouches_for_nothing(
+    zk: ZkConnection, raw_zk: KazooClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """kts never writes one, but a hand-made marker must not have pending events settled as applied."""
+    intents = ZkIntentStore(zk)
+    raw_zk.ensure_path(KtsZNodes.AUDIT_INTENTS)
+    raw_zk.create(f"{KtsZNodes.AUDIT_INTENTS}/5-9", b"not a list of ids")
+    raw_zk.create(f"{KtsZNodes.AUDIT_INTENTS}/10-12", b'["10", 11, 12]')
+    raw_zk.create(f"{KtsZNodes.AUDIT_INTENTS}/not-a-marker", b"[1, 2]")
+    raw_zk.create(KtsZNodes.audit_intent(7), b"")
+
+    with caplog.at_level(logging.WARNING):
+        assert intents.existing(list(range(1, 13))) == {7}
+        assert intents.marks() == [[7]]
+
+    assert sum("ignoring the audit intent marker" in record.getMessage() for record in caplog.records) == 4

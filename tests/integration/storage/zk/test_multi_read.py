@@ -12,6 +12,7 @@ from kazoo.exceptions import NoNodeError
 
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
+from app.service.ports import Renewal, TokenChange
 from app.storage.zk import connection as connection_module
 from app.storage.zk.connection import MULTI_READ_BATCH, ZkConnection
 from app.storage.zk.multi_read import MultiReadNotSupported, read_many_async
@@ -152,3 +153,20 @@ def test_read_batches_falls_back_to_one_read_per_znode(
     batches = list(zk.read_batches([f"/fallback/z{n}" for n in range(5)]))
 
     assert [[answer[0] for answer in batch] for batch in batches] == [[b"0", b"1"], [b"2", b"3"], [b"4"]]
+
+
+def test_store_answers_a_known_state_still_at_its_version_and_reads_a_changed_one(zk: ZkConnection) -> None:
+    """The sweep passes its cache's states: one whose znode is still at that version is answered as given (not
+    decoded again); one written since is decoded from what is stored now."""
+    store = ZkTokenStore(zk)
+    unchanged, renewed = _token(1), _token(2)
+    held = {token.token_id: store.create(token) for token in (unchanged, renewed)}
+    now = store.change(renewed.token_id, lambda stored: TokenChange(stored.token.with_expiry(5000), None, Renewal(-1)))[
+        0
+    ]
+
+    found = store.get_many([unchanged.token_id, renewed.token_id, "MultiReadMissingAAAAAA"], held)
+
+    assert found[unchanged.token_id] is held[unchanged.token_id]
+    assert found[renewed.token_id] == now and now is not None and now.token.expiry_timestamp == 5000
+    assert found["MultiReadMissingAAAAAA"] is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +150,10 @@ class _RenewedRightAfterRead(ZkTokenStore):
             self._race(stored)
         return stored
 
-    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
-        found = super().get_many(token_ids)
+    def get_many(
+        self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
+    ) -> dict[str, StoredToken | None]:
+        found = super().get_many(token_ids, known)
         self._race(found.get(self._token_id))
         return found
 
@@ -242,6 +244,20 @@ class _Killed(BaseException):
     """The process dies: nothing after this runs, not even the sweep's own cleanup."""
 
 
+class _DiesBeforeTransaction(ZkTokenStore):
+    """A token store whose process dies before its ``dies_at``-th deletion transaction is sent."""
+
+    def __init__(self, zk: ZkConnection, dies_at: int) -> None:
+        super().__init__(zk)
+        self._left = dies_at
+
+    def delete_many(self, *args: Any, **kwargs: Any) -> None:
+        self._left -= 1
+        if self._left == 0:
+            raise _Killed
+        super().delete_many(*args, **kwargs)
+
+
 class _DiesAfterTransactions(ZkTokenStore):
     """A token store whose process dies right after its ``survives``-th deletion transaction committed."""
 
@@ -286,8 +302,10 @@ def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_whi
         (ids[2], "pending"),
         (ids[3], "pending"),
     ]
-    pending = [event.id for event in replica.audit_log.query(EventQuery(outcome="pending"))]
-    assert sorted(int(name) for name in raw_zk.get_children(KtsZNodes.AUDIT_INTENTS)) == sorted(pending)
+    pending = sorted(event.id for event in replica.audit_log.query(EventQuery(outcome="pending")))
+    # One marker for the batch's two events, in the transaction that deleted their tokens.
+    assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == [f"{pending[0]}-{pending[-1]}"]
+    assert KtsZNodes.decode_intent_batch(raw_zk.get(KtsZNodes.audit_intent_batch(pending))[0]) == pending
 
     reconciler = AuditReconciler(replica.audit_log, ZkIntentStore(replica.zk), clock=SystemClock(), service_id="svc-a")
     assert reconciler.reconcile(at_start=True) == 2  # the restarted replica settles its own events
@@ -300,3 +318,47 @@ def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_whi
     assert raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == []
     monkeypatch.undo()
     assert replica.sweeper.sweep() == 1  # the next sweep takes the rest
+
+
+def test_a_replica_killed_before_a_batch_transaction_leaves_it_pending_without_a_marker_and_it_is_settled_failed(
+    replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between the batch's pending commit and its transaction: its events are pending, no marker names
+    them, its tokens are still there; the reconciler settles them failed, and the next sweep deletes the tokens."""
+    monkeypatch.setattr(admission_module, "OPEN_BATCH", 2)
+    monkeypatch.setattr(MutationBatches, "close", lambda self: None)
+    ids = [f"Killed{n}BBBBBBBBBBBBBBB" for n in range(4)]
+    for token_id in ids:
+        other_writer.create(_token(token_id, expiry_in_ms=-1_000))
+    eventually(lambda: len(replica.cache) == 4)
+    sweeper = Sweeper(
+        _DiesBeforeTransaction(replica.zk, dies_at=2),
+        replica.cache,
+        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
+        clock=SystemClock(),
+        interval_ms=HOUR,
+    )
+
+    with pytest.raises(_Killed):
+        sweeper.sweep()
+
+    left = sorted(raw_zk.get_children(TokenZNode.ROOT))
+    assert len(left) == 2
+    assert _sweep_events(replica.audit_log) == sorted(
+        [
+            *((token_id, "succeeded") for token_id in ids if token_id not in left),
+            *((token_id, "pending") for token_id in left),
+        ]
+    )
+    # The first batch's marker is deleted once its events are settled (not waited for); none names the second's.
+    eventually(lambda: raw_zk.get_children(KtsZNodes.AUDIT_INTENTS) == [])
+
+    reconciler = AuditReconciler(replica.audit_log, ZkIntentStore(replica.zk), clock=SystemClock(), service_id="svc-a")
+    assert reconciler.reconcile(at_start=True) == 2
+
+    settled = {event.token_id: event for event in replica.audit_log.query(EventQuery(action="token.sweep"))}
+    assert {token_id: settled[token_id].outcome for token_id in left} == dict.fromkeys(left, "failed")
+    assert all(settled[token_id].details.get("reconciled") for token_id in left)
+    monkeypatch.undo()
+    assert replica.sweeper.sweep() == 2  # the tokens the killed batch never deleted go now
+    assert raw_zk.get_children(TokenZNode.ROOT) == []
