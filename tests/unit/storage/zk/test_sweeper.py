@@ -185,6 +185,27 @@ def test_a_token_renewed_between_its_read_and_its_delete_survives() -> None:
     assert harness.intents.cleared == [event_id]
 
 
+@pytest.mark.usefixtures("one_token_batches")
+def test_a_token_renewed_while_the_batch_before_it_is_deleted_survives() -> None:
+    """The next batch is re-read while the one before it is deleted: a renew landing then still wins, as each
+    deletion is guarded by the version its own batch read (whether that read came before the renew or after)."""
+    ids = ["AheadFirst", "AheadSecond"]
+    harness = Harness([_stored(token_id, expiry=NOW - 1) for token_id in ids])
+
+    def renew_the_other(deleted_id: str) -> None:
+        harness.store.after_delete = None
+        harness.store.renew(next(token_id for token_id in ids if token_id != deleted_id), NOW + 60_000)
+
+    harness.store.after_delete = renew_the_other
+
+    assert harness.sweeper.sweep() == 1
+
+    (deleted,) = harness.deleted_ids
+    (survivor,) = set(ids) - {deleted}
+    assert harness.store.tokens[survivor].version == 1
+    assert harness.view.discarded == [deleted]
+
+
 def test_a_token_deleted_before_the_sweep_reads_it_is_skipped() -> None:
     harness = Harness([_stored("GoneAlready", expiry=NOW - 1), _stored("StillThere", expiry=NOW - 1)])
     del harness.store.tokens["GoneAlready"]  # expired by a request; the cache has not caught up
