@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.domain.errors import ConcurrentModification
-from app.storage.zk.connection import ZkConnection
+from app.storage.zk.connection import ZkConnection, first_failure
 from app.storage.zk.errors import Subject, refused_write
 from app.storage.zk.znodes import KtsZNodes
 
@@ -28,6 +28,7 @@ class ChangeTransaction:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
         self._operations: list[Callable[[Any], None]] = []  # replayed on a fresh kazoo transaction per attempt
+        self._notifications: list[tuple[int, str, bytes]] = []  # each notification's operation, prefix and data
 
     def create(self, path: str, data: bytes) -> None:
         acl = self._zk.acl_for(path)
@@ -51,6 +52,7 @@ class ChangeTransaction:
     def notify(self, prefix: str, data: bytes) -> None:
         """A persistent sequential change notification (ZooKeeper appends the sequence number to ``prefix``)."""
         acl = self._zk.acl_for(prefix)
+        self._notifications.append((len(self._operations), prefix, data))
         self._operations.append(lambda transaction: transaction.create(prefix, data, acl=acl, sequence=True))
 
     def mark_intent(self, intent: int | None) -> None:
@@ -77,11 +79,23 @@ class ChangeTransaction:
                 transaction.check(*check)
             for operation in self._operations:
                 operation(transaction)
-            failure = self._zk.commit(transaction)
+            results = self._zk.commit_results(transaction)
+            failure = first_failure(results)
             if failure is None:
+                self._written(results[0 if check is None else 1 :])
                 return
             index, error = failure
             if fence is None or check is None or index != 0:
                 raise refused_write(error, subject)
             fence.breached()  # raises if a KRaft controller took over; else a new election: try again
         raise ConcurrentModification(f"{subject.name}: the cluster's controller kept changing; retry.")
+
+    def _written(self, results: list[Any]) -> None:
+        """Tell the session's followers the names the notifications got (written_notifications.py)."""
+        by_prefix: dict[str, list[tuple[str, bytes]]] = {}
+        for index, prefix, data in self._notifications:
+            path = results[index]
+            if isinstance(path, str):
+                by_prefix.setdefault(prefix, []).append((path, data))
+        for prefix, written in by_prefix.items():
+            self._zk.written_notifications.record(prefix, written)
