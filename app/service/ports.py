@@ -173,6 +173,10 @@ class TokenView(Protocol):
 
     def discard(self, token_id: str) -> None: ...
 
+    def discard_many(self, token_ids: list[str]) -> None:
+        """``discard`` for each of ``token_ids`` (a sweep's batch), at once."""
+        ...
+
 
 class UserStore(Protocol):
     def mechanisms(self, user_name: str) -> dict[Mechanism, int]:

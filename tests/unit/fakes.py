@@ -274,6 +274,10 @@ class FakeTokenView:
         self.discarded.append(token_id)
         self._tokens.pop(token_id, None)
 
+    def discard_many(self, token_ids: list[str]) -> None:
+        for token_id in token_ids:
+            self.discard(token_id)
+
 
 # -------------------- ACLs and users
 

@@ -113,10 +113,14 @@ class KafkaTokenCache(IndexedTokenCache):
             self._index.replace(stored)
 
     def discard(self, token_id: str) -> None:
+        self.discard_many([token_id])
+
+    def discard_many(self, token_ids: list[str]) -> None:
         with self._lock:
-            self._written[token_id] = (self._timer(), None)
-            self._deleted[token_id] = self._timer()
-            self._index.drop(token_id)
+            for token_id in token_ids:
+                self._written[token_id] = (self._timer(), None)
+                self._deleted[token_id] = self._timer()
+            self._index.drop_many(token_ids)
 
     # --- refreshing ---
 

@@ -176,3 +176,6 @@ class MemoryTokenView:
 
     def discard(self, token_id: str) -> None:
         pass
+
+    def discard_many(self, token_ids: list[str]) -> None:
+        pass

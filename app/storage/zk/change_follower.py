@@ -20,6 +20,10 @@ queue since the last one (the sequence number is the folder's change counter, wh
 advance: only the leader's purge deletes): so its data is read speculatively, sent right behind the listing, and
 the chain is two round trips. A guess the listing does not hold, or that finds nothing, is dropped; the
 notification is then read as before.
+
+Notifications this replica's session wrote itself are not read back: their data is known from the transaction
+that created them (written_notifications.py). Which names are new, and so the position, still comes from the
+listing alone.
 """
 
 from __future__ import annotations
@@ -80,6 +84,8 @@ class ChangeFollower:
 
     def start(self) -> None:
         """Load everything, then follow. Raises StoreUnavailable if the first load cannot be done."""
+        for queue in self._queues:
+            self._zk.written_notifications.follow(queue.path)  # this session's own notifications, not read back
         self._load()
         self._zk.client.add_listener(self._on_state)
         self._worker = threading.Thread(target=self._run, name=self._name, daemon=True)
@@ -139,6 +145,7 @@ class ChangeFollower:
         # afterwards, and handling a change twice is harmless. Listing leaves the watches that wake the worker.
         self._zk.ensure_connected()
         for queue in self._queues:
+            self._zk.written_notifications.forget(queue.path)  # the load reads the state they name
             self._latest[queue.path] = max(self._list(queue.path), default="")
         self._reload()
         self._reload_needed = False
@@ -154,8 +161,8 @@ class ChangeFollower:
             fresh = new_names(self._listed(listing), latest)
             if not fresh:
                 continue
-            known: dict[str, bytes | None] = {}
-            if speculative is not None and fresh[0] == guess:
+            known: dict[str, bytes | None] = dict(self._zk.written_notifications.take(queue.path, fresh))
+            if speculative is not None and fresh[0] == guess and guess not in known:
                 data = _speculated(self._zk, speculative)
                 if data is not None:
                     known[guess] = data

@@ -36,6 +36,7 @@ from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_tr
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.poll_handler import PollingHandler
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
+from app.storage.zk.written_notifications import WrittenNotifications
 from app.storage.zk.znodes import PERSISTENT_PATHS, ClusterIdZNode, MalformedZNode
 
 if TYPE_CHECKING:
@@ -87,6 +88,8 @@ class ZkConnection:
         self._require_cluster = require_cluster
         # The check every write of Kafka's metadata carries (transaction.py), set by the composition root.
         self.write_fence: WriteFence | None = None
+        # The notifications this session wrote, until its change followers meet them (written_notifications.py).
+        self.written_notifications = WrittenNotifications()
         self._session_timeout_s = session_timeout_ms / 1000
         # Kafka's zookeeper.connection.timeout.ms: how long start() waits for a session; unset, the session timeout.
         self.connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
@@ -268,14 +271,13 @@ class ZkConnection:
     def commit(self, transaction: Any) -> tuple[int, Exception] | None:
         """Commit a multi-op transaction; None when it applied, else the failing operation's index and own
         error (the others then report RolledBackError or RuntimeInconsistency, which say nothing)."""
+        return first_failure(self.commit_results(transaction))
+
+    def commit_results(self, transaction: Any) -> list[Any]:
+        """Commit a multi-op transaction; each operation's result (a created znode's path, chroot-relative), or
+        its error (``first_failure``)."""
         self.ensure_connected()
-        results = self.wait(transaction.commit_async())
-        failures = [
-            (index, result)
-            for index, result in enumerate(results)
-            if isinstance(result, Exception) and not isinstance(result, RolledBackError | RuntimeInconsistency)
-        ]
-        return failures[0] if failures else None
+        return list(self.wait(transaction.commit_async()))
 
     def read_many(self, paths: list[str]) -> list[ReadResult]:
         """Many znodes, in order: ``(data, stat)`` or the error for that path (``NoNodeError``). multiRead
@@ -346,3 +348,12 @@ class ZkConnection:
         """Wait for a kazoo async result with a bound, so no request can hang on ZooKeeper."""
         with session_errors_translated():
             return async_result.get(timeout=self.request_timeout_s)
+
+
+def first_failure(results: list[Any]) -> tuple[int, Exception] | None:
+    """The failing operation's index and own error in a transaction's results (the others then report
+    RolledBackError or RuntimeInconsistency, which say nothing), or None when it applied."""
+    for index, result in enumerate(results):
+        if isinstance(result, Exception) and not isinstance(result, RolledBackError | RuntimeInconsistency):
+            return index, result
+    return None

@@ -187,8 +187,8 @@ class Sweeper:
         except (ConcurrentModification, TokenNotFound):
             return sum(self._sweep_one(stored) for stored in still)
         self._settle(charges)
-        for stored in still:
-            self._deleted(stored.token.token_id)
+        self.deleted_total += len(still)  # counted at once: a later failure must not hide what was done
+        self._view.discard_many([stored.token.token_id for stored in still])
         return len(still)
 
     def _charges(self, tokens: list[TokenInformation]) -> list[WriteCharge]:

@@ -10,13 +10,10 @@ Verify, describe and Bearer logins read only this cache, kept with its indexes i
 from __future__ import annotations
 
 import logging
-import math
 import re
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-
-from cachetools import TTLCache
 
 from app.domain.token_secret import TOKEN_ID_PATTERN, TokenSecret
 from app.service.ports import StoredToken
@@ -25,6 +22,7 @@ from app.storage.token_index import TokenIndex
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_store import ZkTokenStore
+from app.storage.zk.tombstones import Tombstones
 from app.storage.zk.znodes import TokenChangeZNode
 
 log = logging.getLogger(__name__)
@@ -55,7 +53,7 @@ class TokenCache(IndexedTokenCache):
         # never put back.
         # Expired tombstones are dropped in amortized constant time per deletion, so a mass sweep that
         # forgets 100k tokens in a row stays linear; no size bound, lest one be dropped before its time.
-        self._tombstones: TTLCache[str, bool] = TTLCache(maxsize=math.inf, ttl=TOMBSTONE_SECONDS, timer=timer)
+        self._tombstones = Tombstones(TOMBSTONE_SECONDS, timer)
         self._follower = ChangeFollower(
             zk,
             [NotificationQueue(TokenChangeZNode.ROOT, self._on_change, handle_batch=self._on_changes)],
@@ -92,11 +90,10 @@ class TokenCache(IndexedTokenCache):
         ]
         found = self._store.get_many(wanted) if wanted else {}
         with self._lock:
-            for token_id, stored in found.items():
-                if stored is None:
-                    self._forget(token_id)
-                else:
+            for stored in found.values():
+                if stored is not None:
                     self._install(stored)
+            self._forget([token_id for token_id, stored in found.items() if stored is None])
 
     def catch_up(self) -> None:
         self._follower.catch_up()
@@ -108,8 +105,12 @@ class TokenCache(IndexedTokenCache):
 
     def discard(self, token_id: str) -> None:
         """Forget a token this replica just deleted."""
+        self.discard_many([token_id])
+
+    def discard_many(self, token_ids: list[str]) -> None:
+        """Forget tokens this replica just deleted (a sweep's batch)."""
         with self._lock:
-            self._forget(token_id)
+            self._forget(token_ids)
 
     def _on_change(self, data: bytes) -> None:
         self.refresh(TokenChangeZNode.decode(data))
@@ -124,9 +125,9 @@ class TokenCache(IndexedTokenCache):
             return
         self._index.replace(stored)
 
-    def _forget(self, token_id: str) -> None:
-        self._index.drop(token_id)
-        self._tombstones[token_id] = True
+    def _forget(self, token_ids: list[str]) -> None:
+        self._index.drop_many(token_ids)
+        self._tombstones.add_many(token_ids)
 
     def _reload(self) -> None:
         # Listed under the lock, so that writes this replica installs meanwhile wait and are not undone.

@@ -8,6 +8,13 @@ transaction first asks it whether Kafka's metadata may still be written here, an
 first operation: a KRaft controller that claims the cluster between the fence's last reading and the commit
 makes the whole transaction fail, so nothing kts writes can land after the claim and be deleted by the
 controller. A check lost to an ordinary ZooKeeper controller election is read again and the transaction retried.
+
+Creates and deletes go into kazoo's transaction as its own request records, built here: kazoo's builder methods
+check their arguments' types and normalize each path component by component, which for a sweep's batches (a
+delete and a notification per token) was about a second of the sweeping replica's CPU per 100k tokens. The
+paths kts builds are already normal (checked here, else kazoo normalizes them); the ACL is the policy's list.
+Relied on (and checked by tests/unit/storage/zk/test_kazoo_private_api.py): ``TransactionRequest.operations``,
+the list of request records ``commit_async`` sends, and the ``Create`` and ``Delete`` records.
 """
 
 from __future__ import annotations
@@ -15,11 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kazoo.protocol.paths import _prefix_root
+from kazoo.protocol.serialization import Create, Delete
+
 from app.domain.errors import ConcurrentModification
-from app.storage.zk.connection import ZkConnection
+from app.storage.zk.connection import ZkConnection, first_failure
 from app.storage.zk.errors import Subject, refused_write
 from app.storage.zk.znodes import KtsZNodes
 
+_SEQUENTIAL = 2  # kazoo's create flag for ``sequence=True``
 ABSENT = -1  # the version a store reads for a znode that does not exist
 FENCE_ATTEMPTS = 4  # controller elections in a row before the caller is told to retry
 
@@ -28,13 +39,19 @@ class ChangeTransaction:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
         self._operations: list[Callable[[Any], None]] = []  # replayed on a fresh kazoo transaction per attempt
+        self._notifications: list[tuple[int, str, bytes]] = []  # each notification's operation, prefix and data
 
     def create(self, path: str, data: bytes) -> None:
-        acl = self._zk.acl_for(path)
-        self._operations.append(lambda transaction: transaction.create(path, data, acl=acl))
+        request = Create(self._full(path), data, self._zk.acl_for(path), 0)
+        self._operations.append(lambda transaction: transaction.operations.append(request))
 
     def delete(self, path: str, version: int) -> None:
-        self._operations.append(lambda transaction: transaction.delete(path, version=version))
+        request = Delete(self._full(path), version)
+        self._operations.append(lambda transaction: transaction.operations.append(request))
+
+    def _full(self, path: str) -> str:
+        """``path`` under the client's chroot, as kazoo's builder methods send it."""
+        return request_path(self._zk.client.chroot, path)
 
     def write(self, path: str, data: bytes | None, version: int) -> None:
         """Compare-and-set ``path`` from the state read at ``version`` (``ABSENT``: create it) to ``data``
@@ -50,8 +67,9 @@ class ChangeTransaction:
 
     def notify(self, prefix: str, data: bytes) -> None:
         """A persistent sequential change notification (ZooKeeper appends the sequence number to ``prefix``)."""
-        acl = self._zk.acl_for(prefix)
-        self._operations.append(lambda transaction: transaction.create(prefix, data, acl=acl, sequence=True))
+        request = Create(self._full(prefix), data, self._zk.acl_for(prefix), _SEQUENTIAL)
+        self._notifications.append((len(self._operations), prefix, data))
+        self._operations.append(lambda transaction: transaction.operations.append(request))
 
     def mark_intent(self, intent: int | None) -> None:
         """The audit intent marker of the pending event ``intent`` (app/service/audit.py), created with the change."""
@@ -77,11 +95,37 @@ class ChangeTransaction:
                 transaction.check(*check)
             for operation in self._operations:
                 operation(transaction)
-            failure = self._zk.commit(transaction)
+            results = self._zk.commit_results(transaction)
+            failure = first_failure(results)
             if failure is None:
+                self._written(results[0 if check is None else 1 :])
                 return
             index, error = failure
             if fence is None or check is None or index != 0:
                 raise refused_write(error, subject)
             fence.breached()  # raises if a KRaft controller took over; else a new election: try again
         raise ConcurrentModification(f"{subject.name}: the cluster's controller kept changing; retry.")
+
+    def _written(self, results: list[Any]) -> None:
+        """Tell the session's followers the names the notifications got (written_notifications.py)."""
+        by_prefix: dict[str, list[tuple[str, bytes]]] = {}
+        for index, prefix, data in self._notifications:
+            path = results[index]
+            if isinstance(path, str):
+                by_prefix.setdefault(prefix, []).append((path, data))
+        for prefix, written in by_prefix.items():
+            self._zk.written_notifications.record(prefix, written)
+
+
+def request_path(chroot: str, path: str) -> str:
+    """kazoo's ``_prefix_root(chroot, path)``, without its component by component normalization when ``path`` and
+    the chroot (if any) are already normal."""
+    if _normal(path) and (not chroot or _normal(chroot)):
+        return chroot + path
+    return str(_prefix_root(chroot, path))
+
+
+def _normal(path: str) -> bool:
+    """Absolute, with no empty, ``.`` or ``..`` component and no trailing slash (a name starting with a dot is
+    left to kazoo)."""
+    return path.startswith("/") and len(path) > 1 and "//" not in path and "/." not in path and path[-1] != "/"

@@ -110,6 +110,27 @@ def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
         assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
 
 
+def test_dropping_in_bulk_leaves_what_dropping_each_token_leaves() -> None:
+    carol = KafkaPrincipal.user("carol")
+    tokens = [
+        StoredToken(TokenInformation(f"IndexToken{n:012d}", owner, requester, renewers, 1_000, expiry, 9_000), n % 3)
+        for n, (owner, requester, renewers, expiry) in enumerate(
+            [(ALICE, ALICE, (), 5_000), (ALICE, BOB, (BOB, carol), 4_000), (BOB, carol, (carol,), 1_000)] * 4
+        )
+    ]
+    gone = [stored.token.token_id for stored in tokens[::2]] + ["IndexTokenNeverThereAA"]
+    bulk, each = TokenIndex(SECRET), TokenIndex(SECRET)
+    bulk.load(tokens)
+    each.load(tokens)
+
+    bulk.drop_many(gone)
+    for token_id in gone:
+        each.drop(token_id)
+
+    assert _answers(bulk, tokens) == _answers(each, tokens)
+    assert len(bulk) == len(tokens) - len(tokens[::2])
+
+
 def test_find_by_hmac_needs_the_whole_hmac() -> None:
     index = TokenIndex(SECRET)
     index.put(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 0))

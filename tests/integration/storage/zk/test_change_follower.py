@@ -16,6 +16,9 @@ from app.storage.zk import change_follower
 from app.storage.zk.change_follower import ChangeFollower, NotificationQueue
 from app.storage.zk.children_list import list_children_async
 from app.storage.zk.connection import ZkConnection
+from app.storage.zk.errors import Subject
+from app.storage.zk.multi_read import ReadResult
+from app.storage.zk.transaction import ChangeTransaction
 from tests.api.helpers import eventually
 
 QUEUE_A = "/test-changes/a"
@@ -344,3 +347,40 @@ def test_a_burst_is_handled_whole_with_the_guessed_one_first(
 
     eventually(lambda: len(handler.received) == 21)
     assert handler.received == [b"first"] + [f"burst-{n}".encode() for n in range(20)]
+
+
+def test_notifications_this_session_wrote_are_handled_without_being_read_back_and_others_still_are(
+    zk: ZkConnection, raw_zk: KazooClient, start_follower: StartFollower, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    read: list[str] = []
+    read_many = zk.read_many
+
+    def spying(paths: list[str]) -> list[ReadResult]:
+        read.extend(paths)
+        return read_many(paths)
+
+    monkeypatch.setattr(zk, "read_many", spying)
+    monkeypatch.setattr(change_follower, "next_name", lambda latest: None)  # no speculative read either
+    recorder = Recorder()
+    follower = start_follower([NotificationQueue(QUEUE_A, recorder)], ReloadCounter())
+
+    def own(data: bytes) -> None:
+        # The follower's pass waits for the commit to return: a listing in the instant between the commit and its
+        # results (the watch fires first) would read the notification, which is correct but not what this shows.
+        with follower._pass_lock:
+            transaction = ChangeTransaction(zk)
+            transaction.notify(f"{QUEUE_A}/change_", data)
+            transaction.commit(Subject("a test", "test"))
+
+    own(b"own-1")
+    _notify(raw_zk, QUEUE_A, b"other-1")  # another writer's, between two of this session's
+    own(b"own-2")
+    _notify(raw_zk, QUEUE_A, b"other-2")
+
+    eventually(lambda: len(recorder.received) == 4)
+    assert recorder.received == [b"own-1", b"other-1", b"own-2", b"other-2"]  # every one, in order
+    names = sorted(raw_zk.get_children(QUEUE_A))
+    assert sorted(read) == [f"{QUEUE_A}/{names[1]}", f"{QUEUE_A}/{names[3]}"]  # only the other writer's
+
+    _notify(raw_zk, QUEUE_A, b"other-3")  # and following goes on past them
+    eventually(lambda: recorder.received[-1:] == [b"other-3"])

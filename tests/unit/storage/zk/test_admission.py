@@ -70,9 +70,9 @@ class _MeasuredConnection(ZkConnection):
 
     sizes: ClassVar[list[int]] = []
 
-    def commit(self, transaction: Any) -> Exception | None:
+    def commit_results(self, transaction: Any) -> list[Any]:
         self.sizes.append(len(KazooTransaction(transaction.operations).serialize()))
-        return None
+        return [True for _ in transaction.operations]  # applied
 
     def read_many(self, paths: list[str]) -> list[Any]:
         return [NoNodeError() for _ in paths]

@@ -137,3 +137,21 @@ def test_the_handler_interface_waits_through_select(client: KazooClient) -> None
     _require(_parameters(type(client.handler).select) == ["self", "args", "kwargs"], "handler.select", handler)
     for name in ("_read", "_write", "_connect_attempt"):
         _require("self.handler.select(" in inspect.getsource(getattr(ConnectionHandler, name)), name, handler)
+
+
+TRANSACTION = "app/storage/zk/transaction.py"
+
+
+def test_a_transactions_operations_are_the_request_records_it_sends(client: KazooClient) -> None:
+    transaction = client.transaction()
+    _require(transaction.operations == [], "TransactionRequest.operations", TRANSACTION)
+    transaction.create("/a", b"x", acl=[], sequence=True)
+    transaction.delete("/b", version=3)
+    create, delete = transaction.operations
+    _require(
+        create == serialization.Create("/a", b"x", [], 2) and isinstance(create, serialization.Create),
+        "the Create request record",
+        TRANSACTION,
+    )
+    _require(delete == serialization.Delete("/b", 3), "the Delete request record", TRANSACTION)
+    _require("self.operations" in inspect.getsource(type(transaction).commit_async), "commit_async", TRANSACTION)

@@ -1,0 +1,62 @@
+"""The change notifications this replica's session wrote itself, remembered until its own change follower meets
+them (change_follower.py), so that it need not read back data it already knows.
+
+A replica's caches follow every notification, its own writes' included (they are how a change made elsewhere
+reaches it, and the follower cannot tell whose a name is from the listing). A sweep of 100k tokens writes 100k
+notifications, and reading each back cost the sweeping replica a multiRead per batch and its decoding. A
+transaction's results name the sequential znodes it created, and a notification's data never changes after its
+creation, so the follower takes the data from here instead: the names it handles, and so its position in the
+queue, still come from the listing, and any other writer's notification is still read.
+
+Only queues a follower registered are remembered (nothing else would ever take them), and at most ``LIMIT``
+entries: one a follower never takes (it listed the notification in the instant between the commit and its
+recording here, and read it) leaves when the limit is reached; a notification not found here is read.
+"""
+
+from __future__ import annotations
+
+import threading
+
+LIMIT = 250_000  # more than the notifications a full sweep writes before its follower takes them
+
+
+class WrittenNotifications:
+    def __init__(self) -> None:
+        self._queues: frozenset[str] = frozenset()
+        self._data: dict[str, bytes] = {}  # by path, in the order written
+        self._lock = threading.Lock()
+
+    def follow(self, queue: str) -> None:
+        """Remember the notifications written under ``queue`` (a folder path) from now on."""
+        with self._lock:
+            self._queues = self._queues | {queue}
+
+    def record(self, prefix: str, written: list[tuple[str, bytes]]) -> None:
+        """``written``: the paths ZooKeeper gave the sequential notifications created under ``prefix`` (a queue's
+        path and the name's prefix), with their data."""
+        if prefix.rsplit("/", 1)[0] not in self._queues:
+            return
+        with self._lock:
+            data = self._data
+            data.update(written)
+            while len(data) > LIMIT:
+                del data[next(iter(data))]
+
+    def take(self, queue: str, names: list[str]) -> dict[str, bytes]:
+        """The data of those of ``names`` (in ``queue``) written here, forgotten now."""
+        with self._lock:
+            data = self._data
+            if not data:
+                return {}
+            found = {}
+            for name in names:
+                value = data.pop(f"{queue}/{name}", None)
+                if value is not None:
+                    found[name] = value
+            return found
+
+    def forget(self, queue: str) -> None:
+        """Drop what is remembered for ``queue`` (its follower marked every listed notification seen)."""
+        start = f"{queue}/"
+        with self._lock:
+            self._data = {path: value for path, value in self._data.items() if not path.startswith(start)}
