@@ -272,6 +272,22 @@ class _DiesAfterTransactions(ZkTokenStore):
             raise _Killed
 
 
+def _sweep_until_killed(replica: Replica, other_writer: ZkTokenStore, ids: list[str], dying: ZkTokenStore) -> None:
+    """``ids`` written expired by another writer, then swept through ``dying``, a store that kills the sweep."""
+    for token_id in ids:
+        other_writer.create(_token(token_id, expiry_in_ms=-1_000))
+    eventually(lambda: len(replica.cache) == len(ids))
+    sweeper = Sweeper(
+        dying,
+        replica.cache,
+        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
+        clock=SystemClock(),
+        interval_ms=HOUR,
+    )
+    with pytest.raises(_Killed):
+        sweeper.sweep()
+
+
 def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_which_the_reconciler_settles(
     replica: Replica, other_writer: ZkTokenStore, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -280,20 +296,7 @@ def test_a_replica_killed_between_batches_leaves_only_its_last_batch_pending_whi
     monkeypatch.setattr(admission_module, "OPEN_BATCH", 2)
     monkeypatch.setattr(MutationBatches, "close", lambda self: None)  # a killed process settles nothing more
     ids = [f"Killed{n}AAAAAAAAAAAAAAA" for n in range(5)]
-    for token_id in ids:
-        other_writer.create(_token(token_id, expiry_in_ms=-1_000))
-    eventually(lambda: len(replica.cache) == 5)
-    dying = _DiesAfterTransactions(replica.zk, survives=2)
-    sweeper = Sweeper(
-        dying,
-        replica.cache,
-        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
-        clock=SystemClock(),
-        interval_ms=HOUR,
-    )
-
-    with pytest.raises(_Killed):
-        sweeper.sweep()
+    _sweep_until_killed(replica, other_writer, ids, _DiesAfterTransactions(replica.zk, survives=2))
 
     assert raw_zk.get_children(TokenZNode.ROOT) == [ids[4]]
     assert _sweep_events(replica.audit_log) == [
@@ -328,19 +331,7 @@ def test_a_replica_killed_before_a_batch_transaction_leaves_it_pending_without_a
     monkeypatch.setattr(admission_module, "OPEN_BATCH", 2)
     monkeypatch.setattr(MutationBatches, "close", lambda self: None)
     ids = [f"Killed{n}BBBBBBBBBBBBBBB" for n in range(4)]
-    for token_id in ids:
-        other_writer.create(_token(token_id, expiry_in_ms=-1_000))
-    eventually(lambda: len(replica.cache) == 4)
-    sweeper = Sweeper(
-        _DiesBeforeTransaction(replica.zk, dies_at=2),
-        replica.cache,
-        auditor=Auditor(replica.audit_log, ZkIntentStore(replica.zk)),
-        clock=SystemClock(),
-        interval_ms=HOUR,
-    )
-
-    with pytest.raises(_Killed):
-        sweeper.sweep()
+    _sweep_until_killed(replica, other_writer, ids, _DiesBeforeTransaction(replica.zk, dies_at=2))
 
     left = sorted(raw_zk.get_children(TokenZNode.ROOT))
     assert len(left) == 2
