@@ -87,6 +87,17 @@ class ChangeTransaction:
     def commit(self, subject: Subject) -> None:
         """Apply every operation or none; a refusal raises the domain error for ``subject`` (ClusterMigrating
         when the fence refuses)."""
+        if not self._notifications:
+            self._commit(subject)
+            return
+        written = self._zk.written_notifications
+        ticket = written.sending()  # its notifications are announced to this session's followers before the answer
+        try:
+            self._commit(subject)
+        finally:
+            written.sent(ticket)
+
+    def _commit(self, subject: Subject) -> None:
         fence = self._zk.write_fence
         for _ in range(FENCE_ATTEMPTS):
             check = None if fence is None else fence.admit()
