@@ -16,10 +16,10 @@ transaction could not) and goes again without them; a transaction that fails oth
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 DELAY_S = 0.05  # how long a deletion waits for a transaction to carry it
+IDLE_TICKS = 20  # ticks without a deletion before the flusher parks
 CARRIED_MAX = 200  # deletions one transaction carries at most (a marker's path is < 40 bytes)
 
 
@@ -32,6 +32,9 @@ class DeferredDeletes:
         self._closed = False
         self._flusher: threading.Thread | None = None
         self._committing = 0  # transactions being committed on the session
+        # The flusher ticks every DELAY_S while deletions come, and parks after IDLE_TICKS ticks with none: under
+        # load, adding a deletion then wakes no thread.
+        self._parked = False
 
     def committing(self) -> None:
         """A transaction is being committed (``committed`` when answered)."""
@@ -46,13 +49,12 @@ class DeferredDeletes:
         with self._ready:
             now = self._closed or not self._committing or self.flush is None
             if not now:
-                was_empty = not self._paths
                 self._paths.extend(paths)
                 if self._flusher is None:
                     self._flusher = threading.Thread(target=self._run, name="zk-deferred-deletes", daemon=True)
                     self._flusher.start()
-                elif was_empty:
-                    self._ready.notify()
+                elif self._parked:
+                    self._ready.notify()  # only a parked flusher needs waking: a ticking one sees them
         if now and self.flush is not None:  # no transaction is likely to follow soon: delete at once
             self.flush(paths)
 
@@ -81,17 +83,23 @@ class DeferredDeletes:
             self._closed = False
 
     def _run(self) -> None:
+        idle = 0
         while True:
             with self._ready:
-                while not self._paths and not self._closed:
-                    self._ready.wait()
-                deadline = time.monotonic() + DELAY_S
-                while self._paths and not self._closed and (left := deadline - time.monotonic()) > 0:
-                    self._ready.wait(left)  # woken only by close(); transactions take without notifying
+                if not self._paths and not self._closed and idle >= IDLE_TICKS:
+                    self._parked = True
+                    while not self._paths and not self._closed:
+                        self._ready.wait()
+                    self._parked = False
+                    idle = 0
+                if not self._closed:
+                    self._ready.wait(DELAY_S)  # woken early only by close() (or while parked)
+                # Each has waited up to DELAY_S for a transaction to take it (those added meanwhile, less).
                 paths, self._paths = self._paths, []
                 closed = self._closed
                 if closed:
                     self._flusher = None
+            idle = 0 if paths else idle + 1
             if paths and self.flush is not None:
                 self.flush(paths)
             if closed:
