@@ -104,8 +104,8 @@ class ChangeFollower:
         """Load everything, then follow. Raises StoreUnavailable if the first load cannot be done."""
         for queue in self._queues:
             self._zk.written_notifications.follow(queue.path)  # this session's own notifications, not read back
-        watches: CreatedChildren | None = created_children(self._zk.client)
-        if watches is not None and not watches.refused:
+        watches = created_children(self._zk.client)
+        if not watches.refused:
             self._watches = watches
             for queue in self._queues:
                 self._sinks[queue.path] = sink = self._sink(self._announced[queue.path])
@@ -113,7 +113,7 @@ class ChangeFollower:
         try:
             self._load()
         except KtsError:
-            if self._watches is not None or watches is None or not watches.refused:
+            if self._watches is not None or not watches.refused:
                 raise
             self._load_after_refusal()
         self._zk.client.add_listener(self._on_state)
