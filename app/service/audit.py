@@ -235,7 +235,8 @@ class Auditor:
             log.warning("audit event %d left pending (%s); reconciliation will settle it", event_id, exc.message)
             return
         try:
-            self._intents.clear(event_id)
+            # Soon, not now: nothing waits for it, and ZooKeeper's next transaction can carry it.
+            self._intents.clear_soon([event_id])
         except KtsError:
             pass  # an orphan marker of a settled event is removed by the reconciler
 

@@ -32,6 +32,7 @@ from kazoo.security import ACL
 from app.domain.errors import ClusterNotFound, StoreUnavailable
 from app.storage.zk import reachability
 from app.storage.zk.client_security import ZkClientSecurity
+from app.storage.zk.deferred_deletes import DeferredDeletes
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
 from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
 from app.storage.zk.poll_handler import PollingHandler
@@ -90,6 +91,8 @@ class ZkConnection:
         self.write_fence: WriteFence | None = None
         # The notifications this session wrote, until its change followers meet them (written_notifications.py).
         self.written_notifications = WrittenNotifications()
+        # Deletions nothing waits for, carried by the session's next transaction (deferred_deletes.py).
+        self.deferred_deletes = DeferredDeletes()
         self._session_timeout_s = session_timeout_ms / 1000
         # Kafka's zookeeper.connection.timeout.ms: how long start() waits for a session; unset, the session timeout.
         self.connection_timeout_s = (connection_timeout_ms or session_timeout_ms) / 1000
@@ -129,6 +132,7 @@ class ZkConnection:
         brokers do), then the persistent parents; with ``require_cluster``, only where a Kafka cluster lives."""
         timeout_s = self.connection_timeout_s if timeout_s is None else timeout_s
         client, refused = self.client, self._login_refused
+        self.deferred_deletes.reopen()
         try:
             if self._chroot:
                 client, refused = self._new_client(self._hosts)
@@ -241,6 +245,7 @@ class ZkConnection:
                 done.add(prefix)
 
     def stop(self) -> None:
+        self.deferred_deletes.close()
         try:
             self.client.stop()
         finally:

@@ -30,6 +30,7 @@ class ZkIntentStore:
         self._lock = threading.Lock()
         self._waiting: list[str] = []
         self._in_flight = False
+        zk.deferred_deletes.flush = self._delete_now  # what no transaction carried in time
 
     def existing(self, event_ids: list[int]) -> set[int]:
         """From one listing of the markers, and a read of each batch marker whose range holds an asked id: a
@@ -89,18 +90,18 @@ class ZkIntentStore:
                 log.warning("ignoring the audit intent marker %s: %s", path, exc)
 
     def clear(self, event_id: int) -> None:
-        """Delete a settled event's marker without waiting for the answer (``clear_soon``): the request has
-        nothing to wait for."""
-        self.clear_soon([event_id])
+        """Delete a settled event's marker now, without waiting for the answer: the request has nothing to wait
+        for (requests of this session that follow see it deleted)."""
+        self._delete_now([KtsZNodes.audit_intent(event_id)])
 
     def clear_soon(self, event_ids: list[int]) -> None:
         """Delete settled events' markers without waiting for the answer; a marker the delete misses (the session
         dropped) is removed by the reconciler.
 
-        Deletions are self-clocked: with none in flight, these are sent at once; while one is in flight, markers
-        wait and go together in one transaction when it is answered. Under concurrent creates that is one
-        ZooKeeper write for many markers rather than one each (a ZooKeeper write costs the server a log append
-        and kts a request), and when idle it adds no delay and needs no thread or timer."""
+        The deletions ride on this session's next transaction (deferred_deletes.py): under concurrent creates a
+        marker costs ZooKeeper no write of its own. Those no transaction takes within a few milliseconds are
+        deleted here, self-clocked: with no deletion in flight, at once; while one is in flight, they wait and go
+        together in one transaction when it is answered."""
         self._delete_soon([KtsZNodes.audit_intent(event_id) for event_id in event_ids])
 
     def clear_batch_soon(self, event_ids: list[int]) -> None:
@@ -114,6 +115,9 @@ class ZkIntentStore:
             self._delete(_marker(event_ids))
 
     def _delete_soon(self, paths: list[str]) -> None:
+        self._zk.deferred_deletes.add(paths)
+
+    def _delete_now(self, paths: list[str]) -> None:
         with self._lock:
             self._waiting.extend(paths)
             if self._in_flight:

@@ -87,24 +87,50 @@ class ChangeTransaction:
     def commit(self, subject: Subject) -> None:
         """Apply every operation or none; a refusal raises the domain error for ``subject`` (ClusterMigrating
         when the fence refuses)."""
+        if not self._notifications:
+            self._commit(subject)
+            return
+        written = self._zk.written_notifications
+        ticket = written.sending()  # its notifications are announced to this session's followers before the answer
+        try:
+            self._commit(subject)
+        finally:
+            written.sent(ticket)
+
+    def _commit(self, subject: Subject) -> None:
         fence = self._zk.write_fence
-        for _ in range(FENCE_ATTEMPTS):
-            check = None if fence is None else fence.admit()
-            transaction = self._zk.client.transaction()
-            if check is not None:
-                transaction.check(*check)
-            for operation in self._operations:
-                operation(transaction)
-            results = self._zk.commit_results(transaction)
-            failure = first_failure(results)
-            if failure is None:
-                self._written(results[0 if check is None else 1 :])
-                return
-            index, error = failure
-            if fence is None or check is None or index != 0:
-                raise refused_write(error, subject)
-            fence.breached()  # raises if a KRaft controller took over; else a new election: try again
-        raise ConcurrentModification(f"{subject.name}: the cluster's controller kept changing; retry.")
+        deferred = self._zk.deferred_deletes
+        carried = deferred.take()  # deletions waiting for a transaction (deferred_deletes.py), after ours
+        deferred.committing()
+        try:
+            for _ in range(FENCE_ATTEMPTS):
+                check = None if fence is None else fence.admit()
+                transaction = self._zk.client.transaction()
+                if check is not None:
+                    transaction.check(*check)
+                for operation in self._operations:
+                    operation(transaction)
+                own = len(transaction.operations)
+                transaction.operations.extend(Delete(self._full(path), -1) for path in carried)
+                results = self._zk.commit_results(transaction)
+                failure = first_failure(results)
+                if failure is None:
+                    carried = []
+                    self._written(results[0 if check is None else 1 :])
+                    return
+                index, error = failure
+                if index >= own:  # a carried deletion found nothing: go again without them
+                    flush, carried = carried, []
+                    if deferred.flush is not None:
+                        deferred.flush(flush)
+                    continue
+                if fence is None or check is None or index != 0:
+                    raise refused_write(error, subject)
+                fence.breached()  # raises if a KRaft controller took over; else a new election: try again
+            raise ConcurrentModification(f"{subject.name}: the cluster's controller kept changing; retry.")
+        finally:
+            deferred.committed()
+            deferred.give_back(carried)  # not deleted: they wait for the next transaction
 
     def _written(self, results: list[Any]) -> None:
         """Tell the session's followers the names the notifications got (written_notifications.py)."""

@@ -11,6 +11,10 @@ queue, still come from the listing, and any other writer's notification is still
 Only queues a follower registered are remembered (nothing else would ever take them), and at most ``LIMIT``
 entries: one a follower never takes (it listed the notification in the instant between the commit and its
 recording here, and read it) leaves when the limit is reached; a notification not found here is read.
+
+A follower announced a name by a persistent watch learns of it before the commit's answer (ZooKeeper sends the
+event first): it can ``settle`` first, waiting for the commits this session has in flight, rather than read back
+what is about to be recorded here. Commits carrying notifications say when they are ``sending`` and ``sent``.
 """
 
 from __future__ import annotations
@@ -25,6 +29,31 @@ class WrittenNotifications:
         self._queues: frozenset[str] = frozenset()
         self._data: dict[str, bytes] = {}  # by path, in the order written
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)
+        self._tickets = 0  # commits begun
+        self._in_flight: set[int] = set()
+
+    def sending(self) -> int:
+        """A commit carrying notifications is about to be sent: its ticket, for ``sent``."""
+        with self._lock:
+            self._tickets += 1
+            self._in_flight.add(self._tickets)
+            return self._tickets
+
+    def sent(self, ticket: int) -> None:
+        """The commit of ``ticket`` was answered (after ``record``), or failed."""
+        with self._lock:
+            self._in_flight.discard(ticket)
+            self._settled.notify_all()
+
+    def settle(self, timeout_s: float) -> bool:
+        """Wait (at most ``timeout_s``) until every commit in flight now was answered; False if none was."""
+        with self._lock:
+            if not self._in_flight:
+                return False
+            last = self._tickets
+            self._settled.wait_for(lambda: not self._in_flight or min(self._in_flight) > last, timeout_s)
+            return True
 
     def follow(self, queue: str) -> None:
         """Remember the notifications written under ``queue`` (a folder path) from now on."""

@@ -1,4 +1,4 @@
-"""The private parts of kazoo that three adapters rely on are still there, with the shapes they use.
+"""The private parts of kazoo that the adapters rely on are still there, with the shapes they use.
 
 kazoo is pinned below its next minor version in pyproject.toml; when raising that pin, these tests say which
 adapter needs work. Each failure names the kazoo version, the private name and the adapter."""
@@ -11,11 +11,12 @@ from importlib.metadata import version
 
 import pytest
 from kazoo.client import KazooClient
-from kazoo.exceptions import EXCEPTIONS, AuthFailedError, NoNodeError, SessionClosedRequireSaslError
+from kazoo.exceptions import EXCEPTIONS, AuthFailedError, NoNodeError, SessionClosedRequireSaslError, UnimplementedError
 from kazoo.protocol import serialization
 from kazoo.protocol.connection import ConnectionHandler
 from kazoo.protocol.states import ZnodeStat
 
+from app.storage.zk.persistent_watch import created_children
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 
 MULTI_READ = "app/storage/zk/multi_read.py"
@@ -155,3 +156,40 @@ def test_a_transactions_operations_are_the_request_records_it_sends(client: Kazo
     )
     _require(delete == serialization.Delete("/b", 3), "the Delete request record", TRANSACTION)
     _require("self.operations" in inspect.getsource(type(transaction).commit_async), "commit_async", TRANSACTION)
+
+
+# --- persistent_watch.py ------------------------------------------------------------------------------------
+
+PERSISTENT_WATCH = "app/storage/zk/persistent_watch.py"
+
+
+def test_watch_events_are_read_by_one_method_called_through_the_instance() -> None:
+    method = getattr(ConnectionHandler, "_read_watch_event", None)
+    _require(method is not None, "ConnectionHandler._read_watch_event", PERSISTENT_WATCH)
+    _require(_parameters(method) == ["self", "buffer", "offset"], "_read_watch_event's parameters", PERSISTENT_WATCH)
+    _require(
+        "self._read_watch_event(buffer, offset)" in inspect.getsource(ConnectionHandler._read_socket),
+        "how ConnectionHandler._read_socket calls _read_watch_event",
+        PERSISTENT_WATCH,
+    )
+
+
+def test_a_watch_event_is_its_type_state_and_path() -> None:
+    body = serialization.int_int_struct.pack(1, 3) + serialization.write_string("/a/b")
+    _require(serialization.Watch.deserialize(body, 0)[0] == (1, 3, "/a/b"), "Watch.deserialize", PERSISTENT_WATCH)
+    _require(EXCEPTIONS[-6] is UnimplementedError, "UnimplementedError's code", PERSISTENT_WATCH)
+
+
+def test_the_adapter_routes_created_children_and_hands_every_event_on_to_kazoo(client: KazooClient) -> None:
+    handled: list[tuple[bytes, int]] = []
+    client._connection._read_watch_event = lambda buffer, offset: handled.append((buffer, offset))
+    watches = created_children(client)
+    names: list[str | None] = []
+    watches.add("/queue", names.append)
+
+    for kind, path in ((1, "/queue/change_0000000001"), (2, "/queue/change_0000000001"), (1, "/elsewhere/x")):
+        event = b"pad" + serialization.int_int_struct.pack(kind, 3) + serialization.write_string(path)
+        client._connection._read_watch_event(event, 3)
+
+    assert names == ["change_0000000001"]
+    assert len(handled) == 3

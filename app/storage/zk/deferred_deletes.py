@@ -1,0 +1,106 @@
+"""Znodes this session will delete soon, carried by its next transaction rather than a request of their own.
+
+The audit intent markers of settled events (intent_store.py) must go, but nothing waits for them: a marker left
+behind is harmless, the reconciler deletes it. Under concurrent creates a marker settles while the next create's
+transaction is about to be sent, and a ZooKeeper write costs the server a log append and kts a request: so the
+next ``ChangeTransaction`` takes the waiting deletions as operations of its own (transaction.py), and only when no
+transaction comes within ``DELAY_S`` does the flusher thread hand them to a deletion of their own (``flush``).
+Deletions wait only while a transaction is being committed, the sign that others follow: on an idle session
+they go at once, as before, so requests that follow on the session see them done.
+
+A transaction that carries deletions fails as a whole if one of them finds no znode (the reconciler deleted the
+marker first): the transaction then drops them, hands them to ``flush`` (which deletes one at a time what a whole
+transaction could not) and goes again without them; a transaction that fails otherwise gives them back.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+DELAY_S = 0.05  # how long a deletion waits for a transaction to carry it
+IDLE_TICKS = 20  # ticks without a deletion before the flusher parks
+CARRIED_MAX = 200  # deletions one transaction carries at most (a marker's path is < 40 bytes)
+
+
+class DeferredDeletes:
+    def __init__(self, flush: Callable[[list[str]], None] | None = None) -> None:
+        """``flush``: deletes paths no transaction took in time (set later by the owner of the deletions)."""
+        self.flush = flush
+        self._paths: list[str] = []
+        self._ready = threading.Condition()
+        self._closed = False
+        self._flusher: threading.Thread | None = None
+        self._committing = 0  # transactions being committed on the session
+        # The flusher ticks every DELAY_S while deletions come, and parks after IDLE_TICKS ticks with none: under
+        # load, adding a deletion then wakes no thread.
+        self._parked = False
+
+    def committing(self) -> None:
+        """A transaction is being committed (``committed`` when answered)."""
+        with self._ready:
+            self._committing += 1
+
+    def committed(self) -> None:
+        with self._ready:
+            self._committing -= 1
+
+    def add(self, paths: list[str]) -> None:
+        with self._ready:
+            now = self._closed or not self._committing or self.flush is None
+            if not now:
+                self._paths.extend(paths)
+                if self._flusher is None:
+                    self._flusher = threading.Thread(target=self._run, name="zk-deferred-deletes", daemon=True)
+                    self._flusher.start()
+                elif self._parked:
+                    self._ready.notify()  # only a parked flusher needs waking: a ticking one sees them
+        if now and self.flush is not None:  # no transaction is likely to follow soon: delete at once
+            self.flush(paths)
+
+    def take(self, limit: int = CARRIED_MAX) -> list[str]:
+        """Up to ``limit`` waiting paths, for a transaction to delete (``give_back`` them if it fails)."""
+        if not self._paths:  # read without the lock: a deletion added meanwhile waits for the next one
+            return []
+        with self._ready:
+            taken = self._paths[:limit]
+            del self._paths[:limit]
+            return taken
+
+    def give_back(self, paths: list[str]) -> None:
+        if paths:
+            self.add(paths)
+
+    def close(self) -> None:
+        """Flush what waits now, and every later deletion at once (the session is closing)."""
+        with self._ready:
+            self._closed = True
+            self._ready.notify()
+
+    def reopen(self) -> None:
+        """Defer deletions again (the session started again)."""
+        with self._ready:
+            self._closed = False
+
+    def _run(self) -> None:
+        idle = 0
+        while True:
+            with self._ready:
+                if not self._paths and not self._closed and idle >= IDLE_TICKS:
+                    self._parked = True
+                    while not self._paths and not self._closed:
+                        self._ready.wait()
+                    self._parked = False
+                    idle = 0
+                if not self._closed:
+                    self._ready.wait(DELAY_S)  # woken early only by close() (or while parked)
+                # Each has waited up to DELAY_S for a transaction to take it (those added meanwhile, less).
+                paths, self._paths = self._paths, []
+                closed = self._closed
+                if closed:
+                    self._flusher = None
+            idle = 0 if paths else idle + 1
+            if paths and self.flush is not None:
+                self.flush(paths)
+            if closed:
+                return

@@ -1,0 +1,34 @@
+"""A follower told of a notification before its commit's answer settles first: it waits for this session's
+commits in flight, and not at all when none is."""
+
+from __future__ import annotations
+
+import threading
+
+from app.storage.zk.written_notifications import WrittenNotifications
+
+
+def test_with_no_commit_in_flight_settle_returns_at_once() -> None:
+    assert WrittenNotifications().settle(60) is False
+
+
+def test_settle_waits_for_the_commits_in_flight_when_asked_and_then_finds_their_notifications() -> None:
+    written = WrittenNotifications()
+    written.follow("/q")
+    ticket = written.sending()
+    settled = threading.Event()
+    found: dict[str, bytes] = {}
+
+    def follower() -> None:
+        written.settle(60)
+        found.update(written.take("/q", ["n_0000000001"]))
+        settled.set()
+
+    thread = threading.Thread(target=follower)
+    thread.start()
+    written.record("/q/n_", [("/q/n_0000000001", b"data")])
+    written.sent(ticket)
+
+    assert settled.wait(60)
+    thread.join(60)
+    assert found == {"n_0000000001": b"data"}
