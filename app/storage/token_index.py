@@ -264,16 +264,23 @@ class TokenIndex:
         self._requested.clear()
         for index in self._indexes:
             index.clear()
-        tokens, versions, requested = self._tokens, self._versions, self._requested
+        tokens, versions = self._tokens, self._versions
         # Every index but the sorted ones and the HMAC's, a token at a time in one loop: what each index's ``add``
         # does (owners; renewers; requesters other than the owner), written out for start-up's 100k tokens.
         by_owner, by_renewer, by_requester = self._by_owner.ids, self._by_renewer.ids, self._by_requester.ids
+        # The tokens per requester are counted from the owner and requester indexes once every token is in (a
+        # count per token was two principal hashes each): an owner requested its tokens but those another principal
+        # requested for it, counted here.
+        requested_by_others: dict[KafkaPrincipal, int] = {}
         self._hmacs_indexed = False  # by ``index_hmacs``, or the first lookup by HMAC
         for batch in batches:
             for stored in batch:
                 token = stored.token
                 token_id = token.token_id
                 if token_id in tokens:  # given twice (no listing does): the later state stands, as after ``replace``
+                    old = tokens[token_id]
+                    if old.token_requester != old.owner:
+                        requested_by_others[old.owner] -= 1
                     self.drop(token_id)
                 tokens[token_id] = token
                 if stored.version:
@@ -284,7 +291,14 @@ class TokenIndex:
                     by_renewer[renewer][token_id] = None
                 if requester is not owner and requester != owner:
                     by_requester[requester][token_id] = None
-                requested[requester] = requested.get(requester, 0) + 1
+                    requested_by_others[owner] = requested_by_others.get(owner, 0) + 1
+        requested = self._requested
+        requested.clear()  # what the drops of tokens given twice left there
+        for owner, ids in by_owner.items():
+            if own := len(ids) - requested_by_others.get(owner, 0):
+                requested[owner] = own
+        for requester, ids in by_requester.items():
+            requested[requester] += len(ids)
         self._ordered.update(tokens)
         self._ends.update(_end(token) for token in tokens.values())
         return len(tokens)

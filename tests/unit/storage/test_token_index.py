@@ -110,6 +110,32 @@ def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
         assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
 
 
+def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later_state() -> None:
+    """The tokens per requester, counted once a load is in, see only the later state of a token given twice."""
+    carol = KafkaPrincipal.user("carol")
+    token_id = "IndexTokenTwiceBBBBBBB"
+    states = [
+        TokenInformation(token_id, ALICE, BOB, (), 1_000, 5_000, 9_000),  # requested by bob for alice
+        TokenInformation(token_id, ALICE, carol, (), 1_000, 5_000, 9_000),  # then by carol
+        TokenInformation(token_id, carol, carol, (), 1_000, 5_000, 9_000),  # then carol's own
+    ]
+    others = [
+        StoredToken(TokenInformation(f"IndexTokenOther{n:07d}", ALICE, BOB, (), 1_000, 5_000, 9_000), 0)
+        for n in range(2)
+    ]
+    for last in (1, 2, 3):
+        index = TokenIndex(SECRET)
+        index.load_batches([others, [StoredToken(state, 0) for state in states[:last]]])
+        expected = TokenIndex(SECRET)
+        for stored in [*others, StoredToken(states[last - 1], 0)]:
+            expected.put(stored)
+        everyone = [*others, StoredToken(states[last - 1], 0)]
+        assert _answers(index, everyone) == _answers(expected, everyone)
+        assert {p: index.requested_count(p) for p in (ALICE, BOB, carol)} == {
+            p: expected.requested_count(p) for p in (ALICE, BOB, carol)
+        }
+
+
 def test_dropping_in_bulk_leaves_what_dropping_each_token_leaves() -> None:
     carol = KafkaPrincipal.user("carol")
     tokens = [
