@@ -136,6 +136,26 @@ def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later
         }
 
 
+def test_changes_between_a_load_and_the_first_listing_are_in_the_sorted_indexes_built_then() -> None:
+    """A load leaves the ids in order and the ends unsorted until a listing or a count needs them: what is put,
+    replaced and dropped meanwhile is in them when they are built, as if each token had been added one by one."""
+    loaded_tokens = [StoredToken(_token(f"IndexTokenLazy{n:08d}", (ALICE, BOB)[n % 2]), 0) for n in range(6)]
+    later = StoredToken(_token("IndexTokenLazyLaterAAA", BOB), 0)
+    replaced = StoredToken(loaded_tokens[1].token.with_expiry(1_000), 2)
+    loaded = TokenIndex(SECRET)
+    loaded.load(loaded_tokens)
+    loaded.put(later)
+    loaded.replace(replaced)
+    loaded.drop(loaded_tokens[2].token.token_id)
+    loaded.drop_many([loaded_tokens[3].token.token_id, "IndexTokenNeverThereAA"])
+    added = TokenIndex(SECRET)
+    remaining = [loaded_tokens[0], replaced, loaded_tokens[4], loaded_tokens[5], later]
+    for stored in remaining:
+        added.put(stored)
+
+    assert _answers(loaded, remaining) == _answers(added, remaining)
+
+
 def test_dropping_in_bulk_leaves_what_dropping_each_token_leaves() -> None:
     carol = KafkaPrincipal.user("carol")
     tokens = [
