@@ -354,10 +354,12 @@ class Settings(BaseSettings):
     @field_validator("sasl_oauthbearer_jwks_endpoint_url")
     @classmethod
     def _jwks_url(cls, value: str | None) -> str | None:
-        from app.auth.jwks import jwks_url_problem
-
         if value is None or not value.strip():
             return None
+        # Imported only once a URL is given: PyJWT and cryptography's key types cost a replica without JWTs
+        # start-up time for nothing (the validator also runs for an unset URL).
+        from app.auth.jwks import jwks_url_problem
+
         problem = jwks_url_problem(value.strip())
         if problem is not None:
             raise ValueError(problem)
@@ -366,9 +368,11 @@ class Settings(BaseSettings):
     @field_validator("sasl_oauthbearer_principal_prefix")
     @classmethod
     def _jwt_prefix(cls, value: str) -> str:
-        from app.auth.workload_jwt import subject_problem
+        if not value:
+            return value
+        from app.auth.workload_jwt import subject_problem  # as above: PyJWT only once there is something to check
 
-        if value and (problem := subject_problem(value)) is not None:
+        if (problem := subject_problem(value)) is not None:
             raise ValueError(f'{problem}: a prefix such as jwt: may hold no whitespace, control characters or ;,"\\*')
         return value
 

@@ -19,6 +19,7 @@ from app.api.metrics import MetricsMiddleware
 from app.api.metrics import router as metrics_router
 from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, cluster, ops, tokens, users
+from app.api.routers.mounting import mount
 from app.api.security_headers import SecurityHeaders
 from app.backend_selection import BackendFactory
 from app.backends import load_settings
@@ -82,7 +83,6 @@ def create_app(
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(SecurityHeaders)  # outermost: also on responses other middleware make (413)
     app.state.metrics = metrics
-    for router in (tokens.router, acls.router, users.router, audit.router, cluster.router, ops.router, metrics_router):
-        app.include_router(router)
+    mount(app, tokens.router, acls.router, users.router, audit.router, cluster.router, ops.router, metrics_router)
     install_docs(app)
     return app

@@ -13,6 +13,7 @@ from fastapi import FastAPI
 from app.api.errors import install_error_handlers
 from app.api.metrics import router as metrics_router
 from app.api.routers import ops
+from app.api.routers.mounting import mount
 from app.api.security_headers import SecurityHeaders
 
 MANAGEMENT_PATHS = ("/healthz", "/readyz", "/metrics")
@@ -23,6 +24,5 @@ def create_management_app(main: FastAPI) -> FastAPI:
     app.state = main.state
     install_error_handlers(app)
     app.add_middleware(SecurityHeaders)
-    app.include_router(ops.router)
-    app.include_router(metrics_router)
+    mount(app, ops.router, metrics_router)
     return app

@@ -14,7 +14,9 @@ apart, the few versions that are not 0 (most tokens are never changed), and buil
 asks for; the HMAC index is keyed by the HMAC's first 60 bits (one small integer rather than 32 bytes), the
 match checked on the whole HMAC; and the token ids of each principal are a dict's keys, half a set's memory.
 
-The HMAC index is built lazily. A load (start-up's) leaves it to the first lookup by HMAC (``index_hmacs``): only
+The sorted indexes (ids in order, ends) are built lazily: a load (start-up's) leaves them to the first listing page
+or expired count, which neither readiness nor lookups by id wait for. The HMAC index is built lazily too. A load
+leaves it to the first lookup by HMAC (``index_hmacs``): only
 renewals and expiries by HMAC need it, and start-up would otherwise wait for 100k HMAC-SHA512s (the cache computes
 them outside its lock, app/storage/indexed_token_cache.py). A token leaves the HMAC index lazily too: its entry stays
 until the entries of dropped tokens are as many as the live tokens, and then they all go at once (a lookup that
@@ -89,8 +91,11 @@ class TokenIndex:
             lambda token: (token.token_requester,) if token.token_requester != token.owner else ()
         )
         self._indexes = (self._by_owner, self._by_renewer, self._by_requester)
-        self._ordered: SortedList[str] = SortedList()  # every token id
-        self._ends: SortedList[int] = SortedList()  # every token's end (min of expiry and max), repeated as need be
+        # The sorted indexes: every token id, and every token's end (min of expiry and max, repeated as need be).
+        # None after a load until the first listing or expired count needs them (``_ids_in_order``, ``_sorted_ends``):
+        # sorting 100k ids and ends was some 50 ms of start-up, which neither readiness nor a lookup by id needs.
+        self._ordered: SortedList[str] | None = SortedList()
+        self._ends: SortedList[int] | None = SortedList()
         self._requested: Counter[KafkaPrincipal] = Counter()  # tokens per requester
 
     def __len__(self) -> int:
@@ -147,7 +152,7 @@ class TokenIndex:
 
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""
-        ids = self._ordered.irange(minimum=token_id, inclusive=(False, True))
+        ids = self._ids_in_order().irange(minimum=token_id, inclusive=(False, True))
         return [self._stored(self._tokens[found]) for found in islice(ids, count)]
 
     def live_count(self, key: QuotaKey, now_ms: int) -> int:
@@ -161,7 +166,17 @@ class TokenIndex:
 
     def expired_count(self, now_ms: int) -> int:
         """Tokens past their expiry or maximum (``TokenInformation.is_expired``): those whose end is before now."""
-        return int(self._ends.bisect_left(now_ms))
+        return int(self._sorted_ends().bisect_left(now_ms))
+
+    def _ids_in_order(self) -> SortedList[str]:
+        if self._ordered is None:
+            self._ordered = SortedList(self._tokens)
+        return self._ordered
+
+    def _sorted_ends(self) -> SortedList[int]:
+        if self._ends is None:
+            self._ends = SortedList(map(_end, self._tokens.values()))
+        return self._ends
 
     def put(self, stored: StoredToken) -> None:
         """Add a token."""
@@ -196,7 +211,7 @@ class TokenIndex:
     def drop_many(self, token_ids: Iterable[str]) -> None:
         """``drop`` for each of ``token_ids``, in one loop (the sweep drops its batches so)."""
         tokens, versions, requested = self._tokens, self._versions, self._requested
-        ordered, ends, indexes = self._ordered, self._ends, self._indexes
+        ordered, ends, indexes = self._ordered, self._ends, self._indexes  # None: built later from what is left
         dropped = 0
         for token_id in token_ids:
             old = tokens.pop(token_id, None)
@@ -204,8 +219,10 @@ class TokenIndex:
                 continue
             dropped += 1
             versions.pop(token_id, None)
-            ordered.discard(token_id)
-            ends.discard(_end(old))
+            if ordered is not None:
+                ordered.discard(token_id)
+            if ends is not None:
+                ends.discard(_end(old))
             requester = old.token_requester
             requested[requester] -= 1
             if requested[requester] <= 0:
@@ -225,8 +242,10 @@ class TokenIndex:
         self._tokens[token_id] = token
         if stored.version:
             self._versions[token_id] = stored.version
-        self._ordered.add(token_id)
-        self._ends.add(_end(token))
+        if self._ordered is not None:
+            self._ordered.add(token_id)
+        if self._ends is not None:
+            self._ends.add(_end(token))
         self._requested[token.token_requester] += 1
         for index in self._indexes:
             index.add(token)
@@ -236,8 +255,10 @@ class TokenIndex:
         token_id = old.token_id
         del self._tokens[token_id]
         self._versions.pop(token_id, None)
-        self._ordered.discard(token_id)
-        self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
+        if self._ordered is not None:
+            self._ordered.discard(token_id)
+        if self._ends is not None:
+            self._ends.discard(_end(old))  # one of the equal ends: which one does not matter to a count
         requester = old.token_requester
         self._requested[requester] -= 1
         if self._requested[requester] <= 0:
@@ -253,27 +274,33 @@ class TokenIndex:
     def load_batches(self, batches: Iterable[Iterable[StoredToken]]) -> int:
         """``load`` of every batch's tokens, each indexed as it comes: a batch given as its reads arrive (start-up's,
         app/storage/zk/token_store.py) is indexed while the next ones are read, not after the last. The sorted
-        indexes are sorted once, at the end. Returns how many tokens were loaded."""
+        indexes are sorted once, when first needed. Returns how many tokens were loaded."""
         self._tokens.clear()
         self._versions.clear()
         self._by_hmac.clear()
         self._hmac_collisions.clear()
         self._stale_hmacs = 0
-        self._ordered.clear()
-        self._ends.clear()
+        self._ordered = self._ends = None  # sorted when first needed
         self._requested.clear()
         for index in self._indexes:
             index.clear()
-        tokens, versions, requested = self._tokens, self._versions, self._requested
+        tokens, versions = self._tokens, self._versions
         # Every index but the sorted ones and the HMAC's, a token at a time in one loop: what each index's ``add``
         # does (owners; renewers; requesters other than the owner), written out for start-up's 100k tokens.
         by_owner, by_renewer, by_requester = self._by_owner.ids, self._by_renewer.ids, self._by_requester.ids
+        # The tokens per requester are counted from the owner and requester indexes once every token is in (a
+        # count per token was two principal hashes each): an owner requested its tokens but those another principal
+        # requested for it, counted here.
+        requested_by_others: dict[KafkaPrincipal, int] = {}
         self._hmacs_indexed = False  # by ``index_hmacs``, or the first lookup by HMAC
         for batch in batches:
             for stored in batch:
                 token = stored.token
                 token_id = token.token_id
                 if token_id in tokens:  # given twice (no listing does): the later state stands, as after ``replace``
+                    old = tokens[token_id]
+                    if old.token_requester != old.owner:
+                        requested_by_others[old.owner] -= 1
                     self.drop(token_id)
                 tokens[token_id] = token
                 if stored.version:
@@ -284,9 +311,14 @@ class TokenIndex:
                     by_renewer[renewer][token_id] = None
                 if requester is not owner and requester != owner:
                     by_requester[requester][token_id] = None
-                requested[requester] = requested.get(requester, 0) + 1
-        self._ordered.update(tokens)
-        self._ends.update(_end(token) for token in tokens.values())
+                    requested_by_others[owner] = requested_by_others.get(owner, 0) + 1
+        requested = self._requested
+        requested.clear()  # what the drops of tokens given twice left there
+        for owner, ids in by_owner.items():
+            if own := len(ids) - requested_by_others.get(owner, 0):
+                requested[owner] = own
+        for requester, ids in by_requester.items():
+            requested[requester] += len(ids)
         return len(tokens)
 
     def _purge_hmacs(self) -> None:

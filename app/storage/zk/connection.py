@@ -12,7 +12,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterator
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
@@ -34,7 +34,13 @@ from app.storage.zk import reachability
 from app.storage.zk.client_security import ZkClientSecurity
 from app.storage.zk.deferred_deletes import DeferredDeletes
 from app.storage.zk.errors import LOGIN_REJECTED, UNREACHABLE, session_errors_translated
-from app.storage.zk.multi_read import MultiReadNotSupported, ReadResult, read_many_async
+from app.storage.zk.multi_read import (
+    MultiReadNotSupported,
+    ReadResult,
+    VersionRead,
+    read_many_async,
+    read_versions_async,
+)
 from app.storage.zk.poll_handler import PollingHandler
 from app.storage.zk.sasl_rejection import treat_sasl_rejection_as_auth_failure
 from app.storage.zk.written_notifications import WrittenNotifications
@@ -44,6 +50,7 @@ if TYPE_CHECKING:
     from app.storage.zk.write_fence import WriteFence
 
 log = logging.getLogger(__name__)
+R = TypeVar("R")
 
 # Reads per multiRead: some 200 KB of answer for ordinary tokens, well under any jute.maxbuffer.
 MULTI_READ_BATCH = 500
@@ -304,16 +311,31 @@ class ZkConnection:
         """``read_many``, answered a batch at a time (in order, ``MULTI_READ_BATCH`` paths each), with no more
         than ``READ_WINDOW`` batches read ahead: a caller that keeps only what it makes of each batch (start-up
         decoding every token) never holds the raw answers of the whole list at once."""
+        return self._batches(paths, self.read_many, read_many_async)
+
+    def read_version_batches(self, paths: list[str]) -> Iterator[list[VersionRead]]:
+        """``read_batches``, each answer a znode's data and version only, not its Stat (start-up's tokens)."""
+        return self._batches(paths, self._read_versions, read_versions_async)
+
+    def _read_versions(self, paths: list[str]) -> list[VersionRead]:
+        return [
+            answer if isinstance(answer, Exception) else (answer[0], answer[1].version)
+            for answer in self.read_many(paths)
+        ]
+
+    def _batches(
+        self, paths: list[str], read: Callable[[list[str]], list[R]], send: Callable[[Any, list[str]], Any]
+    ) -> Iterator[list[R]]:
         batches = [paths[start : start + MULTI_READ_BATCH] for start in range(0, len(paths), MULTI_READ_BATCH)]
         if not batches:
             return
-        yield self.read_many(batches[0])  # also learns whether the server answers multiRead
+        yield read(batches[0])  # also learns whether the server answers multiRead
         in_flight: deque[tuple[list[str], Any]] = deque()
         for batch in batches[1:]:
             if not self._multi_read:
-                yield self.read_many(batch)
+                yield read(batch)
                 continue
-            in_flight.append((batch, read_many_async(self.client, batch)))
+            in_flight.append((batch, send(self.client, batch)))
             if len(in_flight) >= READ_WINDOW:
                 yield self._batch_answers(*in_flight.popleft())
         while in_flight:
@@ -327,8 +349,8 @@ class ZkConnection:
             answers.extend(self._batch_answers(batch, result))
         return answers
 
-    def _batch_answers(self, batch: list[str], result: Any) -> list[ReadResult]:
-        batch_answers: list[ReadResult] = self.wait(result)
+    def _batch_answers(self, batch: list[str], result: Any) -> list[Any]:
+        batch_answers: list[Any] = self.wait(result)
         if len(batch_answers) != len(batch):
             raise MultiReadNotSupported(f"{len(batch_answers)} answers to {len(batch)} reads")
         return batch_answers

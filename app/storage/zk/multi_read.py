@@ -41,8 +41,15 @@ _GET_DATA_HEADER = _HEADER.pack(GetData.type, 0, -1)
 _DONE_HEADER = _HEADER.pack(-1, 1, -1)
 _NO_WATCH = b"\x00"  # GetData's watch flag, after its path
 
+# After a GetData answer's data: its Stat's version (behind czxid, mzxid, ctime and mtime), then the rest of the Stat
+# and the next MultiHeader, read in one go by the answer that keeps only each znode's data and version.
+_VERSION_THEN_HEADER = struct.Struct("!32xi32xiBi")
+assert _VERSION_THEN_HEADER.size == stat_struct.size + _HEADER.size
+
 # One answer of a multi read: the znode's data and stat, or the error ZooKeeper gave for that path.
 ReadResult = tuple[bytes, ZnodeStat] | Exception
+# The same, with only the Stat's version (``read_versions_async``).
+VersionRead = tuple[bytes, int] | Exception
 
 
 class MultiReadNotSupported(Exception):
@@ -97,6 +104,51 @@ class _MultiRead(NamedTuple):
         return results
 
 
+class _MultiReadVersions(_MultiRead):
+    """The same request; its answer keeps only each znode's data and version. Start-up reads every token and uses
+    nothing else of its Stat: building a ``ZnodeStat`` of eleven fields per znode was two thirds of the decoding
+    (some 70 ms of CPU for 100k tokens)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def deserialize(cls, buffer: bytes, offset: int) -> list[VersionRead]:
+        results: list[VersionRead] = []
+        append = results.append
+        get_data = GetData.type
+        read_length, read_header, read_version_then_header = (
+            _LENGTH.unpack_from,
+            _HEADER.unpack_from,
+            _VERSION_THEN_HEADER.unpack_from,
+        )
+        try:
+            op_type, done, _ = read_header(buffer, offset)
+            offset += _HEADER.size
+            while done != 1:
+                if op_type == get_data:
+                    length = read_length(buffer, offset)[0]
+                    offset += _LENGTH.size
+                    data = b""  # a znode without data (length -1)
+                    if length >= 0:
+                        data = buffer[offset : offset + length]
+                        offset += length
+                    version, op_type, done, _ = read_version_then_header(buffer, offset)
+                    offset += _VERSION_THEN_HEADER.size
+                    append((data, version))
+                elif op_type == _ERROR_RESULT:
+                    append(EXCEPTIONS[read_length(buffer, offset)[0]]())
+                    offset += _LENGTH.size
+                    op_type, done, _ = read_header(buffer, offset)
+                    offset += _HEADER.size
+                else:
+                    raise MultiReadNotSupported(f"unexpected operation type {op_type} in a multiRead answer")
+        except MultiReadNotSupported:
+            raise
+        except Exception as exc:  # a short or foreign buffer: struct.error, IndexError, an unknown code
+            raise MultiReadNotSupported(f"unreadable multiRead answer: {exc!r}") from exc
+        return results
+
+
 def read_many_async(client: KazooClient, paths: list[str]) -> Any:
     """Send one multiRead for ``paths`` (chroot-relative, as kazoo's own calls take them); the returned
     async result gives a ``ReadResult`` per path, in order."""
@@ -104,4 +156,11 @@ def read_many_async(client: KazooClient, paths: list[str]) -> Any:
     request = _MultiRead(tuple(client.chroot + path for path in paths))
     # kazoo's own get_async ends in the same call; there is no public way to send a request type it lacks.
     client._call(request, result)
+    return result
+
+
+def read_versions_async(client: KazooClient, paths: list[str]) -> Any:
+    """``read_many_async``, each answer a znode's data and its version only (``VersionRead``), not its whole Stat."""
+    result = client.handler.async_result()
+    client._call(_MultiReadVersions(tuple(client.chroot + path for path in paths)), result)
     return result

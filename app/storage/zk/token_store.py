@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TypeVar
 
 from kazoo.exceptions import NoNodeError
-from kazoo.protocol.states import ZnodeStat
 
 from app.domain.errors import ConcurrentModification, TokenNotFound
 from app.domain.token import TokenInformation
@@ -49,7 +48,7 @@ class ZkTokenStore:
 
     def get(self, token_id: str) -> StoredToken | None:
         found = self._zk.get(TokenZNode.path(token_id))
-        return None if found is None else self._decode(token_id, *found)
+        return None if found is None else self._decode(token_id, found[0], found[1].version)
 
     def get_many(
         self, token_ids: list[str], known: Mapping[str, StoredToken] | None = None
@@ -69,14 +68,13 @@ class ZkTokenStore:
         }
 
     def _answered(self, token_id: str, answer: ReadResult, known: StoredToken | None = None) -> StoredToken | None:
-        if not isinstance(answer, Exception):  # the data and Stat read: the usual case, tested first (start-up)
-            data, stat = answer
-            if known is not None and known.version == stat.version:
-                return known
-            return self._decode(token_id, data, stat)
-        if isinstance(answer, NoNodeError):
+        if isinstance(answer, Exception):
+            _unread(token_id, answer)
             return None
-        raise refused_read(answer, f"token {token_id}")
+        data, stat = answer
+        if known is not None and known.version == stat.version:
+            return known
+        return self._decode(token_id, data, stat.version)
 
     def delete_many(self, deletions: list[tuple[str, int, int | None]], charges: Sequence[WriteCharge] = ()) -> None:
         """Delete several tokens, each guarded by its version, with their notifications (and their events' intent
@@ -123,15 +121,17 @@ class ZkTokenStore:
             token_ids = list(self._zk.wait(list_children_async(self._zk.client, TokenZNode.ROOT, None)))
         except NoNodeError:
             return
-        # Decoded a batch at a time: the raw answers of 100k znodes (their data and Stats) would otherwise all be
+        # Decoded a batch at a time: the raw answers of 100k znodes (their data and versions) would otherwise all be
         # held at once, and the memory they take is not given back to the system.
         start = 0
         folder = TokenZNode.path("")  # each token's path, as TokenZNode.path writes it, at a concatenation's cost
-        for answers in self._zk.read_batches([folder + token_id for token_id in token_ids]):
+        decode = self._decode
+        for answers in self._zk.read_version_batches([folder + token_id for token_id in token_ids]):
             batch = []
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
-                stored = self._answered(token_id, answer)
-                if stored is not None:
+                if isinstance(answer, Exception):
+                    _unread(token_id, answer)
+                elif (stored := decode(token_id, *answer)) is not None:
                     batch.append(stored)
             start += len(answers)
             yield batch
@@ -246,7 +246,7 @@ class ZkTokenStore:
         transaction.mark_intent(intent)
 
     @staticmethod
-    def _decode(token_id: str, data: bytes, stat: ZnodeStat) -> StoredToken | None:
+    def _decode(token_id: str, data: bytes, version: int) -> StoredToken | None:
         """Like a broker, treat an unreadable token znode as no token, and say so in the log."""
         try:
             token = TokenZNode.decode(data)
@@ -256,11 +256,17 @@ class ZkTokenStore:
         if token.token_id != token_id:
             log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
             return None
-        return StoredToken(token, stat.version)
+        return StoredToken(token, version)
 
 
 class _LedgerMoved(ConcurrentModification):
     """A batch of deletions lost its race on a share ledger only: worth another attempt."""
+
+
+def _unread(token_id: str, error: Exception) -> None:
+    """No token for a path whose znode is gone (deleted since it was listed); any other error refuses the read."""
+    if not isinstance(error, NoNodeError):
+        raise refused_read(error, f"token {token_id}")
 
 
 def _subject(token_id: str) -> Subject:

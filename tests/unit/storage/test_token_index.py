@@ -110,6 +110,52 @@ def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
         assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
 
 
+def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later_state() -> None:
+    """The tokens per requester, counted once a load is in, see only the later state of a token given twice."""
+    carol = KafkaPrincipal.user("carol")
+    token_id = "IndexTokenTwiceBBBBBBB"
+    states = [
+        TokenInformation(token_id, ALICE, BOB, (), 1_000, 5_000, 9_000),  # requested by bob for alice
+        TokenInformation(token_id, ALICE, carol, (), 1_000, 5_000, 9_000),  # then by carol
+        TokenInformation(token_id, carol, carol, (), 1_000, 5_000, 9_000),  # then carol's own
+    ]
+    others = [
+        StoredToken(TokenInformation(f"IndexTokenOther{n:07d}", ALICE, BOB, (), 1_000, 5_000, 9_000), 0)
+        for n in range(2)
+    ]
+    for last in (1, 2, 3):
+        index = TokenIndex(SECRET)
+        index.load_batches([others, [StoredToken(state, 0) for state in states[:last]]])
+        expected = TokenIndex(SECRET)
+        for stored in [*others, StoredToken(states[last - 1], 0)]:
+            expected.put(stored)
+        everyone = [*others, StoredToken(states[last - 1], 0)]
+        assert _answers(index, everyone) == _answers(expected, everyone)
+        assert {p: index.requested_count(p) for p in (ALICE, BOB, carol)} == {
+            p: expected.requested_count(p) for p in (ALICE, BOB, carol)
+        }
+
+
+def test_changes_between_a_load_and_the_first_listing_are_in_the_sorted_indexes_built_then() -> None:
+    """A load leaves the ids in order and the ends unsorted until a listing or a count needs them: what is put,
+    replaced and dropped meanwhile is in them when they are built, as if each token had been added one by one."""
+    loaded_tokens = [StoredToken(_token(f"IndexTokenLazy{n:08d}", (ALICE, BOB)[n % 2]), 0) for n in range(6)]
+    later = StoredToken(_token("IndexTokenLazyLaterAAA", BOB), 0)
+    replaced = StoredToken(loaded_tokens[1].token.with_expiry(1_000), 2)
+    loaded = TokenIndex(SECRET)
+    loaded.load(loaded_tokens)
+    loaded.put(later)
+    loaded.replace(replaced)
+    loaded.drop(loaded_tokens[2].token.token_id)
+    loaded.drop_many([loaded_tokens[3].token.token_id, "IndexTokenNeverThereAA"])
+    added = TokenIndex(SECRET)
+    remaining = [loaded_tokens[0], replaced, loaded_tokens[4], loaded_tokens[5], later]
+    for stored in remaining:
+        added.put(stored)
+
+    assert _answers(loaded, remaining) == _answers(added, remaining)
+
+
 def test_dropping_in_bulk_leaves_what_dropping_each_token_leaves() -> None:
     carol = KafkaPrincipal.user("carol")
     tokens = [

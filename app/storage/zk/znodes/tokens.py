@@ -63,12 +63,13 @@ class TokenZNode:
             doc = _TYPED.decode(data)
         except (msgspec.DecodeError, UnicodeDecodeError):  # msgspec raises the latter for bytes that are not UTF-8
             return TokenZNode.decode_plain(data)
-        # Written for start-up's 100k decodings: each name read once, the usual case (no renewers) without a call.
-        version, requester = doc.version, doc.tokenRequester
+        # Written for start-up's 100k decodings: each name read once, the usual cases (the owner requested it, no
+        # renewers) without a call.
+        version, owner_name, requester = doc.version, doc.owner, doc.tokenRequester
         if version not in _READABLE_VERSIONS:
             return TokenZNode.decode_plain(data)  # refused, with the plain reader's words
-        owner = _principal(doc.owner)
-        if requester is _UNSET or version < 2:
+        owner = _principal(owner_name)
+        if requester is _UNSET or version < 2 or requester == owner_name:
             requester = owner
         elif isinstance(requester, str):
             requester = _principal(requester)

@@ -155,6 +155,42 @@ def test_read_batches_falls_back_to_one_read_per_znode(
     assert [[answer[0] for answer in batch] for batch in batches] == [[b"0", b"1"], [b"2", b"3"], [b"4"]]
 
 
+def test_version_batches_answer_data_and_version_in_order(
+    zk: ZkConnection, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Start-up's reads: the data and version of each znode (not its Stat), errors in place, batch by batch."""
+    monkeypatch.setattr(connection_module, "MULTI_READ_BATCH", 2)
+    raw_zk.create("/versions/a", b"alpha", makepath=True)
+    raw_zk.create("/versions/b", b"")
+    raw_zk.set("/versions/b", b"beta")
+    raw_zk.set("/versions/b", b"beta again")  # version 2
+    raw_zk.create("/versions/c", b"gamma")
+
+    batches = list(zk.read_version_batches(["/versions/a", "/versions/missing", "/versions/b", "/versions/c"]))
+
+    assert len(batches) == 2
+    (a, missing), (b, c) = batches
+    assert (a, b, c) == ((b"alpha", 0), (b"beta again", 2), (b"gamma", 0))
+    assert isinstance(missing, NoNodeError)
+
+
+def test_version_batches_fall_back_to_one_read_per_znode(
+    zk: ZkConnection, raw_zk: KazooClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refusing(client: KazooClient, paths: list[str]) -> Any:
+        raise MultiReadNotSupported("unexpected operation type 0 in a multiRead answer")
+
+    monkeypatch.setattr(connection_module, "read_many_async", refusing)
+    monkeypatch.setattr(connection_module, "MULTI_READ_BATCH", 2)
+    for n in range(3):
+        raw_zk.create(f"/version-fallback/z{n}", str(n).encode(), makepath=True)
+
+    batches = list(zk.read_version_batches([f"/version-fallback/z{n}" for n in (0, 1, 2, 9)]))
+
+    assert batches[0] == [(b"0", 0), (b"1", 0)]
+    assert batches[1][0] == (b"2", 0) and isinstance(batches[1][1], NoNodeError)
+
+
 def test_store_answers_a_known_state_still_at_its_version_and_reads_a_changed_one(zk: ZkConnection) -> None:
     """The sweep passes its cache's states: one whose znode is still at that version is answered as given (not
     decoded again); one written since is decoded from what is stored now."""

@@ -8,7 +8,7 @@ import pytest
 from kazoo.exceptions import NoNodeError
 from kazoo.protocol.serialization import GetData, MultiHeader
 
-from app.storage.zk.multi_read import MULTI_READ_OPCODE, MultiReadNotSupported, _MultiRead
+from app.storage.zk.multi_read import MULTI_READ_OPCODE, MultiReadNotSupported, _MultiRead, _MultiReadVersions
 
 _STAT = struct.pack("!qqqqiiiqiiq", 1, 2, 3, 4, 7, 0, 0, 0, 5, 0, 9)
 
@@ -66,3 +66,30 @@ def test_answer_with_data_and_an_error_result() -> None:
 def test_answers_that_are_not_multi_read_answers_say_so(answer: bytes) -> None:
     with pytest.raises(MultiReadNotSupported):
         _MultiRead.deserialize(answer, 0)
+    with pytest.raises(MultiReadNotSupported):
+        _MultiReadVersions.deserialize(answer, 0)
+
+
+def test_versions_answer_keeps_each_znodes_data_and_version_of_the_same_answer() -> None:
+    """Start-up's reader: the same request, each answer read as the full reader reads it, less the Stat but its
+    version; errors in place, as the full reader gives them."""
+    stat = struct.pack("!qqqqiiiqiiq", 1, 2, 3, 4, 2_000_000_001, 6, 7, 8, 9, 10, 11)  # version next to other ints
+    answer = (
+        _header(4, False, 0) + struct.pack("!i", 3) + b"abc" + stat
+        + _header(-1, False, -101) + struct.pack("!i", -101)
+        + _header(4, False, 0) + struct.pack("!i", -1) + _STAT
+        + _header(4, False, 0) + struct.pack("!i", 0) + _STAT
+        + _header(-1, True, -1)
+    )  # fmt: skip
+    full = _MultiRead.deserialize(answer, 0)
+    versions = _MultiReadVersions.deserialize(answer, 0)
+    assert versions[0] == (b"abc", 2_000_000_001) and versions[2] == (b"", 7) and versions[3] == (b"", 7)
+    assert isinstance(versions[1], NoNodeError)
+    assert [a if isinstance(a, Exception) else (a[0], a[1].version) for a in full][::2] == versions[::2]
+    assert _MultiReadVersions(("/a", "/bc")).serialize() == _MultiRead(("/a", "/bc")).serialize()
+
+
+def test_versions_answer_of_a_znode_cut_short_in_its_stat_says_so() -> None:
+    answer = _header(4, False, 0) + struct.pack("!i", 3) + b"abc" + _STAT[:40]
+    with pytest.raises(MultiReadNotSupported):
+        _MultiReadVersions.deserialize(answer, 0)
