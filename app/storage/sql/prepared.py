@@ -49,8 +49,8 @@ class Prepared:
         if form is None:
             return connection.execute(self._statement, rows)
         if isinstance(rows, dict):
-            return connection.exec_driver_sql(form.sql, form.parameters(rows))  # type: ignore[arg-type]
-        return connection.exec_driver_sql(form.sql, [form.parameters(row) for row in rows])  # type: ignore[arg-type]
+            return connection.exec_driver_sql(form.sql, form.parameters(rows))
+        return connection.exec_driver_sql(form.sql, [form.parameters(row) for row in rows])
 
     def _prepare(self, dialect: Dialect) -> _Form | None:
         compiled = self._statement.compile(dialect=dialect, column_keys=list(self._keys))  # type: ignore[attr-defined]
