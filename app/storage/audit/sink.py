@@ -18,6 +18,7 @@ from app.storage.audit.group_commit import Ambiguous, GroupCommitter
 from app.storage.audit.safe_text import safe_details, safe_text
 from app.storage.audit.tables import STRING_LIMITS
 from app.storage.audit.tables import audit_events as events
+from app.storage.sql.prepared import Prepared
 
 log = logging.getLogger(__name__)
 
@@ -208,15 +209,18 @@ class _Append:
     transaction is the only writer (SQLite's write lock), so the rows of an executemany get consecutive ids."""
 
     returning = insert(events).returning(events.c.id, sort_by_parameter_order=True)
-    plain = insert(events)
-    last_id = select(func.last_insert_rowid())
+    plain = Prepared(insert(events), [column.name for column in events.c if column is not events.c.id])
+    last_id = "SELECT last_insert_rowid()"
 
     def execute(self, connection: Connection, rows: list[dict[str, Any]]) -> Sequence[int]:
         if connection.dialect.name != "sqlite":
             return [int(row[0]) for row in connection.execute(self.returning, rows)]
-        connection.execute(self.plain, rows)
-        last = int(connection.execute(self.last_id).scalar_one())
-        return range(last - len(rows) + 1, last + 1)
+        if len(rows) == 1:  # a lone insert tells its own id: no second statement
+            last = self.plain.execute(connection, rows[0]).lastrowid
+        else:
+            self.plain.execute(connection, rows)
+            last = connection.exec_driver_sql(self.last_id).scalar_one()
+        return range(int(last) - len(rows) + 1, int(last) + 1)
 
 
 class _Settle:
@@ -224,14 +228,16 @@ class _Settle:
     answers whether its event was still pending: the usual batch settles all of its events, or none; one that
     settled only some cannot tell which (``Ambiguous``), and its events are settled again one by one."""
 
-    statement = completion_statement()
+    statement = Prepared(
+        completion_statement(), ["event_id", "new_outcome", "new_error_code", "new_details", "new_token_id"]
+    )
 
     def settled_count(self, connection: Connection, parameters: list[dict[str, Any]]) -> int:
         if not parameters:
             return 0
         if len(parameters) > 1 and not connection.dialect.supports_sane_multi_rowcount:
-            return sum(int(connection.execute(self.statement, one).rowcount) for one in parameters)
-        return int(connection.execute(self.statement, parameters[0] if len(parameters) == 1 else parameters).rowcount)
+            return sum(int(self.statement.execute(connection, one).rowcount) for one in parameters)
+        return int(self.statement.execute(connection, parameters[0] if len(parameters) == 1 else parameters).rowcount)
 
     def execute(self, connection: Connection, parameters: list[dict[str, Any]]) -> Sequence[bool]:
         settled = self.settled_count(connection, parameters)
