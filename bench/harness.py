@@ -244,6 +244,25 @@ def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) 
     return {"per_s": round(done / elapsed, 1), "transactions": done, "errors": errors}
 
 
+def verify_figures(verify: dict[str, float], noop_post: dict[str, float], noop_get: dict[str, float]) -> dict[str, Any]:
+    """A verify's rate against its no-op ceilings: the POST of the same body and headers (the goal's) and, beside
+    it, ``GET /healthz``."""
+    return {
+        "verify": verify,
+        "noop_post_ceiling": noop_post,
+        "ratio": _ratio(verify["per_s"], noop_post["per_s"]),
+        "noop_ceiling": noop_get,
+        "ratio_vs_get": _ratio(verify["per_s"], noop_get["per_s"]),
+        "note": "noop_post_ceiling: POST /bench/noop with the verify's JSON body and headers, parsed by a plain "
+        "FastAPI endpoint as /healthz is one (bench/serve_variant.py); noop_ceiling: GET /healthz; same server, "
+        "client and concurrency",
+    }
+
+
+def _ratio(figure: float, ceiling: float) -> float | None:
+    return round(figure / ceiling, 3) if ceiling else None
+
+
 def print_json(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=2))
 

@@ -5,8 +5,11 @@ itself never offers (auditing is not optional in production).
 
 With ``BENCH_STATIC_PAGE`` set to a file, ``GET /bench/static-page`` answers that file's bytes as JSON, read once:
 the no-op ceiling of describe (bench.suite), through the same server, middleware and client as a describe, with
-the same answer, but none of its work. With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is
-written there at exit (bench/thread_profile.py).
+the same answer, but none of its work. ``POST /bench/noop`` is the no-op ceiling of a verify (bench.kraft, bench.suite):
+the twin of ``GET /healthz`` (a plain FastAPI endpoint, so the same thread hop and response encoding) that also
+receives and parses a JSON body as a verify's, then answers a fixed small JSON; a perfect kts could not verify
+without that much. With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is written there at exit
+(bench/thread_profile.py).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ def _serve(audit: str) -> None:
     page = os.environ.get("BENCH_STATIC_PAGE")
     if page:
         _add_static_page(app, Path(page))
+    _add_noop_post(app)
     options = uvicorn_options(settings) | {"log_level": "warning", "access_log": False}
     uvicorn.run(app, **options)
 
@@ -70,6 +74,20 @@ def _add_static_page(app: Any, page: Path) -> None:
         return Response(body(), media_type="application/json")
 
     app.router.add_route("/bench/static-page", static_page, methods=["GET"])
+
+
+NOOP_POST = "/bench/noop"
+
+
+def _add_noop_post(app: Any) -> None:
+    from fastapi import Body
+
+    # Any JSON body, parsed by FastAPI as a verify's is; Body() as a default, since FastAPI resolves annotations by
+    # name in the module's globals, where a local import is not.
+    def noop_post(_body: Any = Body()) -> dict[str, str]:  # noqa: B008
+        return {"status": "ok"}
+
+    app.router.add_api_route(NOOP_POST, noop_post, methods=["POST"], include_in_schema=False)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,9 @@ from bench.harness import (
     load_tokens,
     print_json,
     raw_create_ceiling,
+    verify_figures,
 )
+from bench.serve_variant import NOOP_POST
 
 POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
 
@@ -183,9 +185,9 @@ def _first_replica_figures(
         if "verify" in parts:
             verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
             verify = rate(lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine))
+            noop_post = rate(lambda c: c.post(NOOP_POST, json=verify_body, headers=mine))
             noop = rate(lambda c: c.get("/healthz"))
-            ratio = round(verify["per_s"] / noop["per_s"], 3)
-            report["verify"] = {"verify": verify, "noop_ceiling": noop, "ratio": ratio}
+            report["verify"] = verify_figures(verify, noop_post, noop)
             path = f"/v1/tokens/{token['tokenId']}"
             with_basic = rate(lambda c: c.get(path, headers=basic()))
             with_bearer = rate(lambda c: c.get(path, headers=mine))
