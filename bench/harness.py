@@ -254,8 +254,8 @@ def verify_figures(verify: dict[str, float], noop_post: dict[str, float], noop_g
         "noop_ceiling": noop_get,
         "ratio_vs_get": _ratio(verify["per_s"], noop_get["per_s"]),
         "note": "noop_post_ceiling: POST /bench/noop with the verify's JSON body and headers, parsed by a plain "
-        "FastAPI endpoint as /healthz is one (bench/serve_variant.py); noop_ceiling: GET /healthz; same server, "
-        "client and concurrency",
+        "FastAPI endpoint first in the routing table, a fixed answer (bench/serve_variant.py); noop_ceiling: "
+        "GET /healthz; same server, client and concurrency",
     }
 
 
@@ -279,3 +279,25 @@ async def latencies(url: str, path: str, headers: dict[str, str], count: int) ->
             response.raise_for_status()
             samples.append(time.perf_counter() - begin)
         return summarize(samples, time.monotonic() - started, 0)
+
+
+async def paired_latencies(url: str, paths: dict[str, str], headers: dict[str, str], count: int) -> dict[str, Any]:
+    """Latencies of ``count`` GETs of each of ``paths`` on one connection, taken in turns (one of each per round, the
+    order reversed every other round), so that each figure meets the same moments of a shared machine (``per_s``: of
+    the whole run, every path together): measured one
+    after the other, a p99 (the 2nd largest of 200) told more about what else ran in those seconds than about the
+    request (describe over its static page: 1.54 in one run, 0.85 in the next)."""
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    order = list(paths.items())
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        for path in paths.values():
+            await client.get(path)  # a first request warms the connection and the server
+        started = time.monotonic()
+        for round_ in range(count):
+            for name, path in order if round_ % 2 == 0 else reversed(order):
+                begin = time.perf_counter()
+                response = await client.get(path)
+                response.raise_for_status()
+                samples[name].append(time.perf_counter() - begin)
+        elapsed = time.monotonic() - started
+    return {name: summarize(taken, elapsed, 0) for name, taken in samples.items()}

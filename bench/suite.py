@@ -31,7 +31,7 @@ from kazoo.client import KazooClient
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.storage.zk.admission import BATCH as SWEEP_BATCH
 from app.storage.zk.znodes import TokenZNode
-from bench import broker_login, ceilings
+from bench import broker_login, ceilings, gc_watch
 from bench.goals import evaluate, table
 from bench.harness import (
     ADMIN,
@@ -43,6 +43,7 @@ from bench.harness import (
     drive,
     latencies,
     load_tokens,
+    paired_latencies,
     print_json,
     raw_create_ceiling,
     verify_figures,
@@ -50,6 +51,9 @@ from bench.harness import (
 from bench.serve_variant import NOOP_POST
 
 POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
+# Describes by owner and static pages, in turns (harness.paired_latencies): a p99 of 1000 is the 10th largest, of 200
+# the 2nd, which one stall of the machine could set.
+DESCRIBE_SAMPLES = 1000
 
 PARTS = ("create", "verify", "loaded", "sweep", "broker", "kraft", "report")
 PARTS_HELP = (
@@ -222,7 +226,9 @@ def _loaded_figures(
     # convergence (p99 of 6 s in earlier runs). So this replica runs without the failure throttle.
     load_before = os.getloadavg()[0]
     static_page = kts.workdir / "static-page.json"
-    second, startup = kts.start("replica-b", KTS_AUTH_FAILURES_MAX="0", BENCH_STATIC_PAGE=str(static_page))
+    second, startup = kts.start(
+        "replica-b", KTS_AUTH_FAILURES_MAX="0", BENCH_STATIC_PAGE=str(static_page), BENCH_GC_WATCH="1"
+    )
     report["startup"] = {
         "seconds": round(startup, 2),
         "cpu_seconds": round(second.cpu_s(), 2),
@@ -242,8 +248,17 @@ def _loaded_figures(
     owner_page = httpx.get(f"{second.url}/v1/tokens?owner=User:u7", headers=admin, timeout=60)
     owner_page.raise_for_status()
     static_page.write_bytes(owner_page.content)  # the no-op ceiling answers the same bytes
-    owner_filtered = asyncio.run(latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
-    static = asyncio.run(latencies(second.url, "/bench/static-page", admin, 200))
+    gc_before = _gc(second.url)
+    paired = asyncio.run(
+        paired_latencies(
+            second.url,
+            {"owner_filtered": "/v1/tokens?owner=User:u7", "static": "/bench/static-page"},
+            admin,
+            DESCRIBE_SAMPLES,
+        )
+    )
+    owner_filtered, static = paired["owner_filtered"], paired["static"]
+    gc_described = _gc(second.url)
     full_listing = asyncio.run(latencies(second.url, "/v1/tokens", admin, 200))
     report["describe"] = {
         "owner_filtered": owner_filtered,
@@ -252,7 +267,10 @@ def _loaded_figures(
         "full_listing_page": full_listing,
         "full_listing_p99_vs_owner_p99": round(full_listing["p99_ms"] / owner_filtered["p99_ms"], 2),
         "full_listing_first_page": asyncio.run(latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
-        "note": "as a super user. owner_filtered: the 100 tokens of one owner; full_listing_page: the first "
+        "gc": gc_watch.difference(gc_before, gc_described)
+        | {"note": "the replica's garbage collections (generations 0, 1, 2) while owner_filtered and its ceiling ran"},
+        "note": f"as a super user. owner_filtered: the 100 tokens of one owner, {DESCRIBE_SAMPLES} GETs in turns with "
+        "static_page_ceiling's on one connection; full_listing_page: the first "
         "page of every token at the default limit (100 tokens, the same answer size); static_page_ceiling: the "
         "owner-filtered answer's bytes served by a no-op endpoint of the same server (bench/serve_variant.py), "
         "same client, same headers; full_listing_first_page: limit=1000, as earlier runs measured it",
@@ -267,6 +285,14 @@ def _loaded_figures(
     report["convergence"] = _convergence(first_url, second.url, 200)
     report["convergence"]["raw_chain_ceiling"] = raw_chain
     report["convergence"]["ratio"] = round(report["convergence"]["p99_ms"] / raw_chain["p99_ms"], 3)
+
+
+def _gc(url: str) -> dict[str, Any]:
+    """The replica's garbage collections so far (bench/gc_watch.py)."""
+    answer = httpx.get(f"{url}/bench/gc", timeout=60)
+    answer.raise_for_status()
+    counts: dict[str, Any] = answer.json()
+    return counts
 
 
 def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:
