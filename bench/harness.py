@@ -203,6 +203,48 @@ async def drive(
     return summarize(latencies, elapsed, errors)
 
 
+async def drive_in_turns(
+    url: str,
+    requests: dict[str, Callable[[httpx.AsyncClient], Awaitable[httpx.Response]]],
+    *,
+    seconds: float,
+    concurrency: int,
+    rounds: int = 5,
+    ok: tuple[int, ...] = (200, 201),
+) -> dict[str, dict[str, float]]:
+    """``drive`` for each of ``requests`` (``seconds`` each in all), in ``rounds`` turns of ``seconds / rounds``,
+    the order reversed every other round, on the same connections: a rate and its ceiling then meet the same moments
+    of a shared machine, where one after the other they met different loads (a ratio of rates near 0.9 moved by
+    more than its margin between runs)."""
+    samples: dict[str, list[float]] = {name: [] for name in requests}
+    errors = dict.fromkeys(requests, 0)
+    elapsed = dict.fromkeys(requests, 0.0)
+    order = list(requests.items())
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        for request in requests.values():
+            await request(client)  # warm-up: connections, caches
+        for round_ in range(rounds):
+            for name, request in order if round_ % 2 == 0 else reversed(order):
+                deadline = time.monotonic() + seconds / rounds
+
+                async def worker(name: str = name, request: Any = request, deadline: float = deadline) -> None:
+                    while True:  # at least one request a turn, however late the worker starts
+                        started = time.perf_counter()
+                        response = await request(client)
+                        if response.status_code in ok:
+                            samples[name].append(time.perf_counter() - started)
+                        else:
+                            errors[name] += 1
+                        if time.monotonic() >= deadline:
+                            return
+
+                started = time.monotonic()
+                await asyncio.gather(*(worker() for _ in range(concurrency)))
+                elapsed[name] += time.monotonic() - started
+    return {name: summarize(samples[name], elapsed[name], errors[name]) for name in requests}
+
+
 def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) -> dict[str, float]:
     """The ceiling for creates: kazoo multi-op transactions (token znode + notification), pipelined. Only the
     transactions ZooKeeper committed count; one it refused (or a lost answer) is counted apart, in ``errors``."""
@@ -255,7 +297,7 @@ def verify_figures(verify: dict[str, float], noop_post: dict[str, float], noop_g
         "ratio_vs_get": _ratio(verify["per_s"], noop_get["per_s"]),
         "note": "noop_post_ceiling: POST /bench/noop with the verify's JSON body and headers, parsed by a plain "
         "FastAPI endpoint first in the routing table, a fixed answer (bench/serve_variant.py); noop_ceiling: "
-        "GET /healthz; same server, client and concurrency",
+        "GET /healthz; same server, client and concurrency, the three driven in turns (harness.drive_in_turns)",
     }
 
 

@@ -35,6 +35,7 @@ from bench.harness import (
     basic,
     bearer,
     drive,
+    drive_in_turns,
     latencies,
     print_json,
     summarize,
@@ -165,24 +166,19 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
         }
 
         body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-        verify = asyncio.run(
-            drive(
+        rates = asyncio.run(
+            drive_in_turns(
                 service.url,
-                lambda c: c.post("/v1/tokens/verify", json=body, headers=mine),
+                {
+                    "verify": lambda c: c.post("/v1/tokens/verify", json=body, headers=mine),
+                    "noop_post": lambda c: c.post(NOOP_POST, json=body, headers=mine),
+                    "noop_get": lambda c: c.get("/healthz"),
+                },
                 seconds=seconds,
                 concurrency=concurrency,
             )
         )
-        noop_post = asyncio.run(
-            drive(
-                service.url,
-                lambda c: c.post(NOOP_POST, json=body, headers=mine),
-                seconds=seconds,
-                concurrency=concurrency,
-            )
-        )
-        noop = asyncio.run(drive(service.url, lambda c: c.get("/healthz"), seconds=seconds, concurrency=concurrency))
-        report["verify"] = verify_figures(verify, noop_post, noop)
+        report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
 
         report["load"] = {"tokens_created_by_rpc": tokens, "seconds": round(_load(rpc, tokens, 1000, concurrency), 2)}
         admin = basic(OPERATOR, OPERATOR_PASSWORD)

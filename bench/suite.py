@@ -41,6 +41,7 @@ from bench.harness import (
     basic,
     bearer,
     drive,
+    drive_in_turns,
     latencies,
     load_tokens,
     paired_latencies,
@@ -188,10 +189,19 @@ def _first_replica_figures(
 
         if "verify" in parts:
             verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-            verify = rate(lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine))
-            noop_post = rate(lambda c: c.post(NOOP_POST, json=verify_body, headers=mine))
-            noop = rate(lambda c: c.get("/healthz"))
-            report["verify"] = verify_figures(verify, noop_post, noop)
+            rates = asyncio.run(
+                drive_in_turns(
+                    first.url,
+                    {
+                        "verify": lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine),
+                        "noop_post": lambda c: c.post(NOOP_POST, json=verify_body, headers=mine),
+                        "noop_get": lambda c: c.get("/healthz"),
+                    },
+                    seconds=seconds,
+                    concurrency=concurrency,
+                )
+            )
+            report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
             path = f"/v1/tokens/{token['tokenId']}"
             with_basic = rate(lambda c: c.get(path, headers=basic()))
             with_bearer = rate(lambda c: c.get(path, headers=mine))
