@@ -1,8 +1,9 @@
 """The authentication schemes the OpenAPI document declares (so Swagger UI offers them), written into it directly.
 
-FastAPI learns a scheme from a dependency whose callable is a ``SecurityBase``; but it solves every dependency on
-every request, and these two read nothing of it (the ``Authorization`` header is parsed once, by Authenticator): two
-of them were some 50 µs of CPU on each authenticated request. So each operation of an ``AuthenticatedRoute`` carries
+FastAPI learns a scheme from a dependency whose callable is a ``SecurityBase`` (its own ``HTTPBasic`` would also answer
+malformed headers itself, outside kts's error envelope and challenge); but it solves every dependency on every
+request, and these two read nothing of it (the ``Authorization`` header is parsed once, by Authenticator): the two
+were some 50 µs of CPU on each authenticated request. So each operation of an ``AuthenticatedRoute`` carries
 the requirement in its ``openapi_extra``, and ``install_security_schemes`` adds the schemes to the document's
 components: the document is the one the dependencies made (tests/api/test_openapi.py).
 """
