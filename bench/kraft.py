@@ -176,6 +176,7 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
                 },
                 seconds=seconds,
                 concurrency=concurrency,
+                server_cpu=service.cpu_s,
             )
         )
         report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])

@@ -199,6 +199,7 @@ def _first_replica_figures(
                     },
                     seconds=seconds,
                     concurrency=concurrency,
+                    server_cpu=first.cpu_s,
                 )
             )
             report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])

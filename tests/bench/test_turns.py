@@ -13,7 +13,7 @@ from typing import ClassVar
 
 import pytest
 
-from bench.harness import drive_in_turns, paired_latencies
+from bench.harness import drive_in_turns, paired_latencies, verify_figures
 
 
 class _Recorder(BaseHTTPRequestHandler):
@@ -93,3 +93,25 @@ def test_latencies_are_paired_one_of_each_per_round(server: tuple[str, list[str]
     figures = asyncio.run(paired_latencies(url, {"a": "/a", "b": "/b"}, {}, 4))
     assert seen == ["/a", "/b", "/a", "/b", "/b", "/a", "/a", "/b", "/b", "/a"]  # warm-ups, then the rounds
     assert figures["a"]["requests"] == figures["b"]["requests"] == 4
+
+
+def test_each_figure_holds_the_cpu_per_request_of_server_and_client(server: tuple[str, list[str]]) -> None:
+    url, _ = server
+    clock = iter(range(1_000_000))
+    rates = asyncio.run(
+        drive_in_turns(
+            url, {"a": lambda c: c.get("/a")}, seconds=0.2, concurrency=1, rounds=2, server_cpu=lambda: next(clock)
+        )
+    )
+    # The fake server clock moves one second between the two readings of each turn: two seconds in two turns.
+    assert rates["a"]["server_cpu_ms"] == round(2 / rates["a"]["requests"] * 1000, 3)
+    assert rates["a"]["client_cpu_ms"] >= 0
+
+
+def test_verify_figures_give_the_ratio_in_cpu_time_beside_the_rates() -> None:
+    verify = {"per_s": 90.0, "server_cpu_ms": 1.0, "client_cpu_ms": 2.0}
+    noop_post = {"per_s": 100.0, "server_cpu_ms": 0.7, "client_cpu_ms": 2.0}
+    noop_get = {"per_s": 120.0}  # measured without CPU: no ratio in CPU time
+    figures = verify_figures(verify, noop_post, noop_get)
+    assert (figures["ratio"], figures["ratio_in_cpu_time"]) == (0.9, 0.9)
+    assert (figures["ratio_vs_get"], figures["ratio_vs_get_in_cpu_time"]) == (0.75, None)
