@@ -353,9 +353,9 @@ async def latencies(url: str, path: str, headers: dict[str, str], count: int) ->
 async def paired_latencies(url: str, paths: dict[str, str], headers: dict[str, str], count: int) -> dict[str, Any]:
     """Latencies of ``count`` GETs of each of ``paths`` on one connection, taken in turns (one of each per round, the
     order reversed every other round), so that each figure meets the same moments of a shared machine (``per_s``: of
-    the whole run, every path together): measured one
-    after the other, a p99 (the 2nd largest of 200) told more about what else ran in those seconds than about the
-    request (describe over its static page: 1.54 in one run, 0.85 in the next)."""
+    the whole run, every path together): measured one after the other, a p99 (the 3rd largest of 200) told more about
+    what else ran in those seconds than about the request (describe over its static page: 1.54 in one run, 0.85 in
+    the next)."""
     samples: dict[str, list[float]] = {name: [] for name in paths}
     order = list(paths.items())
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:

@@ -52,8 +52,8 @@ from bench.harness import (
 from bench.serve_variant import NOOP_POST
 
 POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
-# Describes by owner and static pages, in turns (harness.paired_latencies): a p99 of 1000 is the 10th largest, of 200
-# the 2nd, which one stall of the machine could set.
+# Describes by owner and static pages, in turns (harness.paired_latencies): a p99 of 1000 is the 11th largest, of 200
+# the 3rd, which one stall of the machine could set.
 DESCRIBE_SAMPLES = 1000
 
 PARTS = ("create", "verify", "loaded", "sweep", "broker", "kraft", "report")
