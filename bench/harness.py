@@ -203,6 +203,65 @@ async def drive(
     return summarize(latencies, elapsed, errors)
 
 
+async def drive_in_turns(
+    url: str,
+    requests: dict[str, Callable[[httpx.AsyncClient], Awaitable[httpx.Response]]],
+    *,
+    seconds: float,
+    concurrency: int,
+    rounds: int = 5,
+    ok: tuple[int, ...] = (200, 201),
+    server_cpu: Callable[[], float] | None = None,
+) -> dict[str, dict[str, float]]:
+    """``drive`` for each of ``requests`` (``seconds`` each in all), in ``rounds`` turns of ``seconds / rounds``,
+    the order reversed every other round, on the same connections: a rate and its ceiling then meet the same moments
+    of a shared machine, where one after the other they met different loads (a ratio of rates near 0.9 moved by
+    more than its margin between runs). With ``server_cpu`` (the server's CPU seconds so far, ``Service.cpu_s``),
+    each figure also holds the CPU milliseconds per request of the server and of this client: what a rate costs
+    whatever else shares the machine."""
+    samples: dict[str, list[float]] = {name: [] for name in requests}
+    errors = dict.fromkeys(requests, 0)
+    elapsed = dict.fromkeys(requests, 0.0)
+    server_s = dict.fromkeys(requests, 0.0)
+    client_s = dict.fromkeys(requests, 0.0)
+    order = list(requests.items())
+    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+        for request in requests.values():
+            await request(client)  # warm-up: connections, caches
+        for round_ in range(rounds):
+            for name, request in order if round_ % 2 == 0 else reversed(order):
+                deadline = time.monotonic() + seconds / rounds
+
+                async def worker(name: str = name, request: Any = request, deadline: float = deadline) -> None:
+                    while True:  # at least one request a turn, however late the worker starts
+                        started = time.perf_counter()
+                        response = await request(client)
+                        if response.status_code in ok:
+                            samples[name].append(time.perf_counter() - started)
+                        else:
+                            errors[name] += 1
+                        if time.monotonic() >= deadline:
+                            return
+
+                started, server_before, client_before = time.monotonic(), _cpu(server_cpu), time.process_time()
+                await asyncio.gather(*(worker() for _ in range(concurrency)))
+                elapsed[name] += time.monotonic() - started
+                server_s[name] += _cpu(server_cpu) - server_before
+                client_s[name] += time.process_time() - client_before
+    figures = {name: summarize(samples[name], elapsed[name], errors[name]) for name in requests}
+    if server_cpu is not None:
+        for name, figure in figures.items():
+            answered = max(1, len(samples[name]) + errors[name])
+            figure["server_cpu_ms"] = round(server_s[name] / answered * 1000, 3)
+            figure["client_cpu_ms"] = round(client_s[name] / answered * 1000, 3)
+    return figures
+
+
+def _cpu(read: Callable[[], float] | None) -> float:
+    return 0.0 if read is None else read()
+
+
 def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) -> dict[str, float]:
     """The ceiling for creates: kazoo multi-op transactions (token znode + notification), pipelined. Only the
     transactions ZooKeeper committed count; one it refused (or a lost answer) is counted apart, in ``errors``."""
@@ -244,6 +303,35 @@ def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) 
     return {"per_s": round(done / elapsed, 1), "transactions": done, "errors": errors}
 
 
+def verify_figures(verify: dict[str, float], noop_post: dict[str, float], noop_get: dict[str, float]) -> dict[str, Any]:
+    """A verify's rate against its no-op ceilings: the POST of the same body and headers (the goal's) and, beside
+    it, ``GET /healthz``."""
+    return {
+        "verify": verify,
+        "noop_post_ceiling": noop_post,
+        "ratio": _ratio(verify["per_s"], noop_post["per_s"]),
+        # Rates are bound by the CPU of the client and the server together (2 cores): the same ratio from CPU time.
+        "ratio_in_cpu_time": _ratio(_request_cpu(noop_post), _request_cpu(verify)),
+        "noop_ceiling": noop_get,
+        "ratio_vs_get": _ratio(verify["per_s"], noop_get["per_s"]),
+        "ratio_vs_get_in_cpu_time": _ratio(_request_cpu(noop_get), _request_cpu(verify)),
+        "note": "noop_post_ceiling: POST /bench/noop with the verify's JSON body and headers, parsed by a plain "
+        "FastAPI endpoint first in the routing table, a fixed answer (bench/serve_variant.py); noop_ceiling: "
+        "GET /healthz; same server, client and concurrency, the three driven in turns (harness.drive_in_turns)",
+    }
+
+
+def _ratio(figure: float | None, ceiling: float | None) -> float | None:
+    return round(figure / ceiling, 3) if figure is not None and ceiling else None
+
+
+def _request_cpu(figure: dict[str, float]) -> float | None:
+    """The CPU milliseconds one request costs the server and the client (None: not measured)."""
+    if "server_cpu_ms" not in figure:
+        return None
+    return figure["server_cpu_ms"] + figure["client_cpu_ms"]
+
+
 def print_json(document: dict[str, Any]) -> None:
     print(json.dumps(document, indent=2))
 
@@ -260,3 +348,25 @@ async def latencies(url: str, path: str, headers: dict[str, str], count: int) ->
             response.raise_for_status()
             samples.append(time.perf_counter() - begin)
         return summarize(samples, time.monotonic() - started, 0)
+
+
+async def paired_latencies(url: str, paths: dict[str, str], headers: dict[str, str], count: int) -> dict[str, Any]:
+    """Latencies of ``count`` GETs of each of ``paths`` on one connection, taken in turns (one of each per round, the
+    order reversed every other round), so that each figure meets the same moments of a shared machine (``per_s``: of
+    the whole run, every path together): measured one after the other, a p99 (the 3rd largest of 200) told more about
+    what else ran in those seconds than about the request (describe over its static page: 1.54 in one run, 0.85 in
+    the next)."""
+    samples: dict[str, list[float]] = {name: [] for name in paths}
+    order = list(paths.items())
+    async with httpx.AsyncClient(base_url=url, headers=headers, timeout=120) as client:
+        for path in paths.values():
+            await client.get(path)  # a first request warms the connection and the server
+        started = time.monotonic()
+        for round_ in range(count):
+            for name, path in order if round_ % 2 == 0 else reversed(order):
+                begin = time.perf_counter()
+                response = await client.get(path)
+                response.raise_for_status()
+                samples[name].append(time.perf_counter() - begin)
+        elapsed = time.monotonic() - started
+    return {name: summarize(taken, elapsed, 0) for name, taken in samples.items()}

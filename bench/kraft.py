@@ -2,7 +2,9 @@
 
 - create: token creates over HTTP / the same CreateDelegationToken RPC sent straight to the broker, as fast as
   the same number of concurrent callers can (kts's own wire, no HTTP, no audit, no decision);
-- verify: ``/v1/tokens/verify`` / a no-op endpoint (``/healthz``) of the same server;
+- verify: ``/v1/tokens/verify`` / a no-op POST of the same server that receives and parses the same JSON body with
+  the same headers (``/bench/noop``, bench/serve_variant.py), and, printed beside it, / ``GET /healthz`` (a no-op
+  without a body: the client's work for a POST with a body is larger, which alone held that ratio near 0.9);
 - describe: owner-filtered and full-listing latency with ``tokens`` tokens on the cluster, served from the cache.
 
     python -m bench.kraft [--quick]
@@ -25,7 +27,21 @@ from app.domain.principal import KafkaPrincipal
 from app.storage.kafka.client_config import kafka_client_security
 from app.storage.kafka.token_rpc import TokenRpc
 from app.storage.kafka.wire import KafkaWire
-from bench.harness import PASSWORD, SECRET, USER, Kts, basic, bearer, drive, latencies, print_json, summarize
+from bench.harness import (
+    PASSWORD,
+    SECRET,
+    USER,
+    Kts,
+    basic,
+    bearer,
+    drive,
+    drive_in_turns,
+    latencies,
+    print_json,
+    summarize,
+    verify_figures,
+)
+from bench.serve_variant import NOOP_POST
 from tests.kafka.brokers import RunningBroker, start_kraft_broker
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{}" password="{}";'
@@ -150,16 +166,20 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
         }
 
         body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-        verify = asyncio.run(
-            drive(
+        rates = asyncio.run(
+            drive_in_turns(
                 service.url,
-                lambda c: c.post("/v1/tokens/verify", json=body, headers=mine),
+                {
+                    "verify": lambda c: c.post("/v1/tokens/verify", json=body, headers=mine),
+                    "noop_post": lambda c: c.post(NOOP_POST, json=body, headers=mine),
+                    "noop_get": lambda c: c.get("/healthz"),
+                },
                 seconds=seconds,
                 concurrency=concurrency,
+                server_cpu=service.cpu_s,
             )
         )
-        noop = asyncio.run(drive(service.url, lambda c: c.get("/healthz"), seconds=seconds, concurrency=concurrency))
-        report["verify"] = {"verify": verify, "noop_ceiling": noop, "ratio": round(verify["per_s"] / noop["per_s"], 3)}
+        report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
 
         report["load"] = {"tokens_created_by_rpc": tokens, "seconds": round(_load(rpc, tokens, 1000, concurrency), 2)}
         admin = basic(OPERATOR, OPERATOR_PASSWORD)

@@ -5,8 +5,12 @@ itself never offers (auditing is not optional in production).
 
 With ``BENCH_STATIC_PAGE`` set to a file, ``GET /bench/static-page`` answers that file's bytes as JSON, read once:
 the no-op ceiling of describe (bench.suite), through the same server, middleware and client as a describe, with
-the same answer, but none of its work. With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is
-written there at exit (bench/thread_profile.py).
+the same answer, but none of its work. ``POST /bench/noop`` is the no-op ceiling of a verify (bench.kraft,
+bench.suite): a plain FastAPI endpoint as kts's own, first in the routing table, that receives and parses a JSON
+body as a verify's and answers a fixed small JSON; a perfect kts could not verify with less.
+
+With ``BENCH_PROFILE`` set to a file, every thread's CPU profile is written there at exit (bench/thread_profile.py).
+With ``BENCH_GC_WATCH`` set, ``GET /bench/gc`` answers the garbage collector's pauses so far (bench/gc_watch.py).
 """
 
 from __future__ import annotations
@@ -54,6 +58,9 @@ def _serve(audit: str) -> None:
     page = os.environ.get("BENCH_STATIC_PAGE")
     if page:
         _add_static_page(app, Path(page))
+    _add_noop_post(app)
+    if os.environ.get("BENCH_GC_WATCH"):
+        _add_gc_watch(app)
     options = uvicorn_options(settings) | {"log_level": "warning", "access_log": False}
     uvicorn.run(app, **options)
 
@@ -70,6 +77,40 @@ def _add_static_page(app: Any, page: Path) -> None:
         return Response(body(), media_type="application/json")
 
     app.router.add_route("/bench/static-page", static_page, methods=["GET"])
+
+
+NOOP_POST = "/bench/noop"
+NOOP_ANSWER = b'{"status":"ok"}'
+
+
+def _add_noop_post(app: Any) -> None:
+    from fastapi import Body, Response
+
+    # As kts's endpoints are, a plain def (so the one thread hop a verify makes too), the body taken and parsed by
+    # FastAPI as a verify's is (as JSON: a perfect kts could not do less), a fixed answer written as bytes (as
+    # kts's model answers are: app/api/model_response.py). Body() as a default, since FastAPI resolves annotations
+    # by name in the module's globals, where a local import is not.
+    def noop_post(_body: dict[str, Any] = Body()) -> Response:  # noqa: B008
+        return Response(NOOP_ANSWER, media_type="application/json")
+
+    app.router.add_api_route(NOOP_POST, noop_post, methods=["POST"], include_in_schema=False)
+    # First in the routing table: it pays no more routing than a verify (itself in the first router), rather than
+    # a walk of every route.
+    app.router.routes.insert(0, app.router.routes.pop())
+
+
+def _add_gc_watch(app: Any) -> None:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+
+    from bench.gc_watch import install
+
+    watch = install()
+
+    async def gc_counts(_: Request) -> JSONResponse:
+        return JSONResponse(watch.snapshot())
+
+    app.router.add_route("/bench/gc", gc_counts, methods=["GET"])
 
 
 if __name__ == "__main__":

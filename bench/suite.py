@@ -31,7 +31,7 @@ from kazoo.client import KazooClient
 from app.cli.server.embedded_zookeeper import EmbeddedZooKeeper
 from app.storage.zk.admission import BATCH as SWEEP_BATCH
 from app.storage.zk.znodes import TokenZNode
-from bench import broker_login, ceilings
+from bench import broker_login, ceilings, gc_watch
 from bench.goals import evaluate, table
 from bench.harness import (
     ADMIN,
@@ -41,13 +41,20 @@ from bench.harness import (
     basic,
     bearer,
     drive,
+    drive_in_turns,
     latencies,
     load_tokens,
+    paired_latencies,
     print_json,
     raw_create_ceiling,
+    verify_figures,
 )
+from bench.serve_variant import NOOP_POST
 
 POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
+# Describes by owner and static pages, in turns (harness.paired_latencies): a p99 of 1000 is the 11th largest, of 200
+# the 3rd, which one stall of the machine could set.
+DESCRIBE_SAMPLES = 1000
 
 PARTS = ("create", "verify", "loaded", "sweep", "broker", "kraft", "report")
 PARTS_HELP = (
@@ -182,10 +189,20 @@ def _first_replica_figures(
 
         if "verify" in parts:
             verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-            verify = rate(lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine))
-            noop = rate(lambda c: c.get("/healthz"))
-            ratio = round(verify["per_s"] / noop["per_s"], 3)
-            report["verify"] = {"verify": verify, "noop_ceiling": noop, "ratio": ratio}
+            rates = asyncio.run(
+                drive_in_turns(
+                    first.url,
+                    {
+                        "verify": lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine),
+                        "noop_post": lambda c: c.post(NOOP_POST, json=verify_body, headers=mine),
+                        "noop_get": lambda c: c.get("/healthz"),
+                    },
+                    seconds=seconds,
+                    concurrency=concurrency,
+                    server_cpu=first.cpu_s,
+                )
+            )
+            report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
             path = f"/v1/tokens/{token['tokenId']}"
             with_basic = rate(lambda c: c.get(path, headers=basic()))
             with_bearer = rate(lambda c: c.get(path, headers=mine))
@@ -220,7 +237,9 @@ def _loaded_figures(
     # convergence (p99 of 6 s in earlier runs). So this replica runs without the failure throttle.
     load_before = os.getloadavg()[0]
     static_page = kts.workdir / "static-page.json"
-    second, startup = kts.start("replica-b", KTS_AUTH_FAILURES_MAX="0", BENCH_STATIC_PAGE=str(static_page))
+    second, startup = kts.start(
+        "replica-b", KTS_AUTH_FAILURES_MAX="0", BENCH_STATIC_PAGE=str(static_page), BENCH_GC_WATCH="1"
+    )
     report["startup"] = {
         "seconds": round(startup, 2),
         "cpu_seconds": round(second.cpu_s(), 2),
@@ -240,8 +259,17 @@ def _loaded_figures(
     owner_page = httpx.get(f"{second.url}/v1/tokens?owner=User:u7", headers=admin, timeout=60)
     owner_page.raise_for_status()
     static_page.write_bytes(owner_page.content)  # the no-op ceiling answers the same bytes
-    owner_filtered = asyncio.run(latencies(second.url, "/v1/tokens?owner=User:u7", admin, 200))
-    static = asyncio.run(latencies(second.url, "/bench/static-page", admin, 200))
+    gc_before = _gc(second.url)
+    paired = asyncio.run(
+        paired_latencies(
+            second.url,
+            {"owner_filtered": "/v1/tokens?owner=User:u7", "static": "/bench/static-page"},
+            admin,
+            DESCRIBE_SAMPLES,
+        )
+    )
+    owner_filtered, static = paired["owner_filtered"], paired["static"]
+    gc_described = _gc(second.url)
     full_listing = asyncio.run(latencies(second.url, "/v1/tokens", admin, 200))
     report["describe"] = {
         "owner_filtered": owner_filtered,
@@ -250,7 +278,10 @@ def _loaded_figures(
         "full_listing_page": full_listing,
         "full_listing_p99_vs_owner_p99": round(full_listing["p99_ms"] / owner_filtered["p99_ms"], 2),
         "full_listing_first_page": asyncio.run(latencies(second.url, "/v1/tokens?limit=1000", admin, 20)),
-        "note": "as a super user. owner_filtered: the 100 tokens of one owner; full_listing_page: the first "
+        "gc": gc_watch.difference(gc_before, gc_described)
+        | {"note": "the replica's garbage collections (generations 0, 1, 2) while owner_filtered and its ceiling ran"},
+        "note": f"as a super user. owner_filtered: the 100 tokens of one owner, {DESCRIBE_SAMPLES} GETs in turns with "
+        "static_page_ceiling's on one connection; full_listing_page: the first "
         "page of every token at the default limit (100 tokens, the same answer size); static_page_ceiling: the "
         "owner-filtered answer's bytes served by a no-op endpoint of the same server (bench/serve_variant.py), "
         "same client, same headers; full_listing_first_page: limit=1000, as earlier runs measured it",
@@ -265,6 +296,14 @@ def _loaded_figures(
     report["convergence"] = _convergence(first_url, second.url, 200)
     report["convergence"]["raw_chain_ceiling"] = raw_chain
     report["convergence"]["ratio"] = round(report["convergence"]["p99_ms"] / raw_chain["p99_ms"], 3)
+
+
+def _gc(url: str) -> dict[str, Any]:
+    """The replica's garbage collections so far (bench/gc_watch.py)."""
+    answer = httpx.get(f"{url}/bench/gc", timeout=60)
+    answer.raise_for_status()
+    counts: dict[str, Any] = answer.json()
+    return counts
 
 
 def _sweep(zk_connect: str, tokens: int, workdir: Path) -> dict[str, Any]:

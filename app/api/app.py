@@ -21,6 +21,7 @@ from app.api.request_context import RequestContextMiddleware
 from app.api.routers import acls, audit, cluster, ops, tokens, users
 from app.api.routers.mounting import mount
 from app.api.security_headers import SecurityHeaders
+from app.api.security_schemes import install_security_schemes
 from app.backend_selection import BackendFactory
 from app.backends import load_settings
 from app.domain.clock import Clock
@@ -84,5 +85,6 @@ def create_app(
     app.add_middleware(SecurityHeaders)  # outermost: also on responses other middleware make (413)
     app.state.metrics = metrics
     mount(app, tokens.router, acls.router, users.router, audit.router, cluster.router, ops.router, metrics_router)
+    install_security_schemes(app)
     install_docs(app)
     return app

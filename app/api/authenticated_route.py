@@ -11,6 +11,9 @@ a request that is both unauthenticated and invalid was refused as unauthenticate
 ``get_caller`` but before its endpoint runs is therefore authenticated (in the pool) before its failure is
 answered, which then is the authentication's own when it fails. A body that is not JSON at all fails before any
 dependency, as before, unauthenticated.
+
+Every operation of such a route declares in the OpenAPI document that its caller authenticates (Basic or Bearer:
+app/api/security_schemes.py).
 """
 
 from __future__ import annotations
@@ -26,10 +29,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from app.api.deps import DEFERRED_CALLER, DeferredCaller
+from app.api.security_schemes import with_security
 
 
 class AuthenticatedRoute(APIRoute):
     def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs["openapi_extra"] = with_security(kwargs.get("openapi_extra"))  # the schemes its caller may use
         super().__init__(path, _authenticating(endpoint), **kwargs)
 
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:

@@ -15,8 +15,6 @@ from collections.abc import Callable
 from typing import Annotated, Protocol
 
 from fastapi import Depends, Request
-from fastapi.openapi.models import HTTPBase as HTTPBaseModel
-from fastapi.security.base import SecurityBase
 
 from app.auth.authenticator import Authenticator
 from app.domain.authorization import Caller
@@ -30,25 +28,6 @@ from app.service.readiness import ClusterStatus, Readiness, ReadinessChecks
 from app.service.revocation import TokenRevocation
 from app.service.tokens import TokenService
 from app.service.users import UserCredentialService
-
-
-class _DocumentedScheme(SecurityBase):
-    """Declares an HTTP auth scheme in OpenAPI (so Swagger UI offers it) without reading the request:
-    FastAPI's own HTTPBasic answers malformed headers itself, bypassing our error envelope and challenge.
-    The header is parsed once, by Authenticator."""
-
-    def __init__(self, scheme: str, description: str) -> None:
-        self.model = HTTPBaseModel(scheme=scheme, description=description)
-        self.scheme_name = f"http{scheme.capitalize()}"
-
-    async def __call__(self) -> None:  # async: FastAPI runs sync dependencies in its thread pool
-        return None
-
-
-_basic_scheme = _DocumentedScheme("basic", "A SCRAM user's name and password.")
-_bearer_scheme = _DocumentedScheme(
-    "bearer", "`tokenId:hmac` of a delegation token (the HMAC in base64), or a workload JWT."
-)
 
 
 class Services(Protocol):
@@ -138,12 +117,9 @@ class DeferredCaller:
 # every dependency of a dependency again on each request (a cached one too) before it looks in its cache.
 
 
-async def get_caller(
-    request: Request,
-    _basic: Annotated[None, Depends(_basic_scheme)],
-    _bearer: Annotated[None, Depends(_bearer_scheme)],
-) -> DeferredCaller:
-    """The caller, to authenticate in the endpoint's thread (AuthenticatedRoute, whose endpoints get a Caller)."""
+async def get_caller(request: Request) -> DeferredCaller:
+    """The caller, to authenticate in the endpoint's thread (AuthenticatedRoute, whose endpoints get a Caller). The
+    schemes it accepts are documented by the route (app/api/security_schemes.py), not by dependencies of this one."""
     deferred = DeferredCaller(request, services_of(request))
     request.scope[DEFERRED_CALLER] = deferred
     return deferred
