@@ -62,13 +62,18 @@ class _MultiRead(NamedTuple):
     paths: tuple[str, ...]
     type: int = MULTI_READ_OPCODE
 
-    def serialize(self) -> bytearray:
+    def serialize(self) -> bytes | bytearray:
+        encoded = [path.encode("utf-8") for path in self.paths]
+        if len(set(map(len, encoded))) == 1:
+            # Every path of one length (token ids have one): each operation is the same header, the path and the watch
+            # flag, so the request is one join, not four appends a path (some 10 ms of start-up's 100k reads).
+            head = _GET_DATA_HEADER + _LENGTH.pack(len(encoded[0]))
+            return head + (_NO_WATCH + head).join(encoded) + _NO_WATCH + _DONE_HEADER
         body = bytearray()
-        for path in self.paths:
-            encoded = path.encode("utf-8")
+        for path in encoded:
             body += _GET_DATA_HEADER
-            body += _LENGTH.pack(len(encoded))
-            body += encoded
+            body += _LENGTH.pack(len(path))
+            body += path
             body += _NO_WATCH
         body += _DONE_HEADER
         return body
@@ -162,5 +167,5 @@ def read_many_async(client: KazooClient, paths: list[str]) -> Any:
 def read_versions_async(client: KazooClient, paths: list[str]) -> Any:
     """``read_many_async``, each answer a znode's data and its version only (``VersionRead``), not its whole Stat."""
     result = client.handler.async_result()
-    client._call(_MultiReadVersions(tuple(client.chroot + path for path in paths)), result)
+    client._call(_MultiReadVersions(tuple([client.chroot + path for path in paths])), result)
     return result
