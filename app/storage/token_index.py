@@ -294,6 +294,10 @@ class TokenIndex:
         # requested for it, counted here.
         requested_by_others: dict[KafkaPrincipal, int] = {}
         self._hmacs_indexed = False  # by ``index_hmacs``, or the first lookup by HMAC
+        # Each owner's ids found by the identity of its principal object, with the object (so that its identity is not
+        # another's while this holds it): the tokens of a load share their principals (app/storage/zk/znodes), and a
+        # principal hashes in Python, an identity in C (some 10 ms of 100k tokens).
+        owned: dict[int, tuple[KafkaPrincipal, dict[str, None]]] = {}
         for batch in batches:
             for token, version in batch:
                 token_id = token.token_id
@@ -302,11 +306,15 @@ class TokenIndex:
                     if old.token_requester != old.owner:
                         requested_by_others[old.owner] -= 1
                     self.drop(token_id)
+                    owned.clear()  # the drop may have removed an owner's ids
                 tokens[token_id] = token
                 if version:
                     versions[token_id] = version
                 owner, requester = token.owner, token.token_requester
-                by_owner[owner][token_id] = None
+                found = owned.get(id(owner))
+                if found is None:
+                    found = owned[id(owner)] = (owner, by_owner[owner])
+                found[1][token_id] = None
                 for renewer in token.renewers:
                     by_renewer[renewer][token_id] = None
                 if requester is not owner and requester != owner:

@@ -115,6 +115,22 @@ def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
         assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
 
 
+def test_an_owner_whose_only_token_a_load_replaced_is_indexed_again_by_a_later_token() -> None:
+    """The load finds owners' ids by their principal objects; a token given twice drops its earlier state, and with
+    it an owner's ids when that was their only token: a later token of that owner is indexed all the same."""
+    carol = KafkaPrincipal.user("carol")
+    replaced = TokenInformation("IndexTokenTwiceCCCCCCC", carol, carol, (), 1_000, 5_000, 9_000)
+    now_bobs = TokenInformation("IndexTokenTwiceCCCCCCC", BOB, BOB, (), 1_000, 5_000, 9_000)
+    later = TokenInformation("IndexTokenLaterCCCCCCC", carol, carol, (), 1_000, 5_000, 9_000)
+    index = TokenIndex(SECRET)
+
+    index.load_batches([[(replaced, 0)], [(now_bobs, 0), (later, 0)]])
+
+    assert [stored.token for stored in index.related_to([carol])] == [later]
+    assert [stored.token for stored in index.related_to([BOB])] == [now_bobs]
+    assert (index.requested_count(carol), index.requested_count(BOB)) == (1, 1)
+
+
 def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later_state() -> None:
     """The tokens per requester, counted once a load is in, see only the later state of a token given twice."""
     carol = KafkaPrincipal.user("carol")
