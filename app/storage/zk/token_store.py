@@ -126,9 +126,9 @@ class ZkTokenStore:
         # Decoded a batch at a time: the raw answers of 100k znodes (their data and versions) would otherwise all be
         # held at once, and the memory they take is not given back to the system.
         start = 0
-        folder = TokenZNode.path("")  # each token's path, as TokenZNode.path writes it, at a concatenation's cost
+        folder = TokenZNode.path("")  # each token's path is this and its id, as TokenZNode.path writes it
         checked = self._checked
-        for answers in self._zk.read_version_batches([folder + token_id for token_id in token_ids]):
+        for answers in self._zk.read_version_batches(token_ids, folder):
             batch: list[LoadedToken] = []
             append = batch.append
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):

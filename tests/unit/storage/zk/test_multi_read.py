@@ -46,6 +46,10 @@ def test_a_request_of_paths_of_one_length_is_what_kazoos_own_records_serialize()
     expected += MultiHeader(-1, True, -1).serialize()
     assert _MultiRead(paths).serialize() == expected
     assert _MultiRead(()).serialize() == MultiHeader(-1, True, -1).serialize()
+    # Names given with their folder's prefix: the same request as their paths.
+    names = tuple(path.rpartition("/")[2] for path in paths)
+    assert _MultiRead(names, prefix="/kafka/delegation_token/tokens/").serialize() == expected
+    assert _MultiRead(("a", "bc"), prefix="/x/").serialize() == _MultiRead(("/x/a", "/x/bc")).serialize()
 
 
 def test_answer_reads_as_kazoos_own_records_read_it() -> None:
