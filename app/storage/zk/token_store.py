@@ -127,15 +127,24 @@ class ZkTokenStore:
         # held at once, and the memory they take is not given back to the system.
         start = 0
         folder = TokenZNode.path("")  # each token's path is this and its id, as TokenZNode.path writes it
-        checked = self._checked
+        decode = TokenZNode.decode
         for answers in self._zk.read_version_batches(token_ids, folder):
             batch: list[LoadedToken] = []
             append = batch.append
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
                 if isinstance(answer, Exception):
                     _unread(token_id, answer)
-                elif (token := checked(token_id, answer[0])) is not None:
-                    append((token, answer[1]))
+                    continue
+                # ``_checked``, written out: a call less for each of start-up's 100k tokens.
+                try:
+                    token = decode(answer[0])
+                except MalformedZNode as exc:
+                    _unreadable(token_id, exc)
+                    continue
+                if token.token_id != token_id:
+                    _misnamed(token_id)
+                    continue
+                append((token, answer[1]))
             start += len(answers)
             yield batch
 
@@ -259,10 +268,10 @@ class ZkTokenStore:
         try:
             token = TokenZNode.decode(data)
         except MalformedZNode as exc:
-            log.warning("ignoring unreadable token znode %s: %s", token_id, exc)
+            _unreadable(token_id, exc)
             return None
         if token.token_id != token_id:
-            log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
+            _misnamed(token_id)
             return None
         return token
 
@@ -275,6 +284,14 @@ def _unread(token_id: str, error: Exception) -> None:
     """No token for a path whose znode is gone (deleted since it was listed); any other error refuses the read."""
     if not isinstance(error, NoNodeError):
         raise refused_read(error, f"token {token_id}")
+
+
+def _unreadable(token_id: str, error: MalformedZNode) -> None:
+    log.warning("ignoring unreadable token znode %s: %s", token_id, error)
+
+
+def _misnamed(token_id: str) -> None:
+    log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
 
 
 def _subject(token_id: str) -> Subject:
