@@ -21,7 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from app.cli.server.commands import collector_paused_for_startup
+from app.cli.server.collector import collector_paused_for_startup
 
 
 def main() -> None:

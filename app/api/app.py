@@ -51,6 +51,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if early is not None:
+            # The worker threads' pool started (anyio imports its event loop backend on first use) while the runtime
+            # loads, which leaves a core idle as it waits for ZooKeeper's answers: the first request served in a
+            # thread, a starting replica's first readiness probe, would otherwise start it after the load.
+            await anyio.to_thread.run_sync(_nothing)
             runtime = await early.started()
         else:
             effective = settings
@@ -88,3 +92,7 @@ def create_app(
     install_security_schemes(app)
     install_docs(app)
     return app
+
+
+def _nothing() -> None:
+    return None

@@ -37,6 +37,10 @@ class StoredToken:
 _set_token = vars(StoredToken)["token"].__set__
 _set_version = vars(StoredToken)["version"].__set__
 
+# A ``StoredToken``'s two fields as a plain pair: what a load of every token (start-up's) gives the cache's index,
+# which takes them apart again (app/storage/token_index.py); making a StoredToken of each was some 20 ms of 100k.
+LoadedToken = tuple[TokenInformation, int]
+
 
 @dataclass(frozen=True, slots=True)
 class Renewal:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from app.cli.server import kafka_tools
+from app.cli.server.collector import collector_paused_for_startup
 from app.cli.server.kafka_broker.release import KRAFT_RELEASE
 
 
@@ -52,19 +50,6 @@ def port_number(text: str) -> int:
     if not 1 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port number (1 to 65535)")
     return port
-
-
-@contextmanager
-def collector_paused_for_startup() -> Iterator[None]:
-    """The cyclic garbage collector paused from before the server's imports: they make some half a million objects
-    that live as long as the process, and the collections they set off cost a tenth of a second of start-up for
-    nothing. The runtime's start (app/storage/loaded_for_good.py) collects once, freezes what is loaded by
-    then and resumes the collector; this only makes sure it is resumed should start-up end earlier."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -34,6 +34,10 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(url, **options)
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+    elif engine.dialect.name == "postgresql":
+        from app.storage.audit.tables import add_postgresql_options  # here: not imported for SQLite engines
+
+        add_postgresql_options()
     return engine
 
 

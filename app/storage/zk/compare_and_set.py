@@ -11,9 +11,7 @@ Any other error (the decision refuses, the znode is gone for good, ZooKeeper is 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NoReturn, TypeVar
-
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from app.domain.errors import ConcurrentModification
 from app.storage.zk.errors import Subject
@@ -22,6 +20,9 @@ MAX_ATTEMPTS = 8
 BACKOFF_S = 0.005  # the pause before attempt n+1 is uniform in [0, min(BACKOFF_S * 2**(n-1), MAX_BACKOFF_S))
 MAX_BACKOFF_S = 0.04
 R = TypeVar("R")
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
 
 
 def compare_and_set(
@@ -32,6 +33,9 @@ def compare_and_set(
     retry_on: type[ConcurrentModification] = ConcurrentModification,
 ) -> R:
     """``retry_on``: the lost races worth another attempt (a narrower kind when some must end the loop)."""
+    # Imported by the first write, not at start-up (some 4 ms of it, which no read and no readiness needs); once
+    # imported, a dict lookup.
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_random_exponential
 
     def kept_changing(_: RetryCallState) -> NoReturn:
         raise ConcurrentModification(f"{subject.name} kept changing under concurrent requests; retry.")

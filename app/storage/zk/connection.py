@@ -313,9 +313,17 @@ class ZkConnection:
         decoding every token) never holds the raw answers of the whole list at once."""
         return self._batches(paths, self.read_many, read_many_async)
 
-    def read_version_batches(self, paths: list[str]) -> Iterator[list[VersionRead]]:
-        """``read_batches``, each answer a znode's data and version only, not its Stat (start-up's tokens)."""
-        return self._batches(paths, self._read_versions, read_versions_async)
+    def read_version_batches(self, names: list[str], folder: str = "") -> Iterator[list[VersionRead]]:
+        """``read_batches``, each answer a znode's data and version only, not its Stat (start-up's tokens); with
+        ``folder`` (a path that ends with a slash), ``names`` are znodes in it, read without a path made for each."""
+
+        def read(batch: list[str]) -> list[VersionRead]:
+            return self._read_versions([folder + name for name in batch])
+
+        def send(client: Any, batch: list[str]) -> Any:
+            return read_versions_async(client, batch, folder)
+
+        return self._batches(names, read, send)
 
     def _read_versions(self, paths: list[str]) -> list[VersionRead]:
         return [

@@ -61,14 +61,24 @@ class _MultiRead(NamedTuple):
 
     paths: tuple[str, ...]
     type: int = MULTI_READ_OPCODE
+    # Written before each path (the chroot, and a folder's path for the names in it): a caller reading the 100k
+    # tokens of one folder makes no path of each, which was two strings a token.
+    prefix: str = ""
 
-    def serialize(self) -> bytearray:
+    def serialize(self) -> bytes | bytearray:
+        prefix = self.prefix.encode("utf-8")
+        encoded = [path.encode("utf-8") for path in self.paths]
+        if len(set(map(len, encoded))) == 1:
+            # Every path of one length (token ids have one): each operation is the same header, the prefix, the path
+            # and the watch flag, so the request is one join, not appends for each (some 10 ms of 100k reads).
+            head = _GET_DATA_HEADER + _LENGTH.pack(len(prefix) + len(encoded[0])) + prefix
+            return head + (_NO_WATCH + head).join(encoded) + _NO_WATCH + _DONE_HEADER
         body = bytearray()
-        for path in self.paths:
-            encoded = path.encode("utf-8")
+        for path in encoded:
             body += _GET_DATA_HEADER
-            body += _LENGTH.pack(len(encoded))
-            body += encoded
+            body += _LENGTH.pack(len(prefix) + len(path))
+            body += prefix
+            body += path
             body += _NO_WATCH
         body += _DONE_HEADER
         return body
@@ -153,14 +163,15 @@ def read_many_async(client: KazooClient, paths: list[str]) -> Any:
     """Send one multiRead for ``paths`` (chroot-relative, as kazoo's own calls take them); the returned
     async result gives a ``ReadResult`` per path, in order."""
     result = client.handler.async_result()
-    request = _MultiRead(tuple(client.chroot + path for path in paths))
+    request = _MultiRead(tuple(paths), prefix=client.chroot)
     # kazoo's own get_async ends in the same call; there is no public way to send a request type it lacks.
     client._call(request, result)
     return result
 
 
-def read_versions_async(client: KazooClient, paths: list[str]) -> Any:
-    """``read_many_async``, each answer a znode's data and its version only (``VersionRead``), not its whole Stat."""
+def read_versions_async(client: KazooClient, paths: list[str], folder: str = "") -> Any:
+    """``read_many_async``, each answer a znode's data and its version only (``VersionRead``), not its whole Stat;
+    with ``folder``, ``paths`` are names in that folder (its path ends with a slash)."""
     result = client.handler.async_result()
-    client._call(_MultiReadVersions(tuple(client.chroot + path for path in paths)), result)
+    client._call(_MultiReadVersions(tuple(paths), prefix=client.chroot + folder), result)
     return result

@@ -18,7 +18,7 @@ from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import new_token_id
 from app.service.admission import WriteCharge
-from app.service.ports import PLAIN_CREATE, CreateTerms, StoredToken, TokenChange
+from app.service.ports import PLAIN_CREATE, CreateTerms, LoadedToken, StoredToken, TokenChange
 from app.storage.zk.children_list import list_children_async
 from app.storage.zk.compare_and_set import compare_and_set
 from app.storage.zk.connection import ZkConnection
@@ -111,9 +111,11 @@ class ZkTokenStore:
     def _ledger_versions(self, paths: list[str]) -> list[int]:
         return [ABSENT if isinstance(answer, Exception) else answer[1].version for answer in self._zk.read_many(paths)]
 
-    def list_batches(self) -> Iterator[list[StoredToken]]:
+    def list_batches(self) -> Iterator[list[LoadedToken]]:
         """``list``, a batch of reads at a time as their answers come, while the next batches are being read: a
-        caller that indexes each batch as it comes (start-up) does so while ZooKeeper answers the rest."""
+        caller that indexes each batch as it comes (start-up) does so while ZooKeeper answers the rest. Each token as
+        its state and version (``LoadedToken``): the index takes them apart again, and a ``StoredToken`` each was
+        some 20 ms of start-up's 100k."""
         self._zk.ensure_connected()
         try:
             # Decoded as the notification lists are (children_list.py): token ids have one length, and kazoo's own
@@ -124,21 +126,31 @@ class ZkTokenStore:
         # Decoded a batch at a time: the raw answers of 100k znodes (their data and versions) would otherwise all be
         # held at once, and the memory they take is not given back to the system.
         start = 0
-        folder = TokenZNode.path("")  # each token's path, as TokenZNode.path writes it, at a concatenation's cost
-        decode = self._decode
-        for answers in self._zk.read_version_batches([folder + token_id for token_id in token_ids]):
-            batch = []
+        folder = TokenZNode.path("")  # each token's path is this and its id, as TokenZNode.path writes it
+        decode = TokenZNode.decode
+        for answers in self._zk.read_version_batches(token_ids, folder):
+            batch: list[LoadedToken] = []
+            append = batch.append
             for token_id, answer in zip(token_ids[start : start + len(answers)], answers, strict=True):
                 if isinstance(answer, Exception):
                     _unread(token_id, answer)
-                elif (stored := decode(token_id, *answer)) is not None:
-                    batch.append(stored)
+                    continue
+                # ``_checked``, written out: a call less for each of start-up's 100k tokens.
+                try:
+                    token = decode(answer[0])
+                except MalformedZNode as exc:
+                    _unreadable(token_id, exc)
+                    continue
+                if token.token_id != token_id:
+                    _misnamed(token_id)
+                    continue
+                append((token, answer[1]))
             start += len(answers)
             yield batch
 
     def list(self) -> list[StoredToken]:
         """Every readable token (a token deleted between the listing and its read is left out)."""
-        return [stored for batch in self.list_batches() for stored in batch]
+        return [StoredToken(token, version) for batch in self.list_batches() for token, version in batch]
 
     def create(self, token: TokenInformation, terms: CreateTerms = PLAIN_CREATE) -> StoredToken:
         """The token znode and its notification in one transaction; with ``quotas``, also each quota guard's
@@ -245,18 +257,23 @@ class ZkTokenStore:
         transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
         transaction.mark_intent(intent)
 
+    @classmethod
+    def _decode(cls, token_id: str, data: bytes, version: int) -> StoredToken | None:
+        token = cls._checked(token_id, data)
+        return None if token is None else StoredToken(token, version)
+
     @staticmethod
-    def _decode(token_id: str, data: bytes, version: int) -> StoredToken | None:
+    def _checked(token_id: str, data: bytes) -> TokenInformation | None:
         """Like a broker, treat an unreadable token znode as no token, and say so in the log."""
         try:
             token = TokenZNode.decode(data)
         except MalformedZNode as exc:
-            log.warning("ignoring unreadable token znode %s: %s", token_id, exc)
+            _unreadable(token_id, exc)
             return None
         if token.token_id != token_id:
-            log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
+            _misnamed(token_id)
             return None
-        return StoredToken(token, version)
+        return token
 
 
 class _LedgerMoved(ConcurrentModification):
@@ -267,6 +284,14 @@ def _unread(token_id: str, error: Exception) -> None:
     """No token for a path whose znode is gone (deleted since it was listed); any other error refuses the read."""
     if not isinstance(error, NoNodeError):
         raise refused_read(error, f"token {token_id}")
+
+
+def _unreadable(token_id: str, error: MalformedZNode) -> None:
+    log.warning("ignoring unreadable token znode %s: %s", token_id, error)
+
+
+def _misnamed(token_id: str) -> None:
+    log.warning("ignoring token znode %s whose tokenId field names another token", token_id)
 
 
 def _subject(token_id: str) -> Subject:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from app.cli.server.commands import collector_paused_for_startup
+from app.cli.server.collector import collector_paused_for_startup
 from app.storage import loaded_for_good
 
 

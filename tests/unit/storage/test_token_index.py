@@ -9,7 +9,7 @@ import pytest
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.service.ports import StoredToken
+from app.service.ports import LoadedToken, StoredToken
 from app.storage import token_index
 from app.storage.token_index import TokenIndex
 
@@ -38,6 +38,11 @@ def test_a_token_reads_back_with_its_version_whichever_path_reads_it() -> None:
     assert [stored.version for stored in index.after(None, 10)] == [1, 8]
     index.drop("IndexTokenBBBBBBBBBBBB")
     assert index.get("IndexTokenBBBBBBBBBBBB") is None and index.related_to([BOB]) == []
+
+
+def _pairs(tokens: list[StoredToken]) -> list[LoadedToken]:
+    """A batch as a load is given it: each token's state and version."""
+    return [(stored.token, stored.version) for stored in tokens]
 
 
 def _answers(index: TokenIndex, tokens: list[StoredToken]) -> object:
@@ -89,7 +94,7 @@ def test_loading_batch_by_batch_builds_what_loading_at_once_builds() -> None:
     at_once.load(tokens)
     batched.put(StoredToken(_token("IndexTokenStaleAAAAAAA"), 5))  # forgotten by the load
 
-    assert batched.load_batches([tokens[:4], [], tokens[4:7], tokens[7:]]) == len(tokens)
+    assert batched.load_batches(map(_pairs, [tokens[:4], [], tokens[4:7], tokens[7:]])) == len(tokens)
     assert _answers(batched, tokens) == _answers(at_once, tokens)
     assert batched.get("IndexTokenStaleAAAAAAA") is None
 
@@ -102,12 +107,28 @@ def test_a_token_given_twice_to_a_load_ends_in_its_later_state() -> None:
         [[StoredToken(first, 3), other, StoredToken(second, 0)]],
     ):
         index = TokenIndex(SECRET)
-        assert index.load_batches(batches) == 2
+        assert index.load_batches(map(_pairs, batches)) == 2
         expected = TokenIndex(SECRET)
         expected.put(other)
         expected.put(StoredToken(second, 0))
         assert _answers(index, [other, StoredToken(second, 0)]) == _answers(expected, [other, StoredToken(second, 0)])
         assert index.requested_count(ALICE) == 1 and index.requested_count(BOB) == 1
+
+
+def test_an_owner_whose_only_token_a_load_replaced_is_indexed_again_by_a_later_token() -> None:
+    """The load finds owners' ids by their principal objects; a token given twice drops its earlier state, and with
+    it an owner's ids when that was their only token: a later token of that owner is indexed all the same."""
+    carol = KafkaPrincipal.user("carol")
+    replaced = TokenInformation("IndexTokenTwiceCCCCCCC", carol, carol, (), 1_000, 5_000, 9_000)
+    now_bobs = TokenInformation("IndexTokenTwiceCCCCCCC", BOB, BOB, (), 1_000, 5_000, 9_000)
+    later = TokenInformation("IndexTokenLaterCCCCCCC", carol, carol, (), 1_000, 5_000, 9_000)
+    index = TokenIndex(SECRET)
+
+    index.load_batches([[(replaced, 0)], [(now_bobs, 0), (later, 0)]])
+
+    assert [stored.token for stored in index.related_to([carol])] == [later]
+    assert [stored.token for stored in index.related_to([BOB])] == [now_bobs]
+    assert (index.requested_count(carol), index.requested_count(BOB)) == (1, 1)
 
 
 def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later_state() -> None:
@@ -125,7 +146,7 @@ def test_a_token_requested_for_another_owner_given_twice_is_counted_in_its_later
     ]
     for last in (1, 2, 3):
         index = TokenIndex(SECRET)
-        index.load_batches([others, [StoredToken(state, 0) for state in states[:last]]])
+        index.load_batches([_pairs(others), [(state, 0) for state in states[:last]]])
         expected = TokenIndex(SECRET)
         for stored in [*others, StoredToken(states[last - 1], 0)]:
             expected.put(stored)

@@ -172,6 +172,10 @@ def test_version_batches_answer_data_and_version_in_order(
     (a, missing), (b, c) = batches
     assert (a, b, c) == ((b"alpha", 0), (b"beta again", 2), (b"gamma", 0))
     assert isinstance(missing, NoNodeError)
+    # The same znodes named in their folder (start-up's reads of the token folder), chrooted as the paths are.
+    named = list(zk.read_version_batches(["a", "missing", "b", "c"], "/versions/"))
+    assert [answer for batch in named for answer in batch if not isinstance(answer, Exception)] == [a, b, c]
+    assert isinstance(named[0][1], NoNodeError)
 
 
 def test_version_batches_fall_back_to_one_read_per_znode(
@@ -189,6 +193,8 @@ def test_version_batches_fall_back_to_one_read_per_znode(
 
     assert batches[0] == [(b"0", 0), (b"1", 0)]
     assert batches[1][0] == (b"2", 0) and isinstance(batches[1][1], NoNodeError)
+    named = list(zk.read_version_batches(["z0", "z1", "z2", "z9"], "/version-fallback/"))
+    assert named[0] == batches[0] and named[1][0] == batches[1][0] and isinstance(named[1][1], NoNodeError)
 
 
 def test_store_answers_a_known_state_still_at_its_version_and_reads_a_changed_one(zk: ZkConnection) -> None:

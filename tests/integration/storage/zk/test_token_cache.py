@@ -19,7 +19,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
-from app.service.ports import EXPIRE_NOW, Renewal, StoredToken, TokenChange
+from app.service.ports import EXPIRE_NOW, LoadedToken, Renewal, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
@@ -429,7 +429,7 @@ class _OwnWriteDuringReload(ZkTokenStore):
         self.follower_waiting = threading.Event()
         self.release_follower = threading.Event()
 
-    def list_batches(self) -> Iterator[list[StoredToken]]:
+    def list_batches(self) -> Iterator[list[LoadedToken]]:
         listed = list(super().list_batches())
         if self.armed:
             self.armed = False

@@ -37,6 +37,21 @@ def test_request_is_what_kazoos_own_records_serialize() -> None:
     assert _MultiRead(paths).serialize() == expected
 
 
+def test_a_request_of_paths_of_one_length_is_what_kazoos_own_records_serialize() -> None:
+    """Token paths have one length, and such a request is written in one join: the same bytes."""
+    paths = tuple(f"/kafka/delegation_token/tokens/Token{n:017d}" for n in range(3))
+    expected = bytearray()
+    for path in paths:
+        expected += MultiHeader(GetData.type, False, -1).serialize() + GetData(path, None).serialize()
+    expected += MultiHeader(-1, True, -1).serialize()
+    assert _MultiRead(paths).serialize() == expected
+    assert _MultiRead(()).serialize() == MultiHeader(-1, True, -1).serialize()
+    # Names given with their folder's prefix: the same request as their paths.
+    names = tuple(path.rpartition("/")[2] for path in paths)
+    assert _MultiRead(names, prefix="/kafka/delegation_token/tokens/").serialize() == expected
+    assert _MultiRead(("a", "bc"), prefix="/x/").serialize() == _MultiRead(("/x/a", "/x/bc")).serialize()
+
+
 def test_answer_reads_as_kazoos_own_records_read_it() -> None:
     answer = _header(4, False, 0) + struct.pack("!i", 4) + b"\x00\xffab" + _STAT + _header(-1, True, -1)
     header, offset = MultiHeader.deserialize(answer, 0)

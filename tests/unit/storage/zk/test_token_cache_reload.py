@@ -12,27 +12,27 @@ from app.domain.errors import StoreUnavailable
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_secret import TokenSecret
-from app.service.ports import StoredToken
+from app.service.ports import LoadedToken
 from app.storage.zk.token_cache import TokenCache
 
 ALICE = KafkaPrincipal.user("alice")
 SECRET = TokenSecret("s")
 
 
-def _stored(token_id: str) -> StoredToken:
-    return StoredToken(TokenInformation(token_id, ALICE, ALICE, (), 1, 2, 3), 0)
+def _stored(token_id: str) -> LoadedToken:
+    return TokenInformation(token_id, ALICE, ALICE, (), 1, 2, 3), 0
 
 
 class _Store:
     """Answers the batches it is given; ``fail_after`` batches in, ZooKeeper is lost."""
 
-    def __init__(self, batches: list[list[StoredToken]], fail_after: int | None = None) -> None:
+    def __init__(self, batches: list[list[LoadedToken]], fail_after: int | None = None) -> None:
         self.batches = batches
         self.fail_after = fail_after
         self.seen_during_load: list[int] = []
         self.cache: TokenCache | None = None
 
-    def list_batches(self) -> Iterator[list[StoredToken]]:
+    def list_batches(self) -> Iterator[list[LoadedToken]]:
         for n, batch in enumerate(self.batches):
             if n == self.fail_after:
                 raise StoreUnavailable("ZooKeeper is unavailable.")
