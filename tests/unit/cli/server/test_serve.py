@@ -92,10 +92,16 @@ def test_http_trusted_proxies_takes_addresses_and_networks_only(entry: str) -> N
 
 @pytest.mark.parametrize("allow_everyone", [True, False])
 def test_serve_logs_once_what_allow_everyone_if_no_acl_found_allows(
-    allow_everyone: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    allow_everyone: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.setattr(uvicorn.Server, "run", lambda self: None)  # everything up to the listening socket
-    settings = _settings("http://127.0.0.1:8080", allow_everyone_if_no_acl_found=allow_everyone, log_format="text")
+    settings = _settings(
+        "http://127.0.0.1:8080",
+        allow_everyone_if_no_acl_found=allow_everyone,
+        log_format="text",
+        # serve() starts the runtime early, which opens the audit database: the default is in the working directory
+        audit_db_url=f"sqlite:///{tmp_path / 'audit.db'}",
+    )
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
     try:
@@ -153,6 +159,7 @@ def test_serve_warns_once_per_super_user_a_jwt_could_be(
         sasl_oauthbearer_jwks_endpoint_url=jwks.as_uri(),
         sasl_oauthbearer_principal_prefix=prefix,
         log_format="text",
+        audit_db_url=f"sqlite:///{tmp_path / 'audit.db'}",  # not the default, in the working directory
     )
     root = logging.getLogger()
     handlers, level = list(root.handlers), root.level
