@@ -16,7 +16,8 @@ The events are read twice, each time in one pass:
   else collapses into one row per side of ``since`` (the span and the count). Small: the denial tables,
   ``denial_bursts`` included, and the span are built from it.
 - ``token_lifecycle``: the settled token changes (create, renew, expire, sweep), the ``details`` fields
-  they need read once, aggregated into one row per token. Every token figure is built from it.
+  they need read once, aggregated into one row per token. Every token figure is built from it. The job
+  columns of the creates that name one are read apart (a narrow read: no ``details``) and joined back.
 
 Burst rule (``denial_bursts``): a principal's denials are counted per hour over every hour of the
 observed span, hours without denials counting as zero. An hour is a burst when its count exceeds its
