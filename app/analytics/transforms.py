@@ -16,7 +16,8 @@ The events are read twice, each time in one pass:
   else collapses into one row per side of ``since`` (the span and the count). Small: the denial tables,
   ``denial_bursts`` included, and the span are built from it.
 - ``token_lifecycle``: the settled token changes (create, renew, expire, sweep), the ``details`` fields
-  they need read once, aggregated into one row per token. Every token figure is built from it.
+  they need read once, aggregated into one row per token. Every token figure is built from it. The job
+  columns of the creates that name one are read apart (a narrow read: no ``details``) and joined back.
 
 Burst rule (``denial_bursts``): a principal's denials are counted per hour over every hour of the
 observed span, hours without denials counting as zero. An hour is a burst when its count exceeds its
@@ -315,14 +316,15 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
         on_create(details_number("issueTimestamp")).alias("issued"),
         on_create(details_number("maxTimestamp")).alias("maximum"),
         details_number("expiryTimestamp").alias("expiry"),
-        *(on_create(F.col(column)).alias(column) for column in JOB_COLUMNS),
     )
     code, key, expiry = F.col("change"), F.col("order_key"), F.col("expiry")
     at = F.shiftright(key, _ID_BITS)
     made, renewed, removal = code == _CREATED, code == _RENEWED, code >= _DELETED
-    return (
+    keys = ("token_id", "owner", "token_requester")
+    # Every aggregate here keeps a fixed-width buffer, so Spark hashes the changes instead of sorting them.
+    figures = (
         slim.repartition("token_id")
-        .groupBy("token_id", "owner", "token_requester")
+        .groupBy(*keys)
         .agg(
             F.max(F.when(made, at)).alias("created_at"),
             F.max("requested").alias("requested_max_lifetime_ms"),
@@ -336,9 +338,29 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
             F.min(F.when(removal, at)).alias("removed_at"),
             F.min_by(code == _SWEPT, F.when(removal, key)).alias("removed_by_sweep"),
             F.min_by(expiry, F.when(removal, key)).alias("removal_expiry_timestamp"),
-            *(F.max(column).alias(column) for column in JOB_COLUMNS),
         )
     )
+    # The job's text columns would make that aggregate sort: they come from the creates that name a job
+    # (a few of the changes; their columns without ``details`` are a cheap read), shuffled by token alike.
+    jobs = (
+        changes.filter(created & F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
+        .select(*keys, *JOB_COLUMNS)
+        .repartition("token_id")
+        .groupBy(*keys)
+        .agg(*(F.max(column).alias(column) for column in JOB_COLUMNS))
+        .select(*(F.col(column).alias(f"job_{column}") for column in keys), *JOB_COLUMNS)
+    )
+
+    # Joined by token alone, so that both sides keep the shuffle by token: an equality on owner and
+    # requester would be a join key too, and more keys than the shuffle's one shuffle both sides again.
+    # A null-safe equality written as a coalesce is a condition, not a key.
+    def same(column: str) -> Column:
+        mine, its = F.col(column), F.col(f"job_{column}")
+        return F.coalesce(mine == its, mine.isNull() & its.isNull())
+
+    condition = (F.col("token_id") == F.col("job_token_id")) & same("owner") & same("token_requester")
+    joined = figures.join(jobs.hint("shuffle_hash"), condition, "left")
+    return joined.select(*keys, *figures.columns[len(keys) :], *JOB_COLUMNS)
 
 
 def issued(lifecycle: DataFrame, *, since_ms: int | None = None) -> DataFrame:

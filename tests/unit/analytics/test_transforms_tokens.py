@@ -250,3 +250,29 @@ def test_tokens_by_job_counts_each_jobs_tokens_with_its_first_and_last(spark: Sp
         ("spark", "app-1", "nightly-etl", "ann", 1, T0 + 2 * H, T0 + 2 * H),
         ("spark", "app-1", "nightly-etl", "joe", 2, T0, T0 + H),
     ]
+
+
+def test_token_lifecycle_joins_each_job_back_to_its_own_tokens_row(spark: SparkSession) -> None:
+    """The job's columns are joined back to the hashed figures by token: owner and requester must match
+    too, null matching null, and a change that names no job (a renew) leaves the create's job alone."""
+    etl = ("spark", "app-1", "nightly-etl", "joe")
+    events = events_frame(
+        spark,
+        [
+            create(1, T0, "t1", None, "User:svc", job=etl),  # no owner recorded: matches null-safely
+            renew(2, T0 + H, "t1", None, T0 + 2 * D, requester="User:svc"),
+            create(3, T0, "t2", "User:a", "User:svc", job=etl),
+            create(4, T0 + H, "t2", "User:b", "User:svc"),  # the same id under another owner: another row
+            create(5, T0, "t3", "User:c", "User:c"),
+        ],
+    )
+
+    found = t.token_lifecycle(events, since_ms=T0)
+
+    assert found.columns[-4:] == ["job_framework", "job_id", "job_name", "job_user"]
+    assert rows(found, "token_id", "owner", "renewals", "job_framework", "job_id", "job_name", "job_user") == [
+        ("t1", None, 1, *etl),
+        ("t2", "User:a", 0, *etl),
+        ("t2", "User:b", 0, None, None, None, None),
+        ("t3", "User:c", 0, None, None, None, None),
+    ]
