@@ -10,6 +10,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 from app.domain.authorization import Authorizer, Caller, Operation, ResourceType
 from app.domain.errors import (
@@ -167,11 +168,18 @@ def plan_expire(
     return SetExpiry(expiry, extended=expiry > token.expiry_timestamp)
 
 
+_TOKEN_ID = attrgetter("token_id")
+
+
 def matches_owner_filter(token: TokenInformation, owners: Sequence[KafkaPrincipal] | None) -> bool:
     """``None`` means every token, an empty list none; a filter entry matches owner, renewer or requester."""
     if owners is None:
         return True
-    return any(token.owner_or_renewer(owner) or token.token_requester == owner for owner in owners)
+    # A plain loop, not any() over a generator: it runs for every candidate of every describe (bench: describe p99).
+    for owner in owners:
+        if owner == token.owner or owner == token.token_requester or owner in token.renewers:
+            return True
+    return False
 
 
 def may_describe(token: TokenInformation, caller: Caller, authorizer: Authorizer) -> bool:
@@ -193,7 +201,7 @@ def describe(
     selected = (
         token for token in tokens if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
     )
-    return sorted(selected, key=lambda token: token.token_id)
+    return sorted(selected, key=_TOKEN_ID)
 
 
 @dataclass(frozen=True, slots=True)
