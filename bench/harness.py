@@ -323,6 +323,36 @@ def raw_create_ceiling(zk_connect: str, *, seconds: float, in_flight: int = 64) 
     return {"per_s": round(done / elapsed, 1), "transactions": done, "errors": errors}
 
 
+def verify_in_turns(
+    url: str,
+    token: dict[str, Any],
+    headers: dict[str, str],
+    *,
+    seconds: float,
+    concurrency: int,
+    server_cpu: Callable[[], float],
+) -> dict[str, Any]:
+    """``token``'s verify (authenticated by ``headers``), the POST no-op of the same body and headers and
+    ``GET /healthz``, driven in turns on one server, as ``verify_figures``."""
+    from bench.serve_variant import NOOP_POST  # the bench-only route it answers
+
+    body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
+    rates = asyncio.run(
+        drive_in_turns(
+            url,
+            {
+                "verify": lambda c: c.post("/v1/tokens/verify", json=body, headers=headers),
+                "noop_post": lambda c: c.post(NOOP_POST, json=body, headers=headers),
+                "noop_get": lambda c: c.get("/healthz"),
+            },
+            seconds=seconds,
+            concurrency=concurrency,
+            server_cpu=server_cpu,
+        )
+    )
+    return verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
+
+
 def verify_figures(verify: dict[str, float], noop_post: dict[str, float], noop_get: dict[str, float]) -> dict[str, Any]:
     """A verify's rate against its no-op ceilings: the POST of the same body and headers (the goal's) and, beside
     it, ``GET /healthz``."""

@@ -35,13 +35,11 @@ from bench.harness import (
     basic,
     bearer,
     drive,
-    drive_in_turns,
     latencies,
     print_json,
     summarize,
-    verify_figures,
+    verify_in_turns,
 )
-from bench.serve_variant import NOOP_POST
 from tests.kafka.brokers import RunningBroker, start_kraft_broker
 
 JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{}" password="{}";'
@@ -165,21 +163,9 @@ def run(tokens: int, seconds: float, concurrency: int, workdir: Path) -> dict[st
             "ratio": round(create["per_s"] / ceiling["per_s"], 3),
         }
 
-        body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-        rates = asyncio.run(
-            drive_in_turns(
-                service.url,
-                {
-                    "verify": lambda c: c.post("/v1/tokens/verify", json=body, headers=mine),
-                    "noop_post": lambda c: c.post(NOOP_POST, json=body, headers=mine),
-                    "noop_get": lambda c: c.get("/healthz"),
-                },
-                seconds=seconds,
-                concurrency=concurrency,
-                server_cpu=service.cpu_s,
-            )
+        report["verify"] = verify_in_turns(
+            service.url, token, mine, seconds=seconds, concurrency=concurrency, server_cpu=service.cpu_s
         )
-        report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
 
         report["load"] = {"tokens_created_by_rpc": tokens, "seconds": round(_load(rpc, tokens, 1000, concurrency), 2)}
         admin = basic(OPERATOR, OPERATOR_PASSWORD)

@@ -41,15 +41,13 @@ from bench.harness import (
     basic,
     bearer,
     drive,
-    drive_in_turns,
     latencies,
     load_tokens,
     paired_latencies,
     print_json,
     raw_create_ceiling,
-    verify_figures,
+    verify_in_turns,
 )
-from bench.serve_variant import NOOP_POST
 
 POLL_PAUSE_S = 0.001  # between the convergence probe's polls (_convergence)
 # Describes by owner and static pages, in turns (harness.paired_latencies): a p99 of 1000 is the 11th largest, of 200
@@ -193,21 +191,9 @@ def _first_replica_figures(
             }
 
         if "verify" in parts:
-            verify_body = {"tokenId": token["tokenId"], "hmac": token["hmac"]}
-            rates = asyncio.run(
-                drive_in_turns(
-                    first.url,
-                    {
-                        "verify": lambda c: c.post("/v1/tokens/verify", json=verify_body, headers=mine),
-                        "noop_post": lambda c: c.post(NOOP_POST, json=verify_body, headers=mine),
-                        "noop_get": lambda c: c.get("/healthz"),
-                    },
-                    seconds=seconds,
-                    concurrency=concurrency,
-                    server_cpu=first.cpu_s,
-                )
+            report["verify"] = verify_in_turns(
+                first.url, token, mine, seconds=seconds, concurrency=concurrency, server_cpu=first.cpu_s
             )
-            report["verify"] = verify_figures(rates["verify"], rates["noop_post"], rates["noop_get"])
             path = f"/v1/tokens/{token['tokenId']}"
             with_basic = rate(lambda c: c.get(path, headers=basic()))
             with_bearer = rate(lambda c: c.get(path, headers=mine))
