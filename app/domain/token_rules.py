@@ -197,11 +197,14 @@ def describe(
     owners: Sequence[KafkaPrincipal] | None,
     authorizer: Authorizer,
 ) -> list[TokenInformation]:
-    """Tokens the filter selects and the caller may see, ordered by token id (the pagination order)."""
-    selected = (
-        token for token in tokens if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
-    )
-    return sorted(selected, key=_TOKEN_ID)
+    """Tokens the filter selects and the caller may see, ordered by token id (the pagination order). A super user
+    passes every check (``Authorizer.is_super_user``), so sees every token the filter selects: asked once, not for
+    each token (most of what a super user's describe of 100 tokens cost the CPU, bench: describe p99)."""
+    if owners is not None:
+        tokens = (token for token in tokens if matches_owner_filter(token, owners))
+    if not authorizer.is_super_user(caller.principal):
+        tokens = (token for token in tokens if may_describe(token, caller, authorizer))
+    return sorted(tokens, key=_TOKEN_ID)
 
 
 @dataclass(frozen=True, slots=True)
