@@ -63,6 +63,9 @@ class WrittenTokens:
             written = self._write(token)
         return written[1] if token.authenticates_at(now_ms) else written[2]
 
+    def __len__(self) -> int:
+        return len(self._written)
+
     def _write(self, token: TokenInformation) -> tuple[TokenInformation, bytes, bytes]:
         head = to_json(_fields_but_expired(token))[:-1]  # without its closing brace, where ``expired`` goes
         written = (token, head + _LIVE, head + _EXPIRED)
