@@ -197,14 +197,22 @@ def describe(
     owners: Sequence[KafkaPrincipal] | None,
     authorizer: Authorizer,
 ) -> list[TokenInformation]:
-    """Tokens the filter selects and the caller may see, ordered by token id (the pagination order). A super user
-    passes every check (``Authorizer.is_super_user``), so sees every token the filter selects: asked once, not for
-    each token (most of what a super user's describe of 100 tokens cost the CPU, bench: describe p99)."""
+    """Tokens the filter selects and the caller may see, ordered by token id (the pagination order)."""
     if owners is not None:
         tokens = (token for token in tokens if matches_owner_filter(token, owners))
+    return visible_in_order(tokens, caller, authorizer)
+
+
+def visible_in_order(
+    selected: Iterable[TokenInformation], caller: Caller, authorizer: Authorizer
+) -> list[TokenInformation]:
+    """``describe`` of tokens the filter has selected already (read from an index of owners, renewers and
+    requesters): those the caller may see, ordered by token id. A super user passes every check
+    (``Authorizer.is_super_user``), so sees every one: asked once, not for each token (most of what a super user's
+    describe of 100 tokens cost the CPU, bench: describe p99)."""
     if not authorizer.is_super_user(caller.principal):
-        tokens = (token for token in tokens if may_describe(token, caller, authorizer))
-    return sorted(tokens, key=_TOKEN_ID)
+        selected = (token for token in selected if may_describe(token, caller, authorizer))
+    return sorted(selected, key=_TOKEN_ID)
 
 
 @dataclass(frozen=True, slots=True)
