@@ -58,10 +58,18 @@ class WrittenTokens:
         self._written: dict[str, tuple[TokenInformation, bytes, bytes]] = {}
 
     def json(self, token: TokenInformation, now_ms: int) -> bytes:
-        written = self._written.get(token.token_id)
-        if written is None or written[0] is not token:
-            written = self._write(token)
-        return written[1] if token.authenticates_at(now_ms) else written[2]
+        return self.joined([token], now_ms)
+
+    def joined(self, tokens: Sequence[TokenInformation], now_ms: int) -> bytes:
+        """The tokens' JSON, comma-separated (a loop of its own: a call per token was a fifth of a page's cost)."""
+        kept = self._written.get
+        parts = []
+        for token in tokens:
+            written = kept(token.token_id)
+            if written is None or written[0] is not token:
+                written = self._write(token)
+            parts.append(written[1] if token.authenticates_at(now_ms) else written[2])
+        return b",".join(parts)
 
     def __len__(self) -> int:
         return len(self._written)
@@ -83,6 +91,5 @@ def token_json(token: TokenInformation, now_ms: int) -> Response:
 
 
 def token_page_json(tokens: Sequence[TokenInformation], now_ms: int, next_cursor: str | None) -> Response:
-    json = _WRITTEN.json
-    body = b",".join([json(token, now_ms) for token in tokens])
+    body = _WRITTEN.joined(tokens, now_ms)
     return Response(b'{"tokens":[%b],"nextCursor":%b}' % (body, to_json(next_cursor)), media_type=MEDIA_TYPE)
