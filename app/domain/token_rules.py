@@ -240,10 +240,11 @@ def may_see_others_tokens(caller: Caller, authorizer: Authorizer) -> bool:
 def describe_page(ordered: Iterable[TokenInformation], caller: Caller, authorizer: Authorizer, *, limit: int) -> Page:
     """The page ``paginate(describe(...))`` answers with no owner filter, from ``ordered``: every token in
     token id order from the first after the cursor. Reads only as far as the first visible token past the
-    page (a super user's page costs its own length)."""
+    page (a super user's page costs its own length, and asks nothing per token: ``visible_in_order``)."""
+    sees_all = authorizer.is_super_user(caller.principal)
     page: list[TokenInformation] = []
     for token in ordered:
-        if may_describe(token, caller, authorizer):
+        if sees_all or may_describe(token, caller, authorizer):
             if len(page) == limit:
                 return Page(page, page[-1].token_id if page else None)
             page.append(token)

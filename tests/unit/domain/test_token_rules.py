@@ -776,6 +776,8 @@ def test_a_super_user_sees_every_selected_token_without_a_question_per_token() -
     authorizer = _all_seeing()
     assert [token.token_id for token in visible_in_order(tokens, caller(ADMIN), authorizer)] == ["t1", "t2"]
     assert [token.token_id for token in describe(tokens, caller(ADMIN), [BOB], authorizer)] == ["t2"]
+    page = describe_page(sorted(tokens, key=lambda token: token.token_id), caller(ADMIN), authorizer, limit=1)
+    assert [token.token_id for token in page.tokens] == ["t1"] and page.next_after == "t1"
     assert authorizer.calls == []
 
 
