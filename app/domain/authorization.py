@@ -62,7 +62,10 @@ class Caller:
 
 
 class Authorizer(Protocol):
-    def is_super_user(self, principal: KafkaPrincipal) -> bool: ...
+    def is_super_user(self, principal: KafkaPrincipal) -> bool:
+        """Whether ``principal`` is one of ``super.users``: ``authorize`` grants such a caller everything it is asked
+        (as Kafka's authorizer does), which callers may rely on to skip asking."""
+        ...
 
     def authorize(self, caller: Caller, operation: Operation, resource_type: ResourceType, name: str) -> bool: ...
 

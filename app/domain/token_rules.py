@@ -198,9 +198,20 @@ def describe(
     authorizer: Authorizer,
 ) -> list[TokenInformation]:
     """Tokens the filter selects and the caller may see, ordered by token id (the pagination order)."""
-    selected = (
-        token for token in tokens if matches_owner_filter(token, owners) and may_describe(token, caller, authorizer)
-    )
+    if owners is not None:
+        tokens = (token for token in tokens if matches_owner_filter(token, owners))
+    return visible_in_order(tokens, caller, authorizer)
+
+
+def visible_in_order(
+    selected: Iterable[TokenInformation], caller: Caller, authorizer: Authorizer
+) -> list[TokenInformation]:
+    """``describe`` of tokens the filter has selected already (read from an index of owners, renewers and
+    requesters): those the caller may see, ordered by token id. A super user passes every check
+    (``Authorizer.is_super_user``), so sees every one: asked once, not for each token (most of what a super user's
+    describe of 100 tokens cost the CPU, bench: describe p99)."""
+    if not authorizer.is_super_user(caller.principal):
+        selected = (token for token in selected if may_describe(token, caller, authorizer))
     return sorted(selected, key=_TOKEN_ID)
 
 
@@ -229,10 +240,11 @@ def may_see_others_tokens(caller: Caller, authorizer: Authorizer) -> bool:
 def describe_page(ordered: Iterable[TokenInformation], caller: Caller, authorizer: Authorizer, *, limit: int) -> Page:
     """The page ``paginate(describe(...))`` answers with no owner filter, from ``ordered``: every token in
     token id order from the first after the cursor. Reads only as far as the first visible token past the
-    page (a super user's page costs its own length)."""
+    page (a super user's page costs its own length, and asks nothing per token: ``visible_in_order``)."""
+    sees_all = authorizer.is_super_user(caller.principal)
     page: list[TokenInformation] = []
     for token in ordered:
-        if may_describe(token, caller, authorizer):
+        if sees_all or may_describe(token, caller, authorizer):
             if len(page) == limit:
                 return Page(page, page[-1].token_id if page else None)
             page.append(token)

@@ -156,6 +156,11 @@ class TokenView(Protocol):
 
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]: ...
 
+    def related_tokens(self, principals: Iterable[KafkaPrincipal]) -> list[TokenInformation]:
+        """``related_to``'s tokens without their versions, for readers that only show them (a describe): no
+        ``StoredToken`` built per token (a tenth of what a describe of 100 tokens costs beyond a static page)."""
+        ...
+
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``
         (None: from the first)."""

@@ -156,8 +156,9 @@ class TokenService:
         if owners is None and token_rules.may_see_others_tokens(caller, self._authorizer):
             page = token_rules.describe_page(self._in_order(after, limit + 1), caller, self._authorizer, limit=limit)
         else:  # those the filter names, or the caller holds: an index answers, then sort that few
-            candidates = self._view.related_to([caller.principal] if owners is None else owners)
-            visible = token_rules.describe((stored.token for stored in candidates), caller, owners, self._authorizer)
+            # Exactly the tokens the filter selects (it matches owners, renewers and requesters, as the index does).
+            selected = self._view.related_tokens([caller.principal] if owners is None else owners)
+            visible = token_rules.visible_in_order(selected, caller, self._authorizer)
             page = token_rules.paginate(visible, limit=limit, after=after)
         self._auditor.record(
             _event(

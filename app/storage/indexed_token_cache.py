@@ -13,6 +13,7 @@ import threading
 from collections.abc import Iterable
 
 from app.domain.principal import KafkaPrincipal
+from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey
 from app.domain.token_secret import TokenSecret
 from app.service.ports import StoredToken
@@ -53,6 +54,10 @@ class IndexedTokenCache:
         """Tokens that any of ``principals`` owns, renews or requested."""
         with self._lock:
             return self._index.related_to(principals)
+
+    def related_tokens(self, principals: Iterable[KafkaPrincipal]) -> list[TokenInformation]:
+        with self._lock:
+            return self._index.related_tokens(principals)
 
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""

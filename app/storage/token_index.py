@@ -147,8 +147,13 @@ class TokenIndex:
 
     def related_to(self, principals: Iterable[KafkaPrincipal]) -> list[StoredToken]:
         """Tokens that any of ``principals`` owns, renews or requested."""
+        return [self._stored(token) for token in self.related_tokens(principals)]
+
+    def related_tokens(self, principals: Iterable[KafkaPrincipal]) -> list[TokenInformation]:
+        """``related_to``'s tokens, without their versions."""
         ids = set().union(*(index.get(principal) for principal in principals for index in self._indexes))
-        return [self._stored(self._tokens[token_id]) for token_id in ids]
+        tokens = self._tokens
+        return [tokens[token_id] for token_id in ids]
 
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         """Up to ``count`` tokens in token id order, from the first whose id is greater than ``token_id``."""

@@ -235,6 +235,9 @@ class FakeTokenView:
             or wanted.intersection(stored.token.renewers)
         ]
 
+    def related_tokens(self, principals: Iterable[KafkaPrincipal]) -> list[TokenInformation]:
+        return [stored.token for stored in self.related_to(principals)]
+
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         ordered = sorted(self._tokens)
         start = 0 if token_id is None else bisect_right(ordered, token_id)

@@ -146,6 +146,10 @@ class MemoryTokenView:
         with self._store.lock:
             return self._store.index.related_to(principals)
 
+    def related_tokens(self, principals: Iterable[KafkaPrincipal]) -> list[TokenInformation]:
+        with self._store.lock:
+            return self._store.index.related_tokens(principals)
+
     def after(self, token_id: str | None, count: int) -> list[StoredToken]:
         with self._store.lock:
             return self._store.index.after(token_id, count)

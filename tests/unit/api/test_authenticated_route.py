@@ -4,12 +4,14 @@ is answered; every route that takes the caller is one."""
 from __future__ import annotations
 
 import threading
+from contextvars import ContextVar
 from typing import Annotated, Any
 
 import pytest
 from fastapi import APIRouter, FastAPI, Query
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
+from pydantic import BaseModel
 
 from app.api.app import create_app
 from app.api.authenticated_route import AuthenticatedRoute
@@ -31,6 +33,10 @@ class _Authenticator:
         if authorization != "good":
             raise NotAuthenticated("no")
         return Caller(KafkaPrincipal.user("alice"), host=host)
+
+
+class _Named(BaseModel):
+    name: str
 
 
 class _Services:
@@ -62,6 +68,41 @@ def test_the_caller_is_authenticated_once_in_the_endpoints_thread(app: tuple[Tes
     assert response.json() == {"principal": "User:alice", "n": 1}
     assert services.authenticator.threads == endpoint_threads
     assert len(endpoint_threads) == 1
+
+
+def test_the_endpoint_runs_off_the_loop_with_the_requests_context_and_returns_models() -> None:
+    """The endpoint's thread is one of the request pool's, never the event loop's; it sees the context variables the
+    middleware set for the request (the audit's request id); what it returns FastAPI answers as from any endpoint."""
+    seen: ContextVar[str] = ContextVar("seen", default="unset")
+    router = APIRouter(route_class=AuthenticatedRoute)
+    loop_threads: list[int] = []
+    found: list[tuple[int, str]] = []
+
+    @router.get("/model", response_model=_Named)
+    def model(caller: CurrentCaller) -> _Named:
+        found.append((threading.get_ident(), seen.get()))
+        return _Named(name=str(caller.principal))
+
+    application = FastAPI()
+    install_error_handlers(application)
+
+    @application.middleware("http")
+    async def mark(request: Any, call_next: Any) -> Any:
+        loop_threads.append(threading.get_ident())
+        token = seen.set(request.headers.get("x-mark", ""))
+        try:
+            return await call_next(request)
+        finally:
+            seen.reset(token)
+
+    application.include_router(router)
+    setattr(application.state, SERVICES_STATE, _Services())
+    client = TestClient(application)
+    for mark_value in ("first", "second"):
+        response = client.get("/model", headers={"Authorization": "good", "x-mark": mark_value})
+        assert response.json() == {"name": "User:alice"}
+    assert [value for _, value in found] == ["first", "second"]
+    assert not {thread for thread, _ in found} & set(loop_threads)
 
 
 def test_an_invalid_request_is_authenticated_first_and_once(app: tuple[TestClient, _Services, list[int]]) -> None:

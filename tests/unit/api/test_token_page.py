@@ -4,10 +4,11 @@ bytes FastAPI wrote from them: test_model_response.py), for tokens of every shap
 from __future__ import annotations
 
 import pytest
+from pydantic_core import to_json
 
 from app.api.model_response import model_json
 from app.api.schemas.tokens import Token, TokenList
-from app.api.token_page import token_fields, token_json, token_page_json
+from app.api.token_page import WrittenTokens, token_fields, token_json, token_page_json
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 
@@ -46,3 +47,27 @@ def test_the_fields_are_the_models_in_its_order() -> None:
     # A field added to Token (the documented schema) without one here would be missed by the bytes tests'
     # tokens only if it had a default: this names the drift directly.
     assert list(token_fields(TOKENS[1], NOW)) == list(Token.model_fields)
+
+
+def test_a_kept_token_is_written_again_once_it_changed() -> None:
+    written = WrittenTokens()
+    token = TOKENS[0]
+    assert written.json(token, NOW) == to_json(token_fields(token, NOW))
+    renewed = token.with_expiry(2_500)  # the same id, another object: a renewal as the cache installs it
+    assert written.json(renewed, 2_400) == to_json(token_fields(renewed, 2_400))
+    assert b'"expiryTimestamp":2500' in written.json(renewed, 2_400)
+
+
+def test_a_kept_token_turns_expired_with_the_time_of_the_request() -> None:
+    written = WrittenTokens()
+    token = TOKENS[0]
+    for now_ms in (NOW, 1_999, 2_000, 5_000, NOW):
+        assert written.json(token, now_ms) == to_json(token_fields(token, now_ms))
+
+
+def test_a_full_cache_is_emptied_and_still_answers_every_token() -> None:
+    written = WrittenTokens(capacity=2)
+    for _ in range(3):
+        for token in TOKENS:
+            assert written.json(token, NOW) == to_json(token_fields(token, NOW))
+    assert len(written) <= 2

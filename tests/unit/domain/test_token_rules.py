@@ -38,6 +38,7 @@ from app.domain.token_rules import (
     plan_create,
     plan_expire,
     plan_renew,
+    visible_in_order,
 )
 
 SECOND = 1_000
@@ -768,6 +769,25 @@ def test_describe_hides_invisible_tokens_among_visible_ones() -> None:
     tokens = [make_token("t1", owner=ALICE), make_token("t2", owner=BOB), make_token("t3", owner=ALICE)]
     result = describe(tokens, caller(ALICE), None, deny_all())
     assert [token.token_id for token in result] == ["t1", "t3"]
+
+
+def test_a_super_user_sees_every_selected_token_without_a_question_per_token() -> None:
+    tokens = [make_token("t2", owner=BOB), make_token("t1", owner=ALICE)]
+    authorizer = _all_seeing()
+    assert [token.token_id for token in visible_in_order(tokens, caller(ADMIN), authorizer)] == ["t1", "t2"]
+    assert [token.token_id for token in describe(tokens, caller(ADMIN), [BOB], authorizer)] == ["t2"]
+    page = describe_page(sorted(tokens, key=lambda token: token.token_id), caller(ADMIN), authorizer, limit=1)
+    assert [token.token_id for token in page.tokens] == ["t1"] and page.next_after == "t1"
+    assert authorizer.calls == []
+
+
+def test_visible_in_order_hides_what_describe_hides() -> None:
+    tokens = [make_token("t3", owner=ALICE), make_token("t2", owner=BOB), make_token("t1", owner=STRANGER)]
+    for viewer in (ALICE, BOB, STRANGER, ADMIN):
+        authorizer = FakeAuthorizer([], super_users=[ADMIN])
+        assert visible_in_order(tokens, caller(viewer), authorizer) == describe(
+            tokens, caller(viewer), None, authorizer
+        )
 
 
 # -------------------- paginate

@@ -60,6 +60,7 @@ def test_each_read_answers_from_the_index() -> None:
         "CacheTokenBBBBBBBBBBBB",
         "CacheTokenCCCCCCCCCCCC",
     }
+    assert sorted(token.token_id for token in cache.related_tokens([BOB, ALICE])) == [s.token.token_id for s in TOKENS]
     assert [stored.token.token_id for stored in cache.after("CacheTokenAAAAAAAAAAAA", 1)] == ["CacheTokenBBBBBBBBBBBB"]
     assert cache.requested_count(ALICE) == 3
     assert cache.expired_count(4_000) == 1

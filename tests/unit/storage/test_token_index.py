@@ -32,6 +32,7 @@ def test_a_token_reads_back_with_its_version_whichever_path_reads_it() -> None:
     assert sorted(stored.version for stored in index.tokens()) == [0, 7]
     assert [stored.version for stored in index.after(None, 10)] == [0, 7]
     assert index.related_to([BOB]) == [StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 7)]
+    assert index.related_tokens([BOB]) == [_token("IndexTokenBBBBBBBBBBBB", BOB)]
 
     index.replace(StoredToken(_token("IndexTokenBBBBBBBBBBBB", BOB), 8))
     index.replace(StoredToken(_token("IndexTokenAAAAAAAAAAAA"), 1))
@@ -55,6 +56,7 @@ def _answers(index: TokenIndex, tokens: list[StoredToken]) -> object:
         {stored.token.token_id: index.get(stored.token.token_id) for stored in tokens},
         {stored.token.token_id: index.find_by_hmac(SECRET.hmac(stored.token.token_id)) for stored in tokens},
         {principal: sorted(map(str, index.related_to([principal]))) for principal in principals},
+        {principal: sorted(map(str, index.related_tokens([principal]))) for principal in principals},
         {principal: index.requested_count(principal) for principal in principals},
         [index.expired_count(now) for now in (0, 4_999, 5_000, 5_001, 9_001)],
     )
