@@ -165,10 +165,15 @@ def run_report(
         lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
         progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
-        _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
+        # The issued tokens counted once (far fewer rows than tokens), read by six tables: kept while they run.
+        counts = transforms.issued_counts(transforms.issued(lifecycle, since_ms=covered.since_ms))
+        counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
+        try:
+            _write(_tables(lifecycle, counts, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
+        finally:
+            counts.unpersist()
     finally:
         overview.unpersist()
-    _write(_derived_tables(_read(spark, ["token_renewals", "expiry_compliance"], out_dir)), out_dir, progress)
 
     data = report_data.collect(
         _read(spark, TABLES, out_dir),
@@ -184,35 +189,30 @@ def run_report(
     return data.summary
 
 
-def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
-    """The tables built from the token lifecycles and the denied events."""
-    issued = transforms.issued(lifecycle, since_ms=covered.since_ms)
+def _tables(
+    lifecycle: DataFrame, counts: DataFrame, denied: DataFrame, covered: Period, *, top_n: int
+) -> dict[str, DataFrame]:
+    """The tables built from the token lifecycles, the issued tokens' counts and the denied events."""
+    renewals = transforms.token_renewals(lifecycle, since_ms=covered.since_ms)
+    compliance = transforms.expiry_compliance(lifecycle, as_of_ms=covered.as_of_ms, since_ms=covered.since_ms)
     return {
-        "tokens_issued_by_owner_daily": transforms.issued_per_day(issued, "owner"),
-        "tokens_issued_by_requester_daily": transforms.issued_per_day(issued, "token_requester"),
-        "impersonation_matrix": transforms.impersonation_matrix(issued, denied),
-        "lifetime_distribution": transforms.lifetime_distribution(issued),
-        "token_renewals": transforms.token_renewals(lifecycle, since_ms=covered.since_ms),
-        "expiry_compliance": transforms.expiry_compliance(
-            lifecycle, as_of_ms=covered.as_of_ms, since_ms=covered.since_ms
-        ),
+        "tokens_issued_by_owner_daily": transforms.issued_per_day(counts, "owner"),
+        "tokens_issued_by_requester_daily": transforms.issued_per_day(counts, "token_requester"),
+        "impersonation_matrix": transforms.impersonation_matrix(counts, denied),
+        "lifetime_distribution": transforms.lifetime_distribution(counts),
+        "token_renewals": renewals,
+        "renew_count_distribution": transforms.renew_count_distribution(renewals),
+        "max_lifetime_use": transforms.max_lifetime_use(renewals),
+        "expiry_compliance": compliance,
+        "overdue_distribution": transforms.overdue_distribution(compliance),
         "denials_by_principal": transforms.denials_by_principal(denied),
         "refusals_by_action": transforms.refusals_by_action(denied),
         "denial_bursts": transforms.denial_bursts(
             denied, span_start_ms=covered.span_start_ms, span_end_ms=covered.span_end_ms
         ),
         "top_owners": transforms.top_owners(lifecycle, since_ms=covered.since_ms, top_n=top_n),
-        "top_requesters": transforms.top_requesters(issued, denied, top_n=top_n),
-        "tokens_by_job": transforms.tokens_by_job(issued),
-    }
-
-
-def _derived_tables(written: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    """The distributions of per-token tables, built from those tables as written."""
-    return {
-        "renew_count_distribution": transforms.renew_count_distribution(written["token_renewals"]),
-        "max_lifetime_use": transforms.max_lifetime_use(written["token_renewals"]),
-        "overdue_distribution": transforms.overdue_distribution(written["expiry_compliance"]),
+        "top_requesters": transforms.top_requesters(counts, denied, top_n=top_n),
+        "tokens_by_job": transforms.tokens_by_job(counts),
     }
 
 
