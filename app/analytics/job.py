@@ -165,13 +165,7 @@ def run_report(
         lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
         progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
-        # The issued tokens counted once (far fewer rows than tokens), read by six tables: kept while they run.
-        counts = transforms.issued_counts(transforms.issued(lifecycle, since_ms=covered.since_ms))
-        counts = counts.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            _write(_tables(lifecycle, counts, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
-        finally:
-            counts.unpersist()
+        _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
     finally:
         overview.unpersist()
 
@@ -189,17 +183,16 @@ def run_report(
     return data.summary
 
 
-def _tables(
-    lifecycle: DataFrame, counts: DataFrame, denied: DataFrame, covered: Period, *, top_n: int
-) -> dict[str, DataFrame]:
-    """The tables built from the token lifecycles, the issued tokens' counts and the denied events."""
+def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
+    """The tables built from the token lifecycles and the denied events."""
+    issued = transforms.issued(lifecycle, since_ms=covered.since_ms)
     renewals = transforms.token_renewals(lifecycle, since_ms=covered.since_ms)
     compliance = transforms.expiry_compliance(lifecycle, as_of_ms=covered.as_of_ms, since_ms=covered.since_ms)
     return {
-        "tokens_issued_by_owner_daily": transforms.issued_per_day(counts, "owner"),
-        "tokens_issued_by_requester_daily": transforms.issued_per_day(counts, "token_requester"),
-        "impersonation_matrix": transforms.impersonation_matrix(counts, denied),
-        "lifetime_distribution": transforms.lifetime_distribution(counts),
+        "tokens_issued_by_owner_daily": transforms.issued_per_day(issued, "owner"),
+        "tokens_issued_by_requester_daily": transforms.issued_per_day(issued, "token_requester"),
+        "impersonation_matrix": transforms.impersonation_matrix(issued, denied),
+        "lifetime_distribution": transforms.lifetime_distribution(issued),
         "token_renewals": renewals,
         "renew_count_distribution": transforms.renew_count_distribution(renewals),
         "max_lifetime_use": transforms.max_lifetime_use(renewals),
@@ -211,8 +204,8 @@ def _tables(
             denied, span_start_ms=covered.span_start_ms, span_end_ms=covered.span_end_ms
         ),
         "top_owners": transforms.top_owners(lifecycle, since_ms=covered.since_ms, top_n=top_n),
-        "top_requesters": transforms.top_requesters(counts, denied, top_n=top_n),
-        "tokens_by_job": transforms.tokens_by_job(counts),
+        "top_requesters": transforms.top_requesters(issued, denied, top_n=top_n),
+        "tokens_by_job": transforms.tokens_by_job(issued),
     }
 
 

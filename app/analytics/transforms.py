@@ -368,66 +368,37 @@ def issued(lifecycle: DataFrame, *, since_ms: int | None = None) -> DataFrame:
     return lifecycle.filter(_since("created_at", since_ms)).withColumn("date", partition_date_column("created_at"))
 
 
-def issued_counts(issued_: DataFrame) -> DataFrame:
-    """The issued tokens counted at the finest grain any issued-token table needs: ``date, owner,
-    token_requester``, the job's columns, ``requested_bucket`` (0: no lifetime asked, else the order of
-    its ``LIFETIME_BUCKETS``), ``granted_bucket`` (the order of ``maxTimestamp - issueTimestamp``, null
-    when unknown or negative) and ``granted_known``; ``tokens``, ``first_at`` and ``last_at`` (their first
-    and last creation). Every table built from issued tokens is built from this one, far smaller, frame."""
-    requested = F.col("requested_max_lifetime_ms")
-    requested_order, _, _, _ = _bucketed(requested, LIFETIME_BUCKETS)
-    granted = F.col("max_timestamp") - F.col("issue_timestamp")
-    granted_order, _, _, _ = _bucketed(granted, LIFETIME_BUCKETS)
-    keyed = issued_.select(
-        "date",
-        "owner",
-        "token_requester",
-        *JOB_COLUMNS,
-        F.when(requested.isNull() | (requested <= 0), 0).otherwise(requested_order).alias("requested_bucket"),
-        granted_order.alias("granted_bucket"),
-        granted.isNotNull().alias("granted_known"),
-        "created_at",
-    )
-    return keyed.groupBy(*[column for column in keyed.columns if column != "created_at"]).agg(
+def tokens_by_job(issued_: DataFrame) -> DataFrame:
+    """Tokens issued in the window per job their create named: ``job_framework, job_id, job_name, job_user,
+    tokens, first_at, last_at`` (the first and last creation). Tokens whose create named no job are left out;
+    a job is its four fields, so the same id under another name or user is another row."""
+    named = issued_.filter(F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
+    return named.groupBy(*JOB_COLUMNS).agg(
         F.count(F.lit(1)).alias("tokens"),
         F.min("created_at").alias("first_at"),
         F.max("created_at").alias("last_at"),
     )
 
 
-def tokens_by_job(counts: DataFrame) -> DataFrame:
-    """Tokens issued in the window per job their create named (from ``issued_counts``): ``job_framework,
-    job_id, job_name, job_user, tokens, first_at, last_at`` (the first and last creation). Tokens whose
-    create named no job are left out; a job is its four fields, so the same id under another name or user
-    is another row."""
-    named = counts.filter(F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
-    return named.groupBy(*JOB_COLUMNS).agg(
-        F.sum("tokens").alias("tokens"),
-        F.min("first_at").alias("first_at"),
-        F.max("last_at").alias("last_at"),
-    )
+def issued_per_day(issued_: DataFrame, by: str) -> DataFrame:
+    """Tokens issued per UTC day and ``by`` (``owner`` or ``token_requester``): ``date, <by>, tokens``."""
+    return issued_.groupBy("date", by).agg(F.count(F.lit(1)).alias("tokens"))
 
 
-def issued_per_day(counts: DataFrame, by: str) -> DataFrame:
-    """Tokens issued per UTC day and ``by`` (``owner`` or ``token_requester``), from ``issued_counts``:
-    ``date, <by>, tokens``."""
-    return counts.groupBy("date", by).agg(F.sum("tokens").alias("tokens"))
-
-
-def _creates_for_others(counts: DataFrame, denied: DataFrame) -> DataFrame:
+def _creates_for_others(issued_: DataFrame, denied: DataFrame) -> DataFrame:
     """Issued tokens and refused creates as rows of ``token_requester, owner, tokens, refused``."""
-    return counts.select("token_requester", "owner", "tokens", F.lit(0).alias("refused")).unionByName(
+    return issued_.select("token_requester", "owner", F.lit(1).alias("tokens"), F.lit(0).alias("refused")).unionByName(
         denied.filter(F.col("action") == CREATE).select(
             "token_requester", "owner", F.lit(0).alias("tokens"), F.col("denials").alias("refused")
         )
     )
 
 
-def impersonation_matrix(counts: DataFrame, denied: DataFrame) -> DataFrame:
-    """Creates where the requester asked for another owner (KIP-373), from ``issued_counts`` and the denied
-    events: ``token_requester, owner, tokens`` (issued), ``refused`` (denied attempts)."""
+def impersonation_matrix(issued_: DataFrame, denied: DataFrame) -> DataFrame:
+    """Creates where the requester asked for another owner (KIP-373):
+    ``token_requester, owner, tokens`` (issued), ``refused`` (denied attempts)."""
     return (
-        _creates_for_others(counts, denied)
+        _creates_for_others(issued_, denied)
         .filter(F.col("token_requester") != F.col("owner"))
         .groupBy("token_requester", "owner")
         .agg(F.sum("tokens").cast("long").alias("tokens"), F.sum("refused").cast("long").alias("refused"))
@@ -452,33 +423,31 @@ def _bucketed(value: Column, buckets: Sequence[Bucket]) -> tuple[Column, Column,
     return order, F.get(labels, order - 1), F.get(lowers, order - 1), F.get(uppers, order - 1)
 
 
-def lifetime_distribution(counts: DataFrame) -> DataFrame:
-    """Issued tokens (``issued_counts``) by requested and by granted maximum lifetime (``maxTimestamp -
-    issueTimestamp``): ``kind`` (requested|granted), ``bucket_order``, ``bucket``, ``lower_ms``,
-    ``upper_ms``, ``tokens``. Requests without a lifetime (<= 0) are the bucket ``SERVER_DEFAULT`` (order
-    0) of ``requested``."""
-    lifetimes = counts.select(
-        F.lit("requested").alias("kind"), F.col("requested_bucket").alias("order"), "tokens"
-    ).unionAll(
-        counts.filter(F.col("granted_known")).select(
-            F.lit("granted").alias("kind"), F.col("granted_bucket").alias("order"), "tokens"
-        )
-    )
-    order = F.col("order")
-    labels = F.array(*[F.lit(bucket.label) for bucket in LIFETIME_BUCKETS])
-    lowers = F.array(*[F.lit(bucket.lower_ms).cast("long") for bucket in LIFETIME_BUCKETS])
-    uppers = F.array(*[F.lit(bucket.upper_ms).cast("long") for bucket in LIFETIME_BUCKETS])
-    default = (F.col("kind") == "requested") & (order == 0)
-    bucketed = lifetimes.select(
+def lifetime_distribution(issued_: DataFrame) -> DataFrame:
+    """Issued tokens by requested and by granted maximum lifetime (``maxTimestamp - issueTimestamp``):
+    ``kind`` (requested|granted), ``bucket_order``, ``bucket``, ``lower_ms``, ``upper_ms``, ``tokens``.
+    Requests without a lifetime (<= 0) are the bucket ``SERVER_DEFAULT`` (order 0) of ``requested``."""
+    lifetimes = issued_.select(
+        F.explode(
+            F.array(
+                F.struct(F.lit("requested").alias("kind"), F.col("requested_max_lifetime_ms").alias("ms")),
+                F.struct(
+                    F.lit("granted").alias("kind"), (F.col("max_timestamp") - F.col("issue_timestamp")).alias("ms")
+                ),
+            )
+        ).alias("lifetime")
+    ).select("lifetime.kind", "lifetime.ms")
+    order, label, lower, upper = _bucketed(F.col("ms"), LIFETIME_BUCKETS)
+    default = (F.col("kind") == "requested") & (F.col("ms").isNull() | (F.col("ms") <= 0))
+    bucketed = lifetimes.filter(default | F.col("ms").isNotNull()).select(
         "kind",
-        order.alias("bucket_order"),
-        F.when(default, SERVER_DEFAULT).otherwise(F.get(labels, order - 1)).alias("bucket"),
-        F.when(default, None).otherwise(F.get(lowers, order - 1)).alias("lower_ms"),
-        F.when(default, None).otherwise(F.get(uppers, order - 1)).alias("upper_ms"),
-        "tokens",
+        F.when(default, 0).otherwise(order).alias("bucket_order"),
+        F.when(default, SERVER_DEFAULT).otherwise(label).alias("bucket"),
+        F.when(default, None).otherwise(lower).alias("lower_ms"),
+        F.when(default, None).otherwise(upper).alias("upper_ms"),
     )
     return bucketed.groupBy("kind", "bucket_order", "bucket", "lower_ms", "upper_ms").agg(
-        F.sum("tokens").alias("tokens")
+        F.count(F.lit(1)).alias("tokens")
     )
 
 
@@ -611,15 +580,14 @@ def top_owners(lifecycle: DataFrame, *, since_ms: int | None = None, top_n: int)
     )
 
 
-def top_requesters(counts: DataFrame, denied: DataFrame, *, top_n: int) -> DataFrame:
-    """The ``top_n`` requesters by tokens issued (from ``issued_counts``): ``rank, token_requester, tokens,
-    for_others`` (owner is someone else), ``owners`` (distinct), ``refused`` (denied create attempts)."""
-    creates = _creates_for_others(counts, denied)
+def top_requesters(issued_: DataFrame, denied: DataFrame, *, top_n: int) -> DataFrame:
+    """The ``top_n`` requesters by tokens issued: ``rank, token_requester, tokens, for_others`` (owner is
+    someone else), ``owners`` (distinct), ``refused`` (denied create attempts)."""
+    creates = _creates_for_others(issued_, denied)
     was_issued = F.col("tokens") > 0
-    for_others = F.when(was_issued & (F.col("owner") != F.col("token_requester")), F.col("tokens"))
     table = creates.groupBy("token_requester").agg(
         F.sum("tokens").cast("long").alias("tokens"),
-        F.coalesce(F.sum(for_others), F.lit(0)).cast("long").alias("for_others"),
+        F.count(F.when(was_issued & (F.col("owner") != F.col("token_requester")), 1)).alias("for_others"),
         F.countDistinct(F.when(was_issued, F.col("owner"))).alias("owners"),
         F.sum("refused").cast("long").alias("refused"),
     )

@@ -107,14 +107,12 @@ def test_issued_per_day_by_owner_and_by_requester(spark: SparkSession) -> None:
         )
     )
 
-    assert rows(t.issued_per_day(t.issued_counts(creations), "owner"), "date", "owner", "tokens") == [
+    assert rows(t.issued_per_day(creations, "owner"), "date", "owner", "tokens") == [
         ("2023-11-14", "User:bob", 2),
         ("2023-11-15", "User:alice", 1),
         ("2023-11-15", "User:bob", 1),
     ]
-    assert rows(
-        t.issued_per_day(t.issued_counts(creations), "token_requester"), "date", "token_requester", "tokens"
-    ) == [
+    assert rows(t.issued_per_day(creations, "token_requester"), "date", "token_requester", "tokens") == [
         ("2023-11-14", "User:bob", 1),
         ("2023-11-14", "User:svc", 1),
         ("2023-11-15", "User:svc", 2),
@@ -134,7 +132,7 @@ def test_impersonation_matrix_counts_issued_and_refused_creates_for_other_owners
         ],
     )
 
-    matrix = t.impersonation_matrix(t.issued_counts(t.issued(t.token_lifecycle(events))), t.denials(t.overview(events)))
+    matrix = t.impersonation_matrix(t.issued(t.token_lifecycle(events)), t.denials(t.overview(events)))
 
     assert rows(matrix, "token_requester", "owner", "tokens", "refused") == [
         ("User:svc", "User:bob", 2, 0),
@@ -157,15 +155,7 @@ def test_lifetime_distribution_buckets_requested_and_granted_lifetimes(spark: Sp
         )
     )
 
-    found = rows(
-        t.lifetime_distribution(t.issued_counts(creations)),
-        "kind",
-        "bucket_order",
-        "bucket",
-        "lower_ms",
-        "upper_ms",
-        "tokens",
-    )
+    found = rows(t.lifetime_distribution(creations), "kind", "bucket_order", "bucket", "lower_ms", "upper_ms", "tokens")
 
     assert found == [
         ("granted", 1, "< 1 h", 0, H, 1),
@@ -253,7 +243,7 @@ def test_tokens_by_job_counts_each_jobs_tokens_with_its_first_and_last(spark: Sp
     lifecycle = t.token_lifecycle(events, since_ms=T0)
     assert rows(lifecycle.filter("token_id = 't1'"), "job_framework", "job_id", "job_name", "job_user") == [etl]
 
-    found = t.tokens_by_job(t.issued_counts(t.issued(lifecycle, since_ms=T0)))
+    found = t.tokens_by_job(t.issued(lifecycle, since_ms=T0))
 
     assert rows(found, "job_framework", "job_id", "job_name", "job_user", "tokens", "first_at", "last_at") == [
         ("flink", None, None, None, 1, T0 + 3 * H, T0 + 3 * H),

@@ -35,9 +35,7 @@ def window(spark: SparkSession) -> DataFrame:
 
 
 def top_requesters(events: DataFrame, *, top_n: int) -> DataFrame:
-    return t.top_requesters(
-        t.issued_counts(t.issued(t.token_lifecycle(events))), t.denials(t.overview(events)), top_n=top_n
-    )
+    return t.top_requesters(t.issued(t.token_lifecycle(events)), t.denials(t.overview(events)), top_n=top_n)
 
 
 def test_top_owners_rank_by_tokens_then_renewals_then_name(spark: SparkSession) -> None:
