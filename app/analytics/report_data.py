@@ -3,9 +3,10 @@
 ``collect`` is the only place rows reach the driver, and every query in it is bounded: by the bucket
 lists, by ``top_n``, by the distinct renewal counts, or by days x (``top_n`` + 1) for the daily charts.
 
-Each Spark query costs the driver its planning and code generation, whatever its size, so the report
-asks few: the tables that are small whatever the input are read in one query, and each daily chart
-finds its leaders and sums the rest in one.
+Each Spark query costs the driver its planning, code generation and a job, whatever its size, so the
+report asks one: every bounded result (the small tables whole, the top-N lists, each daily chart's leaders
+with the rest summed, the totals) comes back as JSON text tagged with its name in one union, and is sorted
+on the driver as Spark's ``orderBy`` would have sorted it.
 """
 
 from __future__ import annotations
