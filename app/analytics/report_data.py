@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,11 +100,13 @@ def _ordered(rows: list[dict[str, Any]], *order: str) -> list[dict[str, Any]]:
     """``rows`` sorted as Spark's ``orderBy`` sorts them: each of ``order`` a column, ``-column`` for
     descending (nulls first ascending, last descending). The orders used here are total."""
     ordered = list(rows)
-    for column in reversed(order):
-        descending = column.startswith("-")
-        name = column.lstrip("-")
-        ordered.sort(key=lambda row, name=name: _ascending(row[name]), reverse=descending)  # type: ignore[misc]
+    for column in reversed(order):  # stable sorts, the last key first
+        ordered.sort(key=_ascending_by(column.lstrip("-")), reverse=column.startswith("-"))
     return ordered
+
+
+def _ascending_by(name: str) -> Callable[[dict[str, Any]], tuple[bool, Any]]:
+    return lambda row: _ascending(row[name])
 
 
 def _daily_top(daily: DataFrame, key: str, top_n: int) -> DataFrame:
