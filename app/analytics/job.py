@@ -34,13 +34,14 @@ judged; default: the newest event of the history), never of the clock.
 
 How it runs: the first pass (``transforms.overview``) is small and kept in memory for the denial tables;
 the second (``transforms.token_lifecycle``) is written as ``token_lifecycle`` and every token table is
-read from that file. Tables derived from other tables read them as written. Nothing reaches the driver
-but one-row spans and the report's bounded aggregates (``report_data.collect``).
+read from that file. Tables derived from other tables read them as written, with the schema of the frame
+that wrote them (a Parquet read without one costs a Spark job to find it). Nothing reaches the driver but
+one-row spans and the report's bounded aggregates, all in one query (``report_data.collect``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +49,7 @@ from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType
 
 from app.analytics import report, report_data, spark_internals, transforms
 from app.analytics.events_schema import EVENT_COLUMNS
@@ -161,17 +163,23 @@ def run_report(
         )
         partitions = size_shuffles(spark, covered.history_events, rows_per_partition=ROWS_PER_SHUFFLE_PARTITION)
 
-        _write({"token_lifecycle": transforms.token_lifecycle(history, since_ms=since_ms)}, out_dir)
-        lifecycle = _read(spark, ["token_lifecycle"], out_dir)["token_lifecycle"]
+        written = {"token_lifecycle": transforms.token_lifecycle(history, since_ms=since_ms)}
+        _write(written, out_dir)
+        lifecycle = _read(spark, written, out_dir)["token_lifecycle"]
         progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
-        _write(_tables(lifecycle, transforms.denials(overview), covered, top_n=top_n), out_dir, progress)
+        tables = _tables(lifecycle, transforms.denials(overview), covered, top_n=top_n)
+        _write(tables, out_dir, progress)
+        written |= tables
     finally:
         overview.unpersist()
-    _write(_derived_tables(_read(spark, ["token_renewals", "expiry_compliance"], out_dir)), out_dir, progress)
+    # Reading two narrow columns of a per-token table costs less than building it again from the lifecycle.
+    derived = _derived_tables(_read(spark, {name: written[name] for name in _SUMMARISED}, out_dir))
+    _write(derived, out_dir, progress)
+    written |= derived
 
     data = report_data.collect(
-        _read(spark, TABLES, out_dir),
+        _read(spark, {name: written[name] for name in TABLES}, out_dir),
         top_n=top_n,
         events=covered.events,
         span_start_ms=covered.span_start_ms,
@@ -207,6 +215,9 @@ def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: 
     }
 
 
+_SUMMARISED = ("token_renewals", "expiry_compliance")
+
+
 def _derived_tables(written: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """The distributions of per-token tables, built from those tables as written."""
     return {
@@ -224,8 +235,17 @@ def _write(tables: dict[str, DataFrame], out_dir: Location, progress: Progress =
     side_by_side({name: writer(name) for name in tables}, on_done=lambda name: progress(f"wrote {name}"))
 
 
-def _read(spark: SparkSession, names: Iterable[str], out_dir: Location) -> dict[str, DataFrame]:
-    return {name: spark.read.parquet(child(out_dir, name)) for name in names}
+def _read(spark: SparkSession, tables: dict[str, DataFrame], out_dir: Location) -> dict[str, DataFrame]:
+    """The ``tables`` as written, each read with the schema of the frame that wrote it: a Parquet read
+    without a schema runs a Spark job to find it in the files' footers."""
+    return {
+        name: spark.read.schema(_nullable(frame.schema)).parquet(child(out_dir, name)) for name, frame in tables.items()
+    }
+
+
+def _nullable(schema: StructType) -> StructType:
+    """``schema`` with every column nullable, as a Parquet table reads back."""
+    return StructType([StructField(column.name, column.dataType, True, column.metadata) for column in schema])
 
 
 def _write_text(spark: SparkSession, target: str, text: str) -> None:

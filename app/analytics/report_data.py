@@ -3,9 +3,10 @@
 ``collect`` is the only place rows reach the driver, and every query in it is bounded: by the bucket
 lists, by ``top_n``, by the distinct renewal counts, or by days x (``top_n`` + 1) for the daily charts.
 
-Each Spark query costs the driver its planning and code generation, whatever its size, so the report
-asks few: the tables that are small whatever the input are read in one query, and each daily chart
-finds its leaders and sums the rest in one.
+Each Spark query costs the driver its planning, code generation and a job, whatever its size, so the
+report asks one: every bounded result (the small tables whole, the top-N lists, each daily chart's leaders
+with the rest summed, the totals) comes back as JSON text tagged with its name in one union, and is sorted
+on the driver as Spark's ``orderBy`` would have sorted it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pyspark.sql import DataFrame, Row, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from app.analytics.charts import NONE, OTHERS
-from app.analytics.side_by_side import side_by_side
 from app.domain.audit import JOB_COLUMNS
 
 MAX_DAYS_CHARTED = 366
@@ -69,25 +69,24 @@ SMALL_TABLES = (
 """The tables bounded whatever the input (by buckets, kinds of refusal, renewal counts or ``top_n``)."""
 
 
-def _rows(frame: DataFrame) -> list[Row]:
-    return frame.collect()
+def _as_json(name: str, frame: DataFrame) -> DataFrame:
+    """``frame``'s rows as JSON text (nulls kept) tagged with ``name``, so that frames of different columns
+    share one result."""
+    return frame.select(
+        F.lit(name).alias("table"),
+        F.to_json(F.struct(*frame.columns), {"ignoreNullFields": "false"}).alias("row"),
+    )
 
 
-def _small_tables(tables: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
-    """Every row of the ``SMALL_TABLES``, in one query: each row as JSON text tagged with its table (nulls
-    kept), so that tables of different columns share one result. Rows keep their order in each table."""
-    tagged = [
-        tables[name].select(
-            F.lit(name).alias("table"),
-            F.to_json(F.struct(*tables[name].columns), {"ignoreNullFields": "false"}).alias("row"),
-        )
-        for name in SMALL_TABLES
-    ]
+def _all_rows(frames: dict[str, DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """Every row of every frame (each bounded), in one query: one union of the rows as tagged JSON. The
+    order of rows is not kept: callers sort them as Spark would (``_ordered``)."""
+    tagged = [_as_json(name, frame) for name, frame in frames.items()]
     union = tagged[0]
     for other in tagged[1:]:
         union = union.unionAll(other)
-    found: dict[str, list[dict[str, Any]]] = {name: [] for name in SMALL_TABLES}
-    for row in _rows(union):
+    found: dict[str, list[dict[str, Any]]] = {name: [] for name in frames}
+    for row in union.collect():
         found[row["table"]].append(json.loads(row["row"]))
     return found
 
@@ -97,8 +96,22 @@ def _ascending(value: Any) -> tuple[bool, Any]:
     return (value is not None, value)
 
 
-def _daily_top(daily: DataFrame, key: str, top_n: int) -> list[tuple[str, str, int]]:
-    """Tokens per day for the ``top_n`` keys by total, the rest summed as ``OTHERS``."""
+def _ordered(rows: list[dict[str, Any]], *order: str) -> list[dict[str, Any]]:
+    """``rows`` sorted as Spark's ``orderBy`` sorts them: each of ``order`` a column, ``-column`` for
+    descending (nulls first ascending, last descending). The orders used here are total."""
+    ordered = list(rows)
+    for column in reversed(order):  # stable sorts, the last key first
+        ordered.sort(key=_ascending_by(column.lstrip("-")), reverse=column.startswith("-"))
+    return ordered
+
+
+def _ascending_by(name: str) -> Callable[[dict[str, Any]], tuple[bool, Any]]:
+    return lambda row: _ascending(row[name])
+
+
+def _daily_top(daily: DataFrame, key: str, top_n: int) -> DataFrame:
+    """Tokens per day (``date, label, tokens``) for the ``top_n`` keys by total, the rest summed as
+    ``OTHERS``, over the last ``MAX_DAYS_CHARTED`` days."""
     totals = daily.groupBy(key).agg(F.sum("tokens").alias("total"))
     ranked = totals.select(key, F.row_number().over(Window.orderBy(F.desc("total"), F.asc(key))).alias("rank"))
     leaders = ranked.filter(F.col("rank") <= top_n).select(F.col(key).alias("leader"), F.lit(True).alias("led"))
@@ -107,18 +120,17 @@ def _daily_top(daily: DataFrame, key: str, top_n: int) -> list[tuple[str, str, i
     label = F.when(F.col("led"), F.coalesce(daily[key], F.lit(NONE))).otherwise(F.lit(OTHERS))
     grouped = marked.groupBy("date", label.alias("label")).agg(F.sum("tokens").alias("tokens"))
     last_days = grouped.select("date").distinct().orderBy(F.desc("date")).limit(MAX_DAYS_CHARTED)
-    rows = _rows(grouped.join(last_days, "date").orderBy("date", "label"))
-    return [(row["date"], row["label"], int(row["tokens"])) for row in rows]
+    return grouped.join(last_days, "date")
 
 
-def _denials_top(denials: DataFrame, key: str, top_n: int) -> list[tuple[str, int, int]]:
+def _denials_top(denials: DataFrame, key: str, top_n: int) -> DataFrame:
+    """The ``top_n`` values of ``key`` by denials: ``key, refusals, authentication, total``."""
     per_key = denials.groupBy(key).agg(
         F.sum(F.when(F.col("kind") == "refusal", F.col("denials")).otherwise(0)).alias("refusals"),
         F.sum(F.when(F.col("kind") == "authentication", F.col("denials")).otherwise(0)).alias("authentication"),
         F.sum("denials").alias("total"),
     )
-    rows = _rows(per_key.orderBy(F.desc("total"), F.asc(key)).limit(top_n))
-    return [(row[key] or NONE, int(row["refusals"]), int(row["authentication"])) for row in rows]
+    return per_key.orderBy(F.desc("total"), F.asc(key)).limit(top_n)
 
 
 def _buckets(rows: list[dict[str, Any]], group: str | None = None) -> dict[str, dict[str, int]]:
@@ -137,10 +149,10 @@ def collect(
     span_end_ms: int,
     as_of_ms: int,
 ) -> ReportData:
-    """The report's numbers from the written tables (``job.TABLES``); each query returns a bounded result,
-    and the queries run side by side."""
+    """The report's numbers from the written tables (``job.TABLES``), in one query: each part of it
+    returns a bounded result, and the rows come back as tagged JSON (``_all_rows``)."""
     impersonation = tables["impersonation_matrix"]
-    bursts = tables["denial_bursts"]
+    bursts = tables["denial_bursts"].filter(F.col("is_burst"))
     pairs = impersonation.filter(F.col("tokens") > 0)
     top_pair_requesters = pairs.groupBy("token_requester").agg(F.sum("tokens").alias("t"))
     top_pair_owners = pairs.groupBy("owner").agg(F.sum("tokens").alias("t"))
@@ -148,69 +160,79 @@ def collect(
         top_pair_requesters.orderBy(F.desc("t"), "token_requester").limit(top_n).select("token_requester"),
         "token_requester",
     ).join(top_pair_owners.orderBy(F.desc("t"), "owner").limit(top_n).select("owner"), "owner")
-    queries: dict[str, Callable[[], Any]] = {
-        "small": lambda: _small_tables(tables),
-        "impersonation_totals": lambda: impersonation.agg(
+    jobs = tables["tokens_by_job"]
+    parts: dict[str, DataFrame] = {name: tables[name] for name in SMALL_TABLES}
+    parts |= {
+        "impersonation_totals": impersonation.agg(
             F.coalesce(F.sum("tokens"), F.lit(0)).alias("tokens"),
             F.coalesce(F.sum("refused"), F.lit(0)).alias("refused"),
-        ).first(),
-        "burst_hours": lambda: bursts.filter(F.col("is_burst")).count(),
-        "matrix": lambda: _rows(matrix.orderBy("token_requester", "owner")),
-        "pairs": lambda: _rows(
-            impersonation.orderBy(F.desc("tokens"), F.desc("refused"), "token_requester", "owner").limit(top_n)
         ),
-        "issued_by_owner": lambda: _daily_top(tables["tokens_issued_by_owner_daily"], "owner", top_n),
-        "issued_by_requester": lambda: _daily_top(tables["tokens_issued_by_requester_daily"], "token_requester", top_n),
-        "most_overdue": lambda: _rows(
+        "burst_hours": bursts.agg(F.count(F.lit(1)).alias("hours")),
+        "matrix": matrix.select("token_requester", "owner", "tokens", "refused"),
+        "pairs": impersonation.orderBy(F.desc("tokens"), F.desc("refused"), "token_requester", "owner").limit(top_n),
+        "issued_by_owner": _daily_top(tables["tokens_issued_by_owner_daily"], "owner", top_n),
+        "issued_by_requester": _daily_top(tables["tokens_issued_by_requester_daily"], "token_requester", top_n),
+        "most_overdue": (
             tables["expiry_compliance"]
             .filter(F.col("overdue_ms") > 0)
             .orderBy(F.desc("overdue_ms"), "token_id")
             .limit(top_n)
             .select("token_id", "owner", "status", "expiry_timestamp", "removed_at", "overdue_ms")
         ),
-        "denials_by_principal": lambda: _denials_top(tables["denials_by_principal"], "principal", top_n),
-        "denials_by_address": lambda: _denials_top(tables["denials_by_principal"], "client_address", top_n),
-        "top_jobs": lambda: _rows(
-            tables["tokens_by_job"]
-            .orderBy(F.desc("tokens"), F.desc("last_at"), *(F.asc_nulls_first(column) for column in JOB_COLUMNS))
+        "denials_by_principal": _denials_top(tables["denials_by_principal"], "principal", top_n),
+        "denials_by_address": _denials_top(tables["denials_by_principal"], "client_address", top_n),
+        "top_jobs": jobs.orderBy(
+            F.desc("tokens"), F.desc("last_at"), *(F.asc_nulls_first(column) for column in JOB_COLUMNS)
+        ).limit(top_n),
+        "jobs": jobs.agg(F.count(F.lit(1)).alias("jobs"), F.coalesce(F.sum("tokens"), F.lit(0)).alias("tokens")),
+        "bursts": (
+            bursts.orderBy(F.desc("denials"), "hour_start", "principal")
             .limit(top_n)
-        ),
-        "jobs": lambda: (
-            tables["tokens_by_job"]
-            .agg(F.count(F.lit(1)).alias("jobs"), F.coalesce(F.sum("tokens"), F.lit(0)).alias("tokens"))
-            .first()
-        ),
-        "bursts": lambda: _rows(
-            bursts.filter(F.col("is_burst"))
-            .orderBy(F.desc("denials"), "hour_start", "principal")
-            .limit(top_n)
-            .select("principal", "hour", "denials", "baseline_mean", "threshold")
+            .select("principal", "hour_start", "hour", "denials", "baseline_mean", "threshold")
         ),
     }
-    found = side_by_side(queries)
-    small = found["small"]
-    overdue = _buckets(small["overdue_distribution"], "status")
+    found = _all_rows(parts)
+
+    (impersonation_totals,) = found["impersonation_totals"]
+    (job_totals,) = found["jobs"]
+    (burst_hours,) = found["burst_hours"]
+    matrix_rows = _ordered(found["matrix"], "token_requester", "owner")
+    pair_rows = _ordered(found["pairs"], "-tokens", "-refused", "token_requester", "owner")
+    most_overdue = _ordered(found["most_overdue"], "-overdue_ms", "token_id")
+    top_jobs = _ordered(found["top_jobs"], "-tokens", "-last_at", *JOB_COLUMNS)
+    burst_rows = _ordered(found["bursts"], "-denials", "hour_start", "principal")
+    for row in burst_rows:
+        del row["hour_start"]
+
+    def daily(name: str) -> list[tuple[str, str, int]]:
+        return [(row["date"], row["label"], int(row["tokens"])) for row in _ordered(found[name], "date", "label")]
+
+    def denials_top(name: str, key: str) -> list[tuple[str, int, int]]:
+        rows = _ordered(found[name], "-total", key)
+        return [(row[key] or NONE, int(row["refusals"]), int(row["authentication"])) for row in rows]
+
+    overdue = _buckets(found["overdue_distribution"], "status")
     by_action = sorted(
-        small["refusals_by_action"],
+        found["refusals_by_action"],
         key=lambda row: (-row["denials"], *(_ascending(row[key]) for key in ("kind", "action", "error_code"))),
     )
-    lifetimes = _buckets(small["lifetime_distribution"], "kind")
-    renew_counts = sorted((int(row["renewals"]), int(row["tokens"])) for row in small["renew_count_distribution"])
+    lifetimes = _buckets(found["lifetime_distribution"], "kind")
+    renew_counts = sorted((int(row["renewals"]), int(row["tokens"])) for row in found["renew_count_distribution"])
     summary = {
         "events": events,
         # Every issued token is in one requested-lifetime bucket, every renewal in the renewal counts.
         "tokens_issued": sum(lifetimes.get("requested", {}).values()),
-        "impersonated_tokens": int(found["impersonation_totals"]["tokens"]),
-        "impersonation_refused": int(found["impersonation_totals"]["refused"]),
+        "impersonated_tokens": int(impersonation_totals["tokens"]),
+        "impersonation_refused": int(impersonation_totals["refused"]),
         "renewals": sum(renewals * tokens for renewals, tokens in renew_counts),
         "refusals": sum(int(row["denials"]) for row in by_action if row["kind"] == "refusal"),
         "authentication_failures": sum(int(row["denials"]) for row in by_action if row["kind"] == "authentication"),
-        "burst_hours": int(found["burst_hours"]),
+        "burst_hours": int(burst_hours["hours"]),
         "swept_tokens": sum(overdue.get("swept", {}).values()),
         "expired_tokens": sum(overdue.get("expired", {}).values()),
         "lingering_tokens": sum(overdue.get("lingering", {}).values()),
-        "jobs": int(found["jobs"]["jobs"]),
-        "tokens_with_job": int(found["jobs"]["tokens"]),
+        "jobs": int(job_totals["jobs"]),
+        "tokens_with_job": int(job_totals["tokens"]),
     }
     return ReportData(
         summary=summary,
@@ -218,24 +240,24 @@ def collect(
         span_end_ms=span_end_ms,
         as_of_ms=as_of_ms,
         top_n=top_n,
-        issued_by_owner=found["issued_by_owner"],
-        issued_by_requester=found["issued_by_requester"],
+        issued_by_owner=daily("issued_by_owner"),
+        issued_by_requester=daily("issued_by_requester"),
         impersonation=[
-            (row["token_requester"], row["owner"], int(row["tokens"]), int(row["refused"])) for row in found["matrix"]
+            (row["token_requester"], row["owner"], int(row["tokens"]), int(row["refused"])) for row in matrix_rows
         ],
         impersonation_pairs=[
-            (row["token_requester"], row["owner"], int(row["tokens"]), int(row["refused"])) for row in found["pairs"]
+            (row["token_requester"], row["owner"], int(row["tokens"]), int(row["refused"])) for row in pair_rows
         ],
         lifetimes=lifetimes,
         renew_counts=renew_counts[:MAX_RENEW_COUNTS],
-        max_lifetime_use=_buckets(small["max_lifetime_use"]).get("", {}),
+        max_lifetime_use=_buckets(found["max_lifetime_use"]).get("", {}),
         overdue=overdue,
-        most_overdue=[row.asDict() for row in found["most_overdue"]],
-        denials_by_principal=found["denials_by_principal"],
-        denials_by_address=found["denials_by_address"],
+        most_overdue=most_overdue,
+        denials_by_principal=denials_top("denials_by_principal", "principal"),
+        denials_by_address=denials_top("denials_by_address", "client_address"),
         refusals_by_action=by_action[: top_n * 2],
-        bursts=[row.asDict() for row in found["bursts"]],
-        top_owners=sorted(small["top_owners"], key=lambda row: row["rank"]),
-        top_requesters=sorted(small["top_requesters"], key=lambda row: row["rank"]),
-        top_jobs=[row.asDict() for row in found["top_jobs"]],
+        bursts=burst_rows,
+        top_owners=sorted(found["top_owners"], key=lambda row: row["rank"]),
+        top_requesters=sorted(found["top_requesters"], key=lambda row: row["rank"]),
+        top_jobs=top_jobs,
     )
