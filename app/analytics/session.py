@@ -32,10 +32,12 @@ LOCAL_JVM = {
     # The JIT: every query of the report loads Catalyst's rules and new generated classes, each run briefly,
     # so with the JVM's defaults its compiler threads took 31 s of the report's 122 s of CPU at 10 million
     # events (C2 26 s), on two cores shared with the tasks. Compiling only what runs three times as often as
-    # the default thresholds ask, and with shallower inlining, brought C2 to 10 s and the report to 109 s;
-    # the tasks' own code (the hot loops over rows reach the raised thresholds within the first rows) was
-    # no slower, nor was the one-scan ceiling (bench/audit_report.py's CPU figures). Compiling with C1 alone
-    # (TieredStopAtLevel=1) made the tasks slower than it saved.
+    # the default thresholds ask, and with shallower inlining, brought C2 to 10 s and the report to 109-111 s
+    # (bench/audit_report.py's CPU figures). The tasks' own code, whose loops over rows reach the raised
+    # thresholds within the first rows, measured 71-73 s against 69 s, within the noise of a shared machine
+    # (the default inlining with the raised thresholds measured the same 72 s, with C2 at 17 s). Compiling
+    # with C1 alone (TieredStopAtLevel=1) made the tasks slower than it saved. A larger young generation or
+    # more free heap saved a few seconds of collection but cost some 120 MiB resident, and is left out.
     "spark.driver.defaultJavaOptions": f"{_SMALL_HEAP} {_LEAN_JIT}",
     "spark.hadoop.parquet.block.size": str(32 * 2**20),
 }
