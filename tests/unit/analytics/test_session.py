@@ -1,4 +1,4 @@
-"""The session: shuffle partitions sized to the events, unless the user chose them."""
+"""The session: the local JVM's options, and shuffle partitions sized to the events unless the user chose them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from app.analytics.session import SHUFFLE_PARTITIONS, size_shuffles
+from app.analytics.session import LOCAL_JVM, SHUFFLE_PARTITIONS, size_shuffles
 
 
 @pytest.fixture
@@ -26,3 +26,11 @@ def test_partitions_follow_the_rows_in_rounds_of_cores(restored: SparkSession, r
 
     assert size_shuffles(restored, rows, rows_per_partition=1_000_000) == partitions
     assert restored.conf.get(SHUFFLE_PARTITIONS) == str(partitions)
+
+
+def test_a_local_driver_jvm_runs_with_the_local_options(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    arguments = set(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+
+    assert set(LOCAL_JVM["spark.driver.defaultJavaOptions"].split()) <= arguments
