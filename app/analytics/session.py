@@ -21,14 +21,17 @@ from pyspark.sql import SparkSession
 JDBC_JARS = (Path("/usr/share/java/postgresql.jar"), Path("/usr/share/java/sqlite-jdbc.jar"))
 """Debian's ``libpostgresql-jdbc-java`` and ``libxerial-sqlite-jdbc-java``; added when installed."""
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
-_SMALL_HEAP = "-XX:+UseSerialGC -XX:MinHeapFreeRatio=5 -XX:MaxHeapFreeRatio=20"
+_THROUGHPUT_GC = "-XX:+UseParallelGC"
 _LEAN_JIT = "-XX:MaxInlineLevel=6 -XX:InlineSmallCode=500 -XX:FreqInlineSize=100"
 LOCAL_JVM = {
-    # In local mode the driver JVM runs the tasks too. With the serial collector keeping the heap near what
-    # is live (it grows and shrinks it by these free ratios, rather than growing it to the maximum) and
-    # 32 MiB Parquet row groups (each writing task buffers one), 10 million events take under 1 GiB
-    # resident with the default 1 GiB heap, at about G1's speed on two cores (bench/audit_report.py; G1
-    # measured about 1.5 GiB).
+    # In local mode the driver JVM runs the tasks too, and a report is a batch job: the throughput collector,
+    # its young collections on both cores and its heap free to grow to the maximum, cut the report at 10
+    # million events from 66.5 to 57.3 s and the one-scan ceiling from 25.8 to 24.2 s, for a peak of 1.41 GiB
+    # resident against 0.89 GiB with the serial collector kept small by free-heap ratios (5/20), which it used
+    # before (bench/audit_report.py, one run each on a quiet two-core machine). Those ratios cost the throughput
+    # collector more than they saved (70.9 s, 1.09 GiB); the serial collector without them took 60.3 s and
+    # 1.21 GiB. The default 1 GiB heap still completes 10 million events; 32 MiB Parquet row groups keep each
+    # writing task's buffer small.
     # The JIT: every query of the report loads Catalyst's rules and new generated classes, each run briefly,
     # so with the JVM's defaults its compiler threads took 29-31 s of the report's 117-122 s of CPU at 10
     # million events (C2 24-26 s), on two cores shared with the tasks. Shallower inlining (these three limits
@@ -36,9 +39,9 @@ LOCAL_JVM = {
     # report 109 s, the tasks' own code as fast as before (68 s against 67-69 s) and the one-scan ceiling
     # unchanged (bench/audit_report.py's CPU figures). Raising the compile thresholds as well
     # (CompileThresholdScaling=3) cut C2 to 10 s but made the tasks some 4 s slower, a cost that grows with
-    # the events; compiling with C1 alone (TieredStopAtLevel=1) made them slower than it saved. A larger young
-    # generation or more free heap saved a few seconds of collection but cost some 120 MiB resident.
-    "spark.driver.defaultJavaOptions": f"{_SMALL_HEAP} {_LEAN_JIT}",
+    # the events; compiling with C1 alone (TieredStopAtLevel=1) made them slower than it saved. (These figures
+    # were measured with the serial collector.)
+    "spark.driver.defaultJavaOptions": f"{_THROUGHPUT_GC} {_LEAN_JIT}",
     "spark.hadoop.parquet.block.size": str(32 * 2**20),
 }
 
