@@ -4,8 +4,9 @@ measured in the same run), and their table. Pure: reads the suite's report, does
 Each goal names where its figure and its ceiling are in the report (key paths); the ratio is figure / ceiling,
 checked against a bound. RSS is the one goal without a ceiling (memory is not a time): its bound applies to the
 figure itself. A goal may print another ceiling beside its own, unchecked (KRaft verify: the GET no-op beside the
-POST no-op of the same body). A goal whose figure or ceiling the run did not measure (a part left out with
---parts) is printed as not measured (``met`` None), never as met.
+POST no-op of the same body; describe: the static page from the event loop beside the one from a request
+thread). A goal whose figure or ceiling the run did not measure (a part left out with --parts) is printed as
+not measured (``met`` None), never as met.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ GOALS: tuple[Goal, ...] = (
         "<=",
         1.5,
         "p99 of describe by owner (100 tokens, 100k in ZooKeeper) over a no-op request's p99 answering the "
-        "same 100-token page as static bytes",
+        "same 100-token page as static bytes, from a thread of the request pool as kts's endpoints",
+        beside=("the page from the event loop", ("describe", "static_page_on_loop", "p99_ms")),
     ),
     Goal(
         "convergence_p99_vs_raw_chain_p99",

@@ -126,7 +126,7 @@ def test_table_has_one_line_per_goal_with_figure_ceiling_ratio_and_met() -> None
     del report["kraft"]
     lines = table(evaluate(report)).splitlines()
     assert lines[0].split() == ["goal", "figure", "ceiling", "ratio", "bound", "met"]
-    assert len(lines) == 1 + len(GOALS) + 1  # and the ceiling printed beside KRaft verify's
+    assert len(lines) == 1 + len(GOALS) + 2  # and the ceilings printed beside describe's and KRaft verify's
     create = next(line for line in lines if line.startswith("create_vs_noop"))
     assert create.split() == ["create_vs_noop", "180", "300", "0.6", ">=", "0.6", "yes"]
     convergence = next(line for line in lines if line.startswith("convergence"))
@@ -134,6 +134,7 @@ def test_table_has_one_line_per_goal_with_figure_ceiling_ratio_and_met() -> None
     assert next(line for line in lines if line.startswith("rss_mb")).split()[1:3] == ["140", "-"]
     assert next(line for line in lines if line.startswith("kraft_verify")).endswith("not measured")
     assert lines[-1] == "kraft_verify_vs_noop: against GET /healthz -, ratio -"
+    assert lines[-2] == "describe_p99_vs_noop_p99: against the page from the event loop -, ratio -"
 
 
 def test_table_prints_the_ceiling_beside_under_the_goals() -> None:
