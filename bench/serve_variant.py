@@ -102,17 +102,18 @@ NOOP_ANSWER = b'{"status":"ok"}'
 def _add_noop_post(app: Any) -> None:
     from fastapi import Body, Response
 
-    # As kts's endpoints are, a plain def (so the one thread hop a verify makes too), the body taken and parsed by
-    # FastAPI as a verify's is (as JSON: a perfect kts could not do less), a fixed answer written as bytes (as
-    # kts's model answers are: app/api/model_response.py). Body() as a default, since FastAPI resolves annotations
-    # by name in the module's globals, where a local import is not.
+    from app.api.authenticated_route import AuthenticatedRoute
+
+    # As kts's endpoints are, a plain def run in a thread of the request pool (the one hop a verify makes too, by
+    # the same mechanism), the body taken and parsed by FastAPI as a verify's is (as JSON: a perfect kts could not
+    # do less), a fixed answer written as bytes (as kts's model answers are: app/api/model_response.py). Body() as
+    # a default, since FastAPI resolves annotations by name in the module's globals, where a local import is not.
     def noop_post(_body: dict[str, Any] = Body()) -> Response:  # noqa: B008
         return Response(NOOP_ANSWER, media_type="application/json")
 
-    app.router.add_api_route(NOOP_POST, noop_post, methods=["POST"], include_in_schema=False)
     # First in the routing table: it pays no more routing than a verify (itself in the first router), rather than
     # a walk of every route.
-    app.router.routes.insert(0, app.router.routes.pop())
+    app.router.routes.insert(0, AuthenticatedRoute(NOOP_POST, noop_post, methods=["POST"], include_in_schema=False))
 
 
 def _add_gc_watch(app: Any) -> None:

@@ -30,8 +30,9 @@ _LIVE, _EXPIRED = b',"expired":false}', b',"expired":true}'
 
 
 def token_fields(token: TokenInformation, now_ms: int) -> dict[str, Any]:
-    """``Token.of(token, now_ms)``'s fields, in its declaration order (which is the JSON's order). No HMAC: a
-    ``TokenInformation`` holds none."""
+    """``Token.of(token, now_ms)``'s fields, in its declaration order (which is the JSON's order): what the kept bytes
+    are written from, and checked against (tests/unit/api/test_token_page.py). No HMAC: a ``TokenInformation`` holds
+    none."""
     return _fields_but_expired(token) | {"expired": not token.authenticates_at(now_ms)}
 
 
@@ -87,7 +88,7 @@ _WRITTEN = WrittenTokens()
 
 
 def token_json(token: TokenInformation, now_ms: int) -> Response:
-    return Response(to_json(token_fields(token, now_ms)), media_type=MEDIA_TYPE)
+    return Response(_WRITTEN.json(token, now_ms), media_type=MEDIA_TYPE)
 
 
 def token_page_json(tokens: Sequence[TokenInformation], now_ms: int, next_cursor: str | None) -> Response:
