@@ -429,7 +429,7 @@ def test_kts_audit_names_the_job_owner_and_requester(spark_run: SparkRun) -> Non
     assert all(event["principal"] == f"User:{spark_run.service_account}" for event in spark_run.later)
     assert expiries  # a replaced token is ended after the overlap, not left to its maximum
     # and the last ones as the application ends, not left to their expiry
-    assert spark_run.last <= {event["tokenId"] for event in expiries}
+    assert spark_run.last <= {event["tokenId"] for event in expiries}, job_failure(spark_run)
     print(f"kts audited {len(spark_run.creates)} creates, {len(renewals)} renewals, {len(expiries)} expiries")
 
 

@@ -18,6 +18,8 @@ import java.util.Base64;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.regex.Pattern;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.TrustManagerFactory;
@@ -136,6 +138,32 @@ public final class KtsClient implements AutoCloseable {
         return tokenId;
     }
 
+    /**
+     * kts's answer to a request already sent, waited for even when this thread is interrupted meanwhile (the
+     * request's own timeout bounds the wait; the interrupt is kept for the caller). kts may have carried the request
+     * out already: abandoning its answer would lose a token it created, which then no one would end.
+     */
+    private HttpResponse<String> answer(CompletableFuture<HttpResponse<String>> pending) {
+        boolean interrupted = false;
+        try {
+            while (true) {
+                try {
+                    return pending.get();
+                } catch (InterruptedException ex) {
+                    interrupted = true;
+                } catch (ExecutionException ex) {
+                    Throwable cause = ex.getCause();
+                    throw new KtsException(0, null, "kts at " + base + " could not be reached: " + describe(cause),
+                            -1, cause);
+                }
+            }
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
     private Map<String, Object> post(String path, Map<String, ?> body, int expected) {
         HttpRequest request = HttpRequest.newBuilder(base.resolve(base.getPath() + path))
                 .timeout(timeout)
@@ -144,15 +172,8 @@ public final class KtsClient implements AutoCloseable {
                 .header("Authorization", authorization())
                 .POST(HttpRequest.BodyPublishers.ofString(Json.write(body)))
                 .build();
-        HttpResponse<String> response;
-        try {
-            response = http.send(request, HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8));
-        } catch (IOException ex) {
-            throw new KtsException(0, null, "kts at " + base + " could not be reached: " + describe(ex), -1, ex);
-        } catch (InterruptedException ex) {
-            Thread.currentThread().interrupt();
-            throw new KtsException(0, null, "interrupted while calling kts", -1, ex);
-        }
+        HttpResponse<String> response = answer(http.sendAsync(request,
+                HttpResponse.BodyHandlers.ofString(StandardCharsets.UTF_8)));
         if (response.statusCode() != expected) {
             throw failure(response);
         }

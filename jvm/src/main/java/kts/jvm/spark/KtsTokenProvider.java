@@ -45,6 +45,7 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
 
     private final Map<String, ClusterToken> clusters = new HashMap<>();
     private JobInfo job;
+    private boolean ending; // the JVM shuts down: its tokens are ended, and no call creates another
 
     @Override
     public String serviceName() {
@@ -59,6 +60,10 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
     @Override
     public synchronized Option<Object> obtainDelegationTokens(Configuration hadoopConf, SparkConf sparkConf,
             Credentials creds) {
+        if (ending) {
+            // Spark's renewer may still call while the JVM shuts down: a token made now would outlive the job.
+            return Option.empty();
+        }
         Map<String, String> conf = snapshot(sparkConf);
         long next = Long.MAX_VALUE;
         boolean handedOut = false;
@@ -94,6 +99,7 @@ public final class KtsTokenProvider implements HadoopDelegationTokenProvider {
     private void endAll() {
         List<ClusterToken> all;
         synchronized (this) {
+            ending = true;
             all = new ArrayList<>(clusters.values());
         }
         for (ClusterToken cluster : all) {

@@ -88,6 +88,29 @@ class KtsClientTest {
     }
 
     @Test
+    void anInterruptedCallStillTakesKtsAnswerAndKeepsTheInterrupt(@TempDir Path directory) throws IOException {
+        // Spark stops its credential renewer with an interrupt: a token kts created meanwhile must not be lost.
+        KtsClient client = jwtClient(Files.writeString(directory.resolve("kts"), "a.b.c"), Map.of());
+        java.util.function.Function<FakeKts.Request, FakeKts.Reply> tokens = kts.handler;
+        kts.handler = request -> {
+            try {
+                Thread.sleep(200);
+            } catch (InterruptedException ex) {
+                Thread.currentThread().interrupt();
+            }
+            return tokens.apply(request);
+        };
+        Thread.currentThread().interrupt();
+        try {
+            assertEquals("token-1", client.create(null, null).tokenId());
+            assertTrue(Thread.currentThread().isInterrupted());
+        } finally {
+            Thread.interrupted();
+        }
+        assertEquals(1, kts.created());
+    }
+
+    @Test
     void errorsCarryKtsStatusAndNameButNoSecret(@TempDir Path directory) throws IOException {
         Path jwt = Files.writeString(directory.resolve("kts"), "secret.jwt.value");
         kts.handler = request -> new FakeKts.Reply(429,
