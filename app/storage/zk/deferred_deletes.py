@@ -5,7 +5,10 @@ behind is harmless, the reconciler deletes it. Under concurrent creates a marker
 transaction is about to be sent, and a ZooKeeper write costs the server a log append and kts a request: so the
 next ``ChangeTransaction`` takes the waiting deletions as operations of its own (transaction.py), and only when no
 transaction comes within ``DELAY_S`` does the flusher thread hand them to a deletion of their own (``flush``).
-Deletions wait only while a transaction is being committed, the sign that others follow: on an idle session
+Deletions wait only while the session is busy, the sign that others follow: while a transaction is being committed,
+or when two began within ``DELAY_S`` (the one whose marker settles, and another). Concurrent creates settle their
+markers one after another between their own transactions, the one just answered and the next not yet sent: taken
+as idle then, a quarter of a replica's markers under load were deleted by a write of their own. On an idle session
 they go at once, as before, so requests that follow on the session see them done.
 
 A transaction that carries deletions fails as a whole if one of them finds no znode (the reconciler deleted the
@@ -15,7 +18,9 @@ transaction could not) and goes again without them; a transaction that fails oth
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable
 
 DELAY_S = 0.05  # how long a deletion waits for a transaction to carry it
@@ -32,6 +37,7 @@ class DeferredDeletes:
         self._closed = False
         self._flusher: threading.Thread | None = None
         self._committing = 0  # transactions being committed on the session
+        self._begun = (-math.inf, -math.inf)  # when the last two transactions began (monotonic seconds), latest first
         # The flusher ticks every DELAY_S while deletions come, and parks after IDLE_TICKS ticks with none: under
         # load, adding a deletion then wakes no thread.
         self._parked = False
@@ -40,6 +46,11 @@ class DeferredDeletes:
         """A transaction is being committed (``committed`` when answered)."""
         with self._ready:
             self._committing += 1
+            self._begun = (time.monotonic(), self._begun[0])
+
+    def _busy(self) -> bool:
+        """A transaction is being committed, or two began within ``DELAY_S`` (under the lock)."""
+        return bool(self._committing) or time.monotonic() - self._begun[1] < DELAY_S
 
     def committed(self) -> None:
         with self._ready:
@@ -47,7 +58,7 @@ class DeferredDeletes:
 
     def add(self, paths: list[str]) -> None:
         with self._ready:
-            now = self._closed or not self._committing or self.flush is None
+            now = self._closed or self.flush is None or not self._busy()
             if not now:
                 self._paths.extend(paths)
                 if self._flusher is None:

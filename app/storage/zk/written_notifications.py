@@ -15,19 +15,26 @@ recording here, and read it) leaves when the limit is reached; a notification no
 A follower announced a name by a persistent watch learns of it before the commit's answer (ZooKeeper sends the
 event first): it can ``settle`` first, waiting for the commits this session has in flight, rather than read back
 what is about to be recorded here. Commits carrying notifications say when they are ``sending`` and ``sent``.
+
+A notification whose writer installs the change in this replica's caches itself (a token this replica creates is put
+in its token cache as the create answers: app/service/token_quotas.py) is remembered without its data: its follower
+moves past it without handing it to the cache, which would only read back from ZooKeeper the state it was given
+(a multiRead for every few creates, and their decoding, on a replica serving creates).
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Final
 
 LIMIT = 250_000  # more than the notifications a full sweep writes before its follower takes them
+_ABSENT: Final = object()
 
 
 class WrittenNotifications:
     def __init__(self) -> None:
         self._queues: frozenset[str] = frozenset()
-        self._data: dict[str, bytes] = {}  # by path, in the order written
+        self._data: dict[str, bytes | None] = {}  # by path, in the order written (None: installed by its writer)
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
         self._tickets = 0  # commits begun
@@ -60,9 +67,9 @@ class WrittenNotifications:
         with self._lock:
             self._queues = self._queues | {queue}
 
-    def record(self, prefix: str, written: list[tuple[str, bytes]]) -> None:
+    def record(self, prefix: str, written: list[tuple[str, bytes | None]]) -> None:
         """``written``: the paths ZooKeeper gave the sequential notifications created under ``prefix`` (a queue's
-        path and the name's prefix), with their data."""
+        path and the name's prefix), with their data (None: its writer installed the change itself)."""
         if prefix.rsplit("/", 1)[0] not in self._queues:
             return
         with self._lock:
@@ -71,17 +78,18 @@ class WrittenNotifications:
             while len(data) > LIMIT:
                 del data[next(iter(data))]
 
-    def take(self, queue: str, names: list[str]) -> dict[str, bytes]:
-        """The data of those of ``names`` (in ``queue``) written here, forgotten now."""
+    def take(self, queue: str, names: list[str]) -> dict[str, bytes | None]:
+        """The data of those of ``names`` (in ``queue``) written here, forgotten now; None for those whose writer
+        installed the change itself (nothing to hand the cache)."""
         with self._lock:
             data = self._data
             if not data:
                 return {}
-            found = {}
+            found: dict[str, bytes | None] = {}
             for name in names:
-                value = data.pop(f"{queue}/{name}", None)
-                if value is not None:
-                    found[name] = value
+                value = data.pop(f"{queue}/{name}", _ABSENT)
+                if value is not _ABSENT:
+                    found[name] = value  # type: ignore[assignment]  # bytes or None, not the marker
             return found
 
     def forget(self, queue: str) -> None:

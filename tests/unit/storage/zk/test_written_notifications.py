@@ -32,3 +32,15 @@ def test_settle_waits_for_the_commits_in_flight_when_asked_and_then_finds_their_
     assert settled.wait(60)
     thread.join(60)
     assert found == {"n_0000000001": b"data"}
+
+
+def test_a_notification_whose_writer_installed_the_change_is_taken_without_data() -> None:
+    written = WrittenNotifications()
+    written.follow("/q")
+    written.record("/q/n_", [("/q/n_0000000001", None), ("/q/n_0000000002", b"data")])
+
+    assert written.take("/q", ["n_0000000001", "n_0000000002", "n_0000000003"]) == {
+        "n_0000000001": None,
+        "n_0000000002": b"data",
+    }
+    assert written.take("/q", ["n_0000000001", "n_0000000002"]) == {}  # taken once
