@@ -8,10 +8,11 @@ transaction comes within ``DELAY_S`` does the flusher thread hand them to a dele
 each tick it flushes those that were waiting at the tick before, so each waits from one to two ticks (one that
 flushed whatever it found caught, under load, the deletions added just before it, some 30 writes a second).
 Deletions wait only while the session is busy, the sign that others follow: while a transaction is being committed,
-or when two began within ``DELAY_S`` (the one whose marker settles, and another). Concurrent creates settle their
+or within ``DELAY_S`` of one that began while another was (concurrent writers). Concurrent creates settle their
 markers one after another between their own transactions, the one just answered and the next not yet sent: taken
-as idle then, a quarter of a replica's markers under load were deleted by a write of their own. On an idle session
-they go at once, as before, so requests that follow on the session see them done.
+as idle then, a quarter of a replica's markers under load were deleted by a write of their own. On an idle session,
+and for a caller whose transactions follow one another, they go at once, as before, so requests that follow on the
+session see them done.
 
 A transaction that carries deletions fails as a whole if one of them finds no znode (the reconciler deleted the
 marker first): the transaction then drops them, hands them to ``flush`` (which deletes one at a time what a whole
@@ -40,7 +41,7 @@ class DeferredDeletes:
         self._closed = False
         self._flusher: threading.Thread | None = None
         self._committing = 0  # transactions being committed on the session
-        self._begun = (-math.inf, -math.inf)  # when the last two transactions began (monotonic seconds), latest first
+        self._overlapped = -math.inf  # when a transaction last began while another was being committed (monotonic)
         # The flusher ticks every DELAY_S while deletions come, and parks after IDLE_TICKS ticks with none: under
         # load, adding a deletion then wakes no thread.
         self._parked = False
@@ -48,12 +49,13 @@ class DeferredDeletes:
     def committing(self) -> None:
         """A transaction is being committed (``committed`` when answered)."""
         with self._ready:
+            if self._committing:
+                self._overlapped = time.monotonic()
             self._committing += 1
-            self._begun = (time.monotonic(), self._begun[0])
 
     def _busy(self) -> bool:
-        """A transaction is being committed, or two began within ``DELAY_S`` (under the lock)."""
-        return bool(self._committing) or time.monotonic() - self._begun[1] < DELAY_S
+        """A transaction is being committed, or one began within ``DELAY_S`` while another was (under the lock)."""
+        return bool(self._committing) or time.monotonic() - self._overlapped < DELAY_S
 
     def committed(self) -> None:
         with self._ready:

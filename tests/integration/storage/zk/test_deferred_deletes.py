@@ -1,5 +1,5 @@
 """Markers cleared soon while the session commits ride on its next transaction (one ZooKeeper write for both), on a
-real ZooKeeper, and so do those cleared between transactions that follow one another; those no transaction takes are
+real ZooKeeper, and so do those cleared between the transactions of concurrent writers; those no transaction takes are
 deleted on their own shortly after; on an idle session they go at once; a carried marker already gone, or a
 transaction refused for its own reasons, costs no change and no marker."""
 
@@ -78,16 +78,19 @@ def test_on_an_idle_session_markers_are_deleted_at_once(
     eventually(lambda: _markers(raw_zk) == list(range(3, 11)))  # long before any timer would send them
 
 
-def test_markers_cleared_between_transactions_of_a_busy_session_ride_on_its_next_one(
+def test_markers_cleared_between_transactions_of_concurrent_writers_ride_on_the_next_one(
     zk: ZkConnection, raw_zk: KazooClient, intents: ZkIntentStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(deferred_deletes, "DELAY_S", 600.0)
     _create(zk, "/test-deferred/first")
-    intents.clear_soon([1])  # one transaction so far, none under way: an idle session, deleted at once
+    _create(zk, "/test-deferred/second")
+    intents.clear_soon([1])  # transactions one after another, none under way: deleted at once
     eventually(lambda: _markers(raw_zk) == list(range(2, 11)))
 
-    _create(zk, "/test-deferred/second")  # two began within DELAY_S: creates follow one another
-    intents.clear_soon([2, 3])  # none is being committed, yet they wait for the next
+    zk.deferred_deletes.committing()  # as another request's transaction under way...
+    _create(zk, "/test-deferred/overlapping")  # ...while this one is committed: concurrent writers
+    zk.deferred_deletes.committed()
+    intents.clear_soon([2, 3])  # none is being committed now, yet they wait for the next
     assert _markers(raw_zk) == list(range(2, 11))
 
     _create(zk, "/test-deferred/third")
