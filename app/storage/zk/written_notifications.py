@@ -39,6 +39,10 @@ class WrittenNotifications:
         self._settled = threading.Condition(self._lock)
         self._tickets = 0  # commits begun
         self._in_flight: set[int] = set()
+        # The last ticket each settling follower waits for: an answer wakes them only once every commit the first
+        # of them waits for is answered (under load commits are always in flight: woken at every answer, a follower
+        # woke and slept again about once a create).
+        self._awaited: list[int] = []
 
     def sending(self) -> int:
         """A commit carrying notifications is about to be sent: its ticket, for ``sent``."""
@@ -50,8 +54,10 @@ class WrittenNotifications:
     def sent(self, ticket: int) -> None:
         """The commit of ``ticket`` was answered (after ``record``), or failed."""
         with self._lock:
-            self._in_flight.discard(ticket)
-            self._settled.notify_all()
+            in_flight = self._in_flight
+            in_flight.discard(ticket)
+            if self._awaited and (not in_flight or min(in_flight) > min(self._awaited)):
+                self._settled.notify_all()
 
     def settle(self, timeout_s: float) -> bool:
         """Wait (at most ``timeout_s``) until every commit in flight now was answered; False if none was."""
@@ -59,7 +65,11 @@ class WrittenNotifications:
             if not self._in_flight:
                 return False
             last = self._tickets
-            self._settled.wait_for(lambda: not self._in_flight or min(self._in_flight) > last, timeout_s)
+            self._awaited.append(last)
+            try:
+                self._settled.wait_for(lambda: not self._in_flight or min(self._in_flight) > last, timeout_s)
+            finally:
+                self._awaited.remove(last)
             return True
 
     def follow(self, queue: str) -> None:
