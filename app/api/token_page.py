@@ -22,6 +22,7 @@ from pydantic_core import to_json
 
 from app.api.model_response import MEDIA_TYPE
 from app.domain.token import TokenInformation
+from app.domain.token_secret import encode_hmac
 
 # Tokens whose JSON is kept: pages of the same tokens (an owner's, the first of a listing) are what clients ask for
 # again; a few MB at most. A page holds at most 1000 tokens (the routes' limit), so a page fits.
@@ -89,6 +90,14 @@ _WRITTEN = WrittenTokens()
 
 def token_json(token: TokenInformation, now_ms: int) -> Response:
     return Response(_WRITTEN.json(token, now_ms), media_type=MEDIA_TYPE)
+
+
+def created_token_json(token: TokenInformation, mac: bytes) -> Response:
+    """A create's answer (201): the bytes ``CreatedToken.issued(token, mac)`` writes, the token's fields and then its
+    HMAC, without building a ``Token`` and then a ``CreatedToken`` from its dump (a validation each). Not kept: a
+    token is answered its HMAC once."""
+    fields = _fields_but_expired(token) | {"expired": False, "hmac": encode_hmac(mac)}  # just issued: not expired
+    return Response(to_json(fields), status_code=201, media_type=MEDIA_TYPE)
 
 
 def token_page_json(tokens: Sequence[TokenInformation], now_ms: int, next_cursor: str | None) -> Response:

@@ -80,12 +80,15 @@ class TokenChange(Generic[R]):
 class CreateTerms:
     """What a token create is written under beside the token (``TokenStore.create``): the audit intent marker of
     the change (app/service/audit.py), the quotas whose guards it is charged to with ``admit`` judging their
-    versions, and the admission's charge written with it (app/service/admission.py)."""
+    versions, and the admission's charge written with it (app/service/admission.py). ``installed``: the caller
+    installs the token answered in this replica's token view itself (``TokenView.apply``), so a store whose view
+    follows change notifications need not have it read the token back on its own notification."""
 
     intent: int | None = None
     quotas: Sequence[QuotaKey] = ()
     admit: Callable[[Mapping[QuotaKey, int]], None] | None = None
     charge: WriteCharge | None = None
+    installed: bool = False
 
 
 PLAIN_CREATE = CreateTerms()

@@ -249,8 +249,9 @@ class TokenService:
             charge = admission.charge(token.token_requester, TokenWrite.CREATE)
             stored = self._quotas.create(
                 token,
+                # TokenQuotas.create installs what the store answers in the view.
                 lambda keys, admit: self._store.create(
-                    token, CreateTerms(intent, quotas=keys, admit=admit, charge=charge)
+                    token, CreateTerms(intent, quotas=keys, admit=admit, charge=charge, installed=True)
                 ),
             )
             admission.settle([charge])

@@ -29,7 +29,7 @@ from app.api.schemas.tokens import (
     VerifyRequest,
     VerifyResponse,
 )
-from app.api.token_page import token_json, token_page_json
+from app.api.token_page import created_token_json, token_json, token_page_json
 from app.domain.errors import InvalidInput, NotAuthenticated
 from app.domain.principal import KafkaPrincipal
 from app.domain.revocation import RevokeSelector
@@ -71,17 +71,19 @@ def _decode_cursor(cursor: str | None) -> str | None:
     responses=error_responses(400, 401, 403, 409, 413, 422, 429, 503),
 )
 def create_token(
-    caller: CurrentCaller, tokens: Tokens, body: Annotated[CreateTokenRequest | None, CREATE_EXAMPLES] = None
+    caller: CurrentCaller, request: Request, body: Annotated[CreateTokenRequest | None, CREATE_EXAMPLES] = None
 ) -> Response:
+    # The token service read from the request, not a dependency (as verify_token does: some 25 µs of CPU less).
+    tokens = services_of(request).tokens
     body = body or CreateTokenRequest()  # an empty JSON body means all defaults
-    request = CreateRequest(
+    wanted = CreateRequest(
         owner=KafkaPrincipal.parse(body.owner) if body.owner is not None else None,
         renewers=tuple(KafkaPrincipal.parse(renewer) for renewer in body.renewers),
         max_lifetime_ms=body.maxLifetimeMs,
         job=None if body.job is None else body.job.job(),
     )
-    issued = tokens.create(caller, request)
-    return model_json(CreatedToken.issued(issued.token, issued.hmac), status.HTTP_201_CREATED)
+    issued = tokens.create(caller, wanted)
+    return created_token_json(issued.token, issued.hmac)  # CreatedToken's bytes
 
 
 @router.get("", response_model=TokenList, responses=error_responses(401, 422, 503))

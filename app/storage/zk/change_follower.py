@@ -22,7 +22,8 @@ the chain is two round trips. A guess the listing does not hold, or that finds n
 notification is then read as before.
 
 Notifications this replica's session wrote itself are not read back: their data is known from the transaction
-that created them (written_notifications.py).
+that created them (written_notifications.py); those whose writer installed the change in the cache itself (a token
+this replica created) are not handed to the cache at all.
 
 Where ZooKeeper has persistent recursive watches (3.6+), the follower does not list at all while connected: one
 watch per queue names each notification as it is created (persistent_watch.py), so a change costs ZooKeeper, the
@@ -272,7 +273,8 @@ class ChangeFollower:
                     known[guess] = data
             rest = [name for name in fresh if name not in known]
             known.update(zip(rest, self._read(queue.path, rest), strict=True) if rest else ())
-            batch = [(name, data) for name in fresh if (data := known[name]) is not None]  # None: purged already
+            # None: purged already, or written here by a writer that installed the change itself.
+            batch = [(name, data) for name in fresh if (data := known[name]) is not None]
             if queue.handle_batch is not None and batch:
                 try:
                     queue.handle_batch([data for _, data in batch])

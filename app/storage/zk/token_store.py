@@ -158,6 +158,8 @@ class ZkTokenStore:
         committed since ``admit`` judged the guards' versions; with ``charge``, likewise its principal's share
         ledger, read in the same round trip. Brokers see the same bytes either way."""
         intent, quotas, admit, charge = terms.intent, terms.quotas, terms.admit, terms.charge
+        # Installed by the caller (``terms.installed``): this session's own token cache does not read it back.
+        installed = terms.installed
         subject = _subject(token.token_id)
         ledger_charge = None if charge is None else share_charge(charge)
         retried = False
@@ -172,7 +174,7 @@ class ZkTokenStore:
                 admit(versions)
             transaction = ChangeTransaction(self._zk)
             transaction.create(TokenZNode.path(token.token_id), TokenZNode.encode(token, self._znode_version))
-            self._notify(transaction, token.token_id, intent)
+            self._notify(transaction, token.token_id, intent, installed=installed)
             for key, version in versions.items():
                 transaction.write(KtsZNodes.quota_guard(key), b"", version)
             if ledger_charge is not None and ledger is not None:
@@ -253,8 +255,8 @@ class ZkTokenStore:
         return compare_and_set(attempt, _subject(token_id))
 
     @staticmethod
-    def _notify(transaction: ChangeTransaction, token_id: str, intent: int | None) -> None:
-        transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id))
+    def _notify(transaction: ChangeTransaction, token_id: str, intent: int | None, *, installed: bool = False) -> None:
+        transaction.notify(TokenChangeZNode.PREFIX, TokenChangeZNode.encode(token_id), installed=installed)
         transaction.mark_intent(intent)
 
     @classmethod

@@ -39,7 +39,8 @@ class ChangeTransaction:
     def __init__(self, zk: ZkConnection) -> None:
         self._zk = zk
         self._operations: list[Callable[[Any], None]] = []  # replayed on a fresh kazoo transaction per attempt
-        self._notifications: list[tuple[int, str, bytes]] = []  # each notification's operation, prefix and data
+        # Each notification's operation, prefix and data (None: installed by its writer, written_notifications.py).
+        self._notifications: list[tuple[int, str, bytes | None]] = []
 
     def create(self, path: str, data: bytes) -> None:
         request = Create(self._full(path), data, self._zk.acl_for(path), 0)
@@ -65,10 +66,12 @@ class ChangeTransaction:
         else:
             self._operations.append(lambda transaction: transaction.set_data(path, data, version=version))
 
-    def notify(self, prefix: str, data: bytes) -> None:
-        """A persistent sequential change notification (ZooKeeper appends the sequence number to ``prefix``)."""
+    def notify(self, prefix: str, data: bytes, *, installed: bool = False) -> None:
+        """A persistent sequential change notification (ZooKeeper appends the sequence number to ``prefix``).
+        ``installed``: the writer installs the change in this replica's caches itself, so this session's own
+        follower skips the notification rather than hand it to its cache (written_notifications.py)."""
         request = Create(self._full(prefix), data, self._zk.acl_for(prefix), _SEQUENTIAL)
-        self._notifications.append((len(self._operations), prefix, data))
+        self._notifications.append((len(self._operations), prefix, None if installed else data))
         self._operations.append(lambda transaction: transaction.operations.append(request))
 
     def mark_intent(self, intent: int | None) -> None:
@@ -134,7 +137,7 @@ class ChangeTransaction:
 
     def _written(self, results: list[Any]) -> None:
         """Tell the session's followers the names the notifications got (written_notifications.py)."""
-        by_prefix: dict[str, list[tuple[str, bytes]]] = {}
+        by_prefix: dict[str, list[tuple[str, bytes | None]]] = {}
         for index, prefix, data in self._notifications:
             path = results[index]
             if isinstance(path, str):

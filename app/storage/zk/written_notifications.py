@@ -15,23 +15,34 @@ recording here, and read it) leaves when the limit is reached; a notification no
 A follower announced a name by a persistent watch learns of it before the commit's answer (ZooKeeper sends the
 event first): it can ``settle`` first, waiting for the commits this session has in flight, rather than read back
 what is about to be recorded here. Commits carrying notifications say when they are ``sending`` and ``sent``.
+
+A notification whose writer installs the change in this replica's caches itself (a token this replica creates is put
+in its token cache as the create answers: app/service/token_quotas.py) is remembered without its data: its follower
+moves past it without handing it to the cache, which would only read back from ZooKeeper the state it was given
+(a multiRead for every few creates, and their decoding, on a replica serving creates).
 """
 
 from __future__ import annotations
 
 import threading
+from typing import Final
 
 LIMIT = 250_000  # more than the notifications a full sweep writes before its follower takes them
+_ABSENT: Final = object()
 
 
 class WrittenNotifications:
     def __init__(self) -> None:
         self._queues: frozenset[str] = frozenset()
-        self._data: dict[str, bytes] = {}  # by path, in the order written
+        self._data: dict[str, bytes | None] = {}  # by path, in the order written (None: installed by its writer)
         self._lock = threading.Lock()
         self._settled = threading.Condition(self._lock)
         self._tickets = 0  # commits begun
         self._in_flight: set[int] = set()
+        # The last ticket each settling follower waits for: an answer wakes them only once every commit the first
+        # of them waits for is answered (under load commits are always in flight: woken at every answer, a follower
+        # woke and slept again about once a create).
+        self._awaited: list[int] = []
 
     def sending(self) -> int:
         """A commit carrying notifications is about to be sent: its ticket, for ``sent``."""
@@ -43,8 +54,10 @@ class WrittenNotifications:
     def sent(self, ticket: int) -> None:
         """The commit of ``ticket`` was answered (after ``record``), or failed."""
         with self._lock:
-            self._in_flight.discard(ticket)
-            self._settled.notify_all()
+            in_flight = self._in_flight
+            in_flight.discard(ticket)
+            if self._awaited and (not in_flight or min(in_flight) > min(self._awaited)):
+                self._settled.notify_all()
 
     def settle(self, timeout_s: float) -> bool:
         """Wait (at most ``timeout_s``) until every commit in flight now was answered; False if none was."""
@@ -52,7 +65,11 @@ class WrittenNotifications:
             if not self._in_flight:
                 return False
             last = self._tickets
-            self._settled.wait_for(lambda: not self._in_flight or min(self._in_flight) > last, timeout_s)
+            self._awaited.append(last)
+            try:
+                self._settled.wait_for(lambda: not self._in_flight or min(self._in_flight) > last, timeout_s)
+            finally:
+                self._awaited.remove(last)
             return True
 
     def follow(self, queue: str) -> None:
@@ -60,9 +77,9 @@ class WrittenNotifications:
         with self._lock:
             self._queues = self._queues | {queue}
 
-    def record(self, prefix: str, written: list[tuple[str, bytes]]) -> None:
+    def record(self, prefix: str, written: list[tuple[str, bytes | None]]) -> None:
         """``written``: the paths ZooKeeper gave the sequential notifications created under ``prefix`` (a queue's
-        path and the name's prefix), with their data."""
+        path and the name's prefix), with their data (None: its writer installed the change itself)."""
         if prefix.rsplit("/", 1)[0] not in self._queues:
             return
         with self._lock:
@@ -71,17 +88,18 @@ class WrittenNotifications:
             while len(data) > LIMIT:
                 del data[next(iter(data))]
 
-    def take(self, queue: str, names: list[str]) -> dict[str, bytes]:
-        """The data of those of ``names`` (in ``queue``) written here, forgotten now."""
+    def take(self, queue: str, names: list[str]) -> dict[str, bytes | None]:
+        """The data of those of ``names`` (in ``queue``) written here, forgotten now; None for those whose writer
+        installed the change itself (nothing to hand the cache)."""
         with self._lock:
             data = self._data
             if not data:
                 return {}
-            found = {}
+            found: dict[str, bytes | None] = {}
             for name in names:
-                value = data.pop(f"{queue}/{name}", None)
-                if value is not None:
-                    found[name] = value
+                value = data.pop(f"{queue}/{name}", _ABSENT)
+                if value is not _ABSENT:
+                    found[name] = value  # type: ignore[assignment]  # bytes or None, not the marker
             return found
 
     def forget(self, queue: str) -> None:

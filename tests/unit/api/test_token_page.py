@@ -1,5 +1,6 @@
-"""``token_page_json`` and ``token_json`` write the bytes the ``TokenList`` and ``Token`` models write (and so the
-bytes FastAPI wrote from them: test_model_response.py), for tokens of every shape."""
+"""``token_page_json``, ``token_json`` and ``created_token_json`` write the bytes the ``TokenList``, ``Token`` and
+``CreatedToken`` models write (and so the bytes FastAPI wrote from them: test_model_response.py), for tokens of every
+shape."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import pytest
 from pydantic_core import to_json
 
 from app.api.model_response import model_json
-from app.api.schemas.tokens import Token, TokenList
-from app.api.token_page import WrittenTokens, token_fields, token_json, token_page_json
+from app.api.schemas.tokens import CreatedToken, Token, TokenList
+from app.api.token_page import WrittenTokens, created_token_json, token_fields, token_json, token_page_json
 from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 
@@ -41,6 +42,16 @@ def test_a_token_as_its_model_writes_it(token: TokenInformation) -> None:
     response = token_json(token, NOW)
     assert bytes(response.body) == bytes(model_json(Token.of(token, NOW)).body)
     assert response.headers.items() == model_json(Token.of(token, NOW)).headers.items()
+
+
+@pytest.mark.parametrize("token", TOKENS, ids=[token.token_id for token in TOKENS])
+def test_a_created_token_as_its_model_writes_it(token: TokenInformation) -> None:
+    mac = bytes(range(64))  # an HMAC-SHA512's length, every byte value base64 has to write
+    models = model_json(CreatedToken.issued(token, mac), 201)
+    response = created_token_json(token, mac)
+    assert bytes(response.body) == bytes(models.body)
+    assert response.status_code == models.status_code == 201
+    assert response.headers.items() == models.headers.items()
 
 
 def test_the_fields_are_the_models_in_its_order() -> None:

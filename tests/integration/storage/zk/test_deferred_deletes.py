@@ -1,6 +1,7 @@
 """Markers cleared soon while the session commits ride on its next transaction (one ZooKeeper write for both), on a
-real ZooKeeper; those no transaction takes are deleted on their own shortly after; on an idle session they go at
-once; a carried marker already gone, or a transaction refused for its own reasons, costs no change and no marker."""
+real ZooKeeper, and so do those cleared between the transactions of concurrent writers; those no transaction takes are
+deleted on their own shortly after; on an idle session they go at once; a carried marker already gone, or a
+transaction refused for its own reasons, costs no change and no marker."""
 
 from __future__ import annotations
 
@@ -75,6 +76,30 @@ def test_on_an_idle_session_markers_are_deleted_at_once(
     intents.clear(2)
 
     eventually(lambda: _markers(raw_zk) == list(range(3, 11)))  # long before any timer would send them
+
+
+def test_markers_cleared_between_transactions_of_concurrent_writers_ride_on_the_next_one(
+    zk: ZkConnection, raw_zk: KazooClient, intents: ZkIntentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(deferred_deletes, "DELAY_S", 600.0)
+    _create(zk, "/test-deferred/first")
+    _create(zk, "/test-deferred/second")
+    intents.clear_soon([1])  # transactions one after another, none under way: deleted at once
+    eventually(lambda: _markers(raw_zk) == list(range(2, 11)))
+
+    zk.deferred_deletes.committing()  # as another request's transaction under way...
+    _create(zk, "/test-deferred/overlapping")  # ...while this one is committed: concurrent writers
+    zk.deferred_deletes.committed()
+    intents.clear_soon([2, 3])  # none is being committed now, yet they wait for the next
+    assert _markers(raw_zk) == list(range(2, 11))
+
+    _create(zk, "/test-deferred/third")
+
+    assert _markers(raw_zk) == list(range(4, 11))
+    created = raw_zk.exists("/test-deferred/third")
+    folder = raw_zk.exists(KtsZNodes.AUDIT_INTENTS)
+    assert created is not None and folder is not None
+    assert folder.pzxid == created.czxid  # one write: the markers went with the change
 
 
 def test_a_carried_marker_already_gone_does_not_cost_the_change(

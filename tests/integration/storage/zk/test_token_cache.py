@@ -19,7 +19,7 @@ from app.domain.principal import KafkaPrincipal
 from app.domain.token import TokenInformation
 from app.domain.token_quota import QuotaKey, QuotaKind
 from app.domain.token_secret import TokenSecret
-from app.service.ports import EXPIRE_NOW, LoadedToken, Renewal, StoredToken, TokenChange
+from app.service.ports import EXPIRE_NOW, CreateTerms, LoadedToken, Renewal, StoredToken, TokenChange
 from app.storage.zk.connection import ZkConnection
 from app.storage.zk.token_cache import TokenCache
 from app.storage.zk.token_store import ZkTokenStore
@@ -479,6 +479,43 @@ def test_a_reload_never_puts_back_a_version_older_than_this_replicas_own_refresh
         assert (stored.version, stored.token.expiry_timestamp) == (1, NOW + 2 * DAY)
     finally:
         store.release_follower.set()
+        cache.stop()
+
+
+class _CountingReads(ZkTokenStore):
+    """The cache's store, counting the tokens its follower reads back."""
+
+    def __init__(self, zk: ZkConnection) -> None:
+        super().__init__(zk)
+        self.read: list[str] = []
+
+    def get_many(self, token_ids: list[str]) -> dict[str, StoredToken | None]:
+        self.read.extend(token_ids)
+        return super().get_many(token_ids)
+
+
+def test_a_token_created_on_the_caches_own_session_is_read_back_unless_its_writer_installed_it(
+    zk: ZkConnection, other_replica: ZkTokenStore
+) -> None:
+    store = _CountingReads(zk)
+    cache = TokenCache(zk, store, SECRET_KEY)
+    cache.start()
+    try:
+        plain = _token("OwnCreateReadBackAAAAA")
+        store.create(plain)  # nobody installs it: the follower reads it back, as one from elsewhere
+        eventually(lambda: cache.get(plain.token_id) is not None)
+        assert store.read == [plain.token_id]
+
+        installed = _token("OwnCreateInstalledAAAA")
+        cache.apply(store.create(installed, CreateTerms(installed=True)))  # as TokenQuotas.create does
+        last = _token("OtherReplicaAfterAAAAA")
+        other_replica.create(last)  # its notification comes after the installed one's: once handled, so is that
+        eventually(lambda: cache.get(last.token_id) is not None)
+
+        assert store.read == [plain.token_id, last.token_id]  # the installed token was not read back
+        stored = cache.get(installed.token_id)
+        assert stored is not None and stored.token == installed
+    finally:
         cache.stop()
 
 
