@@ -17,7 +17,8 @@ The events are read twice, each time in one pass:
   ``denial_bursts`` included, and the span are built from it.
 - ``token_lifecycle``: the settled token changes (create, renew, expire, sweep), the ``details`` fields
   they need read once, aggregated into one row per token. Every token figure is built from it. The job
-  columns of the creates that name one are read apart (a narrow read: no ``details``) and joined back.
+  columns of the creates that name one are read apart (a narrow read: no ``details``) and joined back
+  by the create's id.
 
 Burst rule (``denial_bursts``): a principal's denials are counted per hour over every hour of the
 observed span, hours without denials counting as zero. An hour is a burst when its count exceeds its
@@ -266,6 +267,7 @@ def denial_bursts(
 _ID_BITS = 21
 # A token change, as the lifecycle pass codes it; the removals (a deleting expire, a sweep) come last.
 _CREATED, _RENEWED, _RENEWED_BEFORE, _SHORTENED, _DELETED, _SWEPT = range(6)
+_CREATE_ID, _JOB_EVENT = "_create_id", "_job_event"  # the lifecycle's own join columns, not in its output
 
 
 def _order_key() -> Column:
@@ -282,7 +284,9 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
     issued_expiry_timestamp``; its renewals in the window (``renewals``, ``last_renewed_at``,
     ``renewed_expiry_timestamp``: the expiry the last one set); ``last_expiry_timestamp``, the latest
     expiry any change recorded before its removal; and its removal, the first of a sweep or an expire
-    that deleted it: ``removed_at``, ``removed_by_sweep``, ``removal_expiry_timestamp``.
+    that deleted it: ``removed_at``, ``removed_by_sweep``, ``removal_expiry_timestamp``; last, the job
+    its create named (``JOB_COLUMNS``, null when it named none; a token created twice under the same owner
+    and requester keeps its last create's job).
 
     A token's owner and requester never change (Kafka's token information is immutable in them), and
     every change of it carries both: they are grouping keys, not aggregates."""
@@ -312,6 +316,7 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
         "token_requester",
         change.alias("change"),
         _order_key().alias("order_key"),
+        on_create(F.col("id")).alias("create_id"),
         on_create(details_number("requestedMaxLifetimeMs")).alias("requested"),
         on_create(details_number("issueTimestamp")).alias("issued"),
         on_create(details_number("maxTimestamp")).alias("maximum"),
@@ -338,29 +343,27 @@ def token_lifecycle(history: DataFrame, *, since_ms: int | None = None) -> DataF
             F.min(F.when(removal, at)).alias("removed_at"),
             F.min_by(code == _SWEPT, F.when(removal, key)).alias("removed_by_sweep"),
             F.min_by(expiry, F.when(removal, key)).alias("removal_expiry_timestamp"),
+            F.max("create_id").alias(_CREATE_ID),
         )
     )
-    # The job's text columns would make that aggregate sort: they come from the creates that name a job
-    # (a few of the changes; their columns without ``details`` are a cheap read), shuffled by token alike.
+    # The job's text columns would make that aggregate sort, so it keeps a fixed-width handle instead: the id
+    # of the token's last create, which names the one event whose job is the token's. The jobs are read apart
+    # (the creates that name one, a few of the changes; a narrow read: the id, the token, no ``details``, no
+    # owner or requester) and shuffled by token alike. Ids are unique, so no aggregate: each job row is one
+    # create, and it finds its token's row, if any, by token and id.
     jobs = (
-        changes.filter(created & F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
-        .select(*keys, *JOB_COLUMNS)
-        .repartition("token_id")
-        .groupBy(*keys)
-        .agg(*(F.max(column).alias(column) for column in JOB_COLUMNS))
-        .select(*(F.col(column).alias(f"job_{column}") for column in keys), *JOB_COLUMNS)
+        history.filter((action == CREATE) & F.coalesce(*(F.col(column) for column in JOB_COLUMNS)).isNotNull())
+        .select(F.col("token_id").alias("job_token_id"), F.col("id").alias(_JOB_EVENT), *JOB_COLUMNS)
+        .repartition("job_token_id")
     )
-
-    # Joined by token alone, so that both sides keep the shuffle by token: an equality on owner and
-    # requester would be a join key too, and more keys than the shuffle's one shuffle both sides again.
-    # A null-safe equality written as a coalesce is a condition, not a key.
-    def same(column: str) -> Column:
-        mine, its = F.col(column), F.col(f"job_{column}")
-        return F.coalesce(mine == its, mine.isNull() & its.isNull())
-
-    condition = (F.col("token_id") == F.col("job_token_id")) & same("owner") & same("token_requester")
+    # Joined by token alone, so that both sides keep the shuffle by token: the id as a second equality would
+    # be a join key too, and more keys than the shuffle's one shuffle both sides again. An equality written
+    # as a coalesce is a condition, not a key.
+    condition = (F.col("token_id") == F.col("job_token_id")) & F.coalesce(
+        F.col(_CREATE_ID) == F.col(_JOB_EVENT), F.lit(False)
+    )
     joined = figures.join(jobs.hint("shuffle_hash"), condition, "left")
-    return joined.select(*keys, *figures.columns[len(keys) :], *JOB_COLUMNS)
+    return joined.select(*keys, *figures.columns[len(keys) : -1], *JOB_COLUMNS)
 
 
 def issued(lifecycle: DataFrame, *, since_ms: int | None = None) -> DataFrame:

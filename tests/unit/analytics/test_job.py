@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
@@ -149,3 +150,18 @@ def test_run_report_counts_only_the_window(spark: SparkSession, tmp_path: Path) 
 def test_run_report_refuses_an_empty_window(spark: SparkSession, tmp_path: Path) -> None:
     with pytest.raises(AnalyticsError, match="since must be before until"):
         run_report(spark, script(spark), tmp_path, since_ms=T0, until_ms=T0)
+
+
+def test_per_token_ids_and_times_are_written_without_a_dictionary(spark: SparkSession, tmp_path: Path) -> None:
+    """All but distinct in a real trail, those columns would fill a dictionary only to drop it; the few
+    repeated ones (owners, requesters) keep theirs."""
+    run_report(spark, script(spark), tmp_path / "report")
+
+    for name, plain, repeated in (("token_lifecycle", "created_at", "owner"), ("token_renewals", "token_id", "owner")):
+        parts = list((tmp_path / "report" / name).glob("*.parquet"))
+        assert parts
+        for part in parts:
+            chunks = pq.ParquetFile(part).metadata.row_group(0)
+            encodings = {chunks.column(i).path_in_schema: chunks.column(i).encodings for i in range(chunks.num_columns)}
+            assert not any("DICTIONARY" in encoding for encoding in encodings[plain] + encodings["token_id"])
+            assert any("DICTIONARY" in encoding for encoding in encodings[repeated])

@@ -276,3 +276,27 @@ def test_token_lifecycle_joins_each_job_back_to_its_own_tokens_row(spark: SparkS
         ("t2", "User:b", 0, None, None, None, None),
         ("t3", "User:c", 0, None, None, None, None),
     ]
+
+
+def test_token_lifecycle_takes_the_job_of_the_tokens_last_create_whole(spark: SparkSession) -> None:
+    """A token created twice under the same owner and requester is one row: its job is the one its last
+    create named, every field from that create (none when it named none), never mixed with another's."""
+    events = events_frame(
+        spark,
+        [
+            create(1, T0, "t1", "User:a", "User:svc", job=("spark", "app-2", "a", "zed")),
+            create(2, T0 + H, "t1", "User:a", "User:svc", job=("flink", "app-1", "b", None)),
+            create(3, T0, "t2", "User:a", "User:svc", job=("spark", "app-3", "c", "ann")),
+            create(4, T0 + H, "t2", "User:a", "User:svc"),
+            create(5, T0 + 2 * H, "t3", "User:a", "User:svc", outcome="denied", job=("spark", "app-4", "d", "x")),
+            create(6, T0 + 2 * H, "t3", "User:a", "User:svc"),
+        ],
+    )
+
+    found = t.token_lifecycle(events, since_ms=T0)
+
+    assert rows(found, "token_id", "created_at", "job_framework", "job_id", "job_name", "job_user") == [
+        ("t1", T0 + H, "flink", "app-1", "b", None),
+        ("t2", T0 + H, None, None, None, None),
+        ("t3", T0 + 2 * H, None, None, None, None),
+    ]
