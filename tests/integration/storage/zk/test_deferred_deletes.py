@@ -33,6 +33,14 @@ def _markers(raw_zk: KazooClient) -> list[int]:
     return sorted(int(name) for name in raw_zk.get_children(KtsZNodes.AUDIT_INTENTS))
 
 
+def _assert_carried_by(raw_zk: KazooClient, path: str) -> None:
+    """One write: the markers went with the change that created ``path``."""
+    created = raw_zk.exists(path)
+    folder = raw_zk.exists(KtsZNodes.AUDIT_INTENTS)
+    assert created is not None and folder is not None
+    assert folder.pzxid == created.czxid
+
+
 def _create(zk: ZkConnection, path: str) -> None:
     transaction = ChangeTransaction(zk)
     transaction.create(path, b"x")
@@ -51,10 +59,7 @@ def test_markers_cleared_while_the_session_commits_ride_on_its_next_transaction(
     _create(zk, "/test-deferred/a")
 
     assert _markers(raw_zk) == list(range(4, 11))
-    created = raw_zk.exists("/test-deferred/a")
-    folder = raw_zk.exists(KtsZNodes.AUDIT_INTENTS)
-    assert created is not None and folder is not None
-    assert folder.pzxid == created.czxid  # one write: the markers went with the change
+    _assert_carried_by(raw_zk, "/test-deferred/a")
     zk.deferred_deletes.committed()
 
 
@@ -96,10 +101,7 @@ def test_markers_cleared_between_transactions_of_concurrent_writers_ride_on_the_
     _create(zk, "/test-deferred/third")
 
     assert _markers(raw_zk) == list(range(4, 11))
-    created = raw_zk.exists("/test-deferred/third")
-    folder = raw_zk.exists(KtsZNodes.AUDIT_INTENTS)
-    assert created is not None and folder is not None
-    assert folder.pzxid == created.czxid  # one write: the markers went with the change
+    _assert_carried_by(raw_zk, "/test-deferred/third")
 
 
 def test_a_carried_marker_already_gone_does_not_cost_the_change(
