@@ -14,7 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import MaxNLocator, StrMethodFormatter
 
 OTHERS = "(others)"
@@ -71,19 +73,38 @@ def stacked_daily(rows: Sequence[tuple[str, str, int]], title: str) -> Chart:
     counts = {(date, label): tokens for date, label, tokens in rows}
     colours = iter(palette(sum(label != OTHERS for label in labels)))
     figure, axes = _figure()
+    # One collection of rectangles per series, not ``axes.bar``'s artist per bar: a month of days times 21
+    # series is some 650 artists, each placed, measured for the layout and drawn apart (most of the page's
+    # drawing time). The bars look the same: 0.8 wide, centred on their day, stacked from zero.
     bottoms = [0] * len(dates)
+    legend = []
     for label in labels:
         heights = [counts.get((date, label), 0) for date in dates]
         colour = OTHERS_COLOUR if label == OTHERS else next(colours)
-        axes.bar(dates, heights, bottom=bottoms, label=label, color=colour)
+        bars = PolyCollection(
+            [_bar(day, bottom, height) for day, (bottom, height) in enumerate(zip(bottoms, heights, strict=True))],
+            facecolors=colour,
+            linewidths=0,
+        )
+        bars.sticky_edges.y.append(0)
+        axes.add_collection(bars)
+        legend.append(Patch(color=colour, label=label))
         bottoms = [bottom + height for bottom, height in zip(bottoms, heights, strict=True)]
+    axes.autoscale_view()
+    axes.set_xticks(range(len(dates)), dates)
     axes.set_xlabel("day (UTC)")
     axes.set_ylabel("tokens issued per day")
     _counts_on(axes.yaxis)
     axes.set_title(title)
     axes.tick_params(axis="x", labelrotation=60, labelsize=7)
-    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    axes.legend(handles=legend, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return _chart(figure, title)
+
+
+def _bar(position: int, bottom: float, height: float) -> list[tuple[float, float]]:
+    """The corners of a bar 0.8 wide centred on ``position``, from ``bottom`` up ``height``."""
+    left, right, top = position - 0.4, position + 0.4, bottom + height
+    return [(left, bottom), (left, top), (right, top), (right, bottom)]
 
 
 def impersonation_matrix(rows: Sequence[tuple[str, str, int, int]]) -> Chart:

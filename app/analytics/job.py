@@ -33,8 +33,8 @@ history before ``until``. The report is a function of its input and ``as_of`` (w
 judged; default: the newest event of the history), never of the clock.
 
 How it runs: the first pass (``transforms.overview``) is small and kept in memory for the denial tables;
-the second (``transforms.token_lifecycle``) is written as ``token_lifecycle`` and every token table is
-read from that file. Tables derived from other tables read them as written, with the schema of the frame
+the second (``transforms.token_lifecycle``) is written as ``token_lifecycle``, while the denial tables are
+written beside it, and every token table is read from that file. Tables derived from other tables read them as written, with the schema of the frame
 that wrote them (a Parquet read without one costs a Spark job to find it). Nothing reaches the driver but
 one-row spans and the report's bounded aggregates, all in one query (``report_data.collect``).
 """
@@ -194,12 +194,16 @@ def run_report(
         )
         partitions = size_shuffles(spark, covered.history_events, rows_per_partition=ROWS_PER_SHUFFLE_PARTITION)
 
+        denied = transforms.denials(overview)
+        # The denial tables need only the overview: written beside the lifecycle's long job, whose stages leave a
+        # core idle at times (a stage's last tasks, the driver planning the next), they use that time.
         written = {"token_lifecycle": transforms.token_lifecycle(history, since_ms=since_ms)}
-        _write(written, out_dir)
-        lifecycle = _read(spark, written, out_dir)["token_lifecycle"]
+        written |= _denial_tables(denied, covered)
+        _write(written, out_dir, progress)
+        lifecycle = _read(spark, {"token_lifecycle": written["token_lifecycle"]}, out_dir)["token_lifecycle"]
         progress(f"token_lifecycle: {lifecycle.count():,} tokens ({partitions} shuffle partitions)")
 
-        tables = _tables(lifecycle, transforms.denials(overview), covered, top_n=top_n)
+        tables = _token_tables(lifecycle, denied, covered, top_n=top_n)
         _write(tables, out_dir, progress)
         written |= tables
     finally:
@@ -223,8 +227,19 @@ def run_report(
     return data.summary
 
 
-def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
-    """The tables built from the token lifecycles and the denied events."""
+def _denial_tables(denied: DataFrame, covered: Period) -> dict[str, DataFrame]:
+    """The tables built from the denied events alone."""
+    return {
+        "denials_by_principal": transforms.denials_by_principal(denied),
+        "refusals_by_action": transforms.refusals_by_action(denied),
+        "denial_bursts": transforms.denial_bursts(
+            denied, span_start_ms=covered.span_start_ms, span_end_ms=covered.span_end_ms
+        ),
+    }
+
+
+def _token_tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: int) -> dict[str, DataFrame]:
+    """The tables built from the token lifecycles (and, for creates refused, the denied events)."""
     issued = transforms.issued(lifecycle, since_ms=covered.since_ms)
     return {
         "tokens_issued_by_owner_daily": transforms.issued_per_day(issued, "owner"),
@@ -234,11 +249,6 @@ def _tables(lifecycle: DataFrame, denied: DataFrame, covered: Period, *, top_n: 
         "token_renewals": transforms.token_renewals(lifecycle, since_ms=covered.since_ms),
         "expiry_compliance": transforms.expiry_compliance(
             lifecycle, as_of_ms=covered.as_of_ms, since_ms=covered.since_ms
-        ),
-        "denials_by_principal": transforms.denials_by_principal(denied),
-        "refusals_by_action": transforms.refusals_by_action(denied),
-        "denial_bursts": transforms.denial_bursts(
-            denied, span_start_ms=covered.span_start_ms, span_end_ms=covered.span_end_ms
         ),
         "top_owners": transforms.top_owners(lifecycle, since_ms=covered.since_ms, top_n=top_n),
         "top_requesters": transforms.top_requesters(issued, denied, top_n=top_n),
