@@ -34,9 +34,10 @@ judged; default: the newest event of the history), never of the clock.
 
 How it runs: the first pass (``transforms.overview``) is small and kept in memory for the denial tables;
 the second (``transforms.token_lifecycle``) is written as ``token_lifecycle``, while the denial tables are
-written beside it, and every token table is read from that file. Tables derived from other tables read them as written, with the schema of the frame
-that wrote them (a Parquet read without one costs a Spark job to find it). Nothing reaches the driver but
-one-row spans and the report's bounded aggregates, all in one query (``report_data.collect``).
+written beside it, and every token table is read from that file. Tables derived from other tables read them
+as written, with the schema of the frame that wrote them (a Parquet read without one costs a Spark job to
+find it). Nothing reaches the driver but one-row spans and the report's bounded aggregates, all in one query
+(``report_data.collect``).
 """
 
 from __future__ import annotations
