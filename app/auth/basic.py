@@ -10,7 +10,8 @@ running either on every request would cap the service at a few hundred requests 
 is remembered for a short time, keyed by the user, the source's fingerprint of the user's credentials, and a
 keyed hash of the password (the key is random per process, so the cache holds nothing an attacker could use
 offline). A credential changed or deleted where the source can see it no longer matches its cache entries, so
-it takes effect on the next request.
+it takes effect on the next request. The login guard asks the cache alone first (``recall``): a login it vouches
+for skips the lockout's one-check-at-a-time turn, as it checks no password (app/service/attempts.py).
 
 With stored keys, a refused login costs the same PBKDF2 work whoever it names, so its duration does not tell
 whether the user exists: a login that the cache does not answer and that fails has derived one key per
@@ -109,8 +110,20 @@ class BasicAuthenticator:
             self._remember(entry)
         return verdict
 
+    def recall(self, user_name: str, password: str) -> bool:
+        """Whether ``check`` would accept these credentials from the cache alone, the user's credentials as the
+        source knows them now. Never checks a password (no derivation, no broker exchange) and remembers nothing:
+        False is no verdict, only "not known to be right", and the login guard then runs the counted check."""
+        fingerprint = self._source.fingerprint(user_name)
+        return bool(fingerprint) and self._remembered(self._entry(user_name, fingerprint, password))
+
     def _entry(self, user_name: str, fingerprint: bytes, password: str) -> bytes:
-        message = b"\x00".join((user_name.encode("utf-8"), fingerprint, password.encode("utf-8")))
+        # The name and the fingerprint length-prefixed: no other (name, fingerprint, password) gives the same
+        # message, whatever NUL bytes a name, a fingerprint or a password holds. A lookup of the keyed hash
+        # tells an attacker nothing of the password (the key is random to the process).
+        name, secret = user_name.encode("utf-8"), password.encode("utf-8")
+        lengths = len(name).to_bytes(4, "big"), len(fingerprint).to_bytes(4, "big")
+        message = b"".join((lengths[0], name, lengths[1], fingerprint, secret))
         return hmac.new(self._cache_key, message, hashlib.sha256).digest()
 
     def _remembered(self, entry: bytes) -> bool:
