@@ -11,16 +11,17 @@ off). The login guard also holds the per-account lockout (``app/service/lockout.
 password logins are the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is
 locked, counted in its burst like the throttle's own refusals; otherwise its check waits its turn
 (``app/service/check_gate.py``: one check per account at a time, each counted before the next runs), unless an
-identical attempt's verdict answers it, or the verified-password cache does (``recall``).
+identical attempt's verdict answers it, or the verified-password cache does (``recall``). A super user's login from
+an exempt address skips the lockout, not the throttle: its failures are charged to its (subject, address) pair, so
+it is refused after ``auth.failures.max`` as a pair is anywhere; any other account is locked from an exempt address
+as from anywhere.
 
 ``recall`` is the fast path of a client's many logins with its one password: after the lock is looked at, the
 cache alone is asked whether these very credentials were accepted, the user's credentials as they stand now
 (app/auth/basic.py). It checks no password: a password the cache does not hold (a guess, a typo, an old password
 after a change, which changes the cache's key) gets no answer there and takes its turn in the gate, counted before
 the next check, as before. So it lets no guess past the count; it only spares the right password the queue (and
-the wait behind an attacker's guesses). A super user's login from an exempt address skips the lockout, not the
-throttle: its failures are charged to its (subject, address) pair, so it is refused after ``auth.failures.max`` as a
-pair is anywhere; any other account is locked from an exempt address as from anywhere.
+the wait behind an attacker's guesses). A recalled login forgives its address's typos as a checked success does.
 """
 
 from __future__ import annotations
