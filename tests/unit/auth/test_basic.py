@@ -136,28 +136,45 @@ def test_recall_stops_at_once_when_the_password_changes_or_goes(setup: Setup) ->
 
 
 class _Fingerprints:
-    """A credential source whose fingerprints the test chooses; accepts ``accepted`` alone."""
+    """A credential source whose fingerprints the test chooses (and counts the reads of); accepts ``accepted``
+    alone."""
 
     def __init__(self, fingerprints: dict[str, bytes], accepted: tuple[str, str]) -> None:
         self._fingerprints = fingerprints
         self._accepted = accepted
+        self.reads = 0
 
     def fingerprint(self, user_name: str) -> bytes:
+        self.reads += 1
         return self._fingerprints.get(user_name, b"")
 
     def verify(self, user_name: str, password: str) -> Verdict:
         return Verdict.ACCEPTED if (user_name, password) == self._accepted else Verdict.REFUSED
 
 
-def test_no_other_name_and_password_share_a_cache_entry() -> None:
-    """Names, fingerprints and passwords joined by NUL bytes alone would make ("alice", F, "P\0Q") and
-    ("alice\0F", P, "Q") one message: the second's password, wrong, would be recalled as right."""
-    source = _Fingerprints({"alice": b"F", "alice\x00F": b"P"}, accepted=("alice", "P\x00Q"))
+def test_a_guess_is_not_recalled_without_reading_the_user_store() -> None:
+    """No store read for a password never accepted: a guess (at a name no user has, too) costs what it did before
+    recall, and its duration tells nothing more about whether the user exists."""
+    source = _Fingerprints({"alice": b"F"}, accepted=("alice", "pw"))
     authenticator = BasicAuthenticator(source, FakeClock())
-    assert authenticator.authenticate("alice", "P\x00Q")
-    assert authenticator.recall("alice", "P\x00Q")
-    assert not authenticator.recall("alice\x00F", "Q")
-    assert authenticator.check("alice\x00F", "Q") is Verdict.REFUSED
+    assert not authenticator.recall("alice", "guess")
+    assert not authenticator.recall("nobody", "pw")
+    assert source.reads == 0
+    assert authenticator.authenticate("alice", "pw")
+    reads = source.reads
+    assert authenticator.recall("alice", "pw")
+    assert source.reads == reads + 1  # known: its credential is read, to see it is still the one accepted
+
+
+def test_no_other_name_and_password_share_a_cache_entry() -> None:
+    """A name and a password joined by a NUL byte alone would make ("alice", "x\0y") and ("alice\0x", "y") one
+    message: the second's password, wrong, would be recalled as right."""
+    source = _Fingerprints({"alice": b"F", "alice\x00x": b"F"}, accepted=("alice", "x\x00y"))
+    authenticator = BasicAuthenticator(source, FakeClock())
+    assert authenticator.authenticate("alice", "x\x00y")
+    assert authenticator.recall("alice", "x\x00y")
+    assert not authenticator.recall("alice\x00x", "y")
+    assert authenticator.check("alice\x00x", "y") is Verdict.REFUSED
 
 
 # --- no user enumeration by timing: the work itself is compared, never a duration ---------------------------
