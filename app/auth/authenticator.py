@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from app.auth.authorization_header import BasicLogin, JwtLogin, PresentedCredentials, parse_authorization
@@ -78,14 +79,28 @@ class Authenticator:
         # Only a password can be guessed: the account lockout counts and refuses Basic logins alone (a forged
         # JWT naming a user must not lock that user's workloads out).
         login = presented.login
-        password = PasswordLogin(f"User:{login.user_name}", login.password) if isinstance(login, BasicLogin) else None
+        password = recall = None
+        if isinstance(login, BasicLogin):
+            password = PasswordLogin(f"User:{login.user_name}", login.password)
+            recall = partial(self._recalled, login, host, client_cert_pem)
         return self._guard.attempt(
             host,
             subject,
             lambda reason: _denied(presented, reason),
             lambda: self._authenticate(presented, host, client_cert_pem),
             password=password,
+            recall=recall,
         )
+
+    def _recalled(self, login: BasicLogin, host: str, client_cert_pem: str | None) -> Caller | None:
+        """The caller, when the verified-password cache holds these very credentials; None when it does not, or
+        when the full check would refuse them whatever the password (it then decides, and says why)."""
+        if self._client_auth == "required" and client_cert_pem is None:
+            return None
+        principal = KafkaPrincipal.user(login.user_name)
+        if self._own.is_own(principal) or not self._basic.recall(login.user_name, login.password):
+            return None
+        return Caller(principal, host=host)
 
     def _audited(self, presented: PresentedCredentials, host: str, client_cert_pem: str | None) -> Caller:
         """Without a guard: every failure is its own audit event."""

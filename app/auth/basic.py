@@ -7,10 +7,12 @@ lockout (app/service/attempts.py) apply before the source is asked.
 
 PBKDF2 with thousands of iterations costs milliseconds by design, and a broker's SCRAM exchange a round trip;
 running either on every request would cap the service at a few hundred requests per second. A successful check
-is remembered for a short time, keyed by the user, the source's fingerprint of the user's credentials, and a
-keyed hash of the password (the key is random per process, so the cache holds nothing an attacker could use
-offline). A credential changed or deleted where the source can see it no longer matches its cache entries, so
-it takes effect on the next request.
+is remembered for a short time: a keyed hash of the user and the password, with a keyed hash of the source's
+fingerprint of the user's credentials when it was accepted (the key is random per process, so the cache holds
+nothing an attacker could use offline). A credential changed or deleted where the source can see it no longer
+matches its cache entries, so it takes effect on the next request. The login guard asks the cache alone first
+(``recall``): a login it vouches for skips the lockout's one-check-at-a-time turn, as it checks no password
+(app/service/attempts.py).
 
 With stored keys, a refused login costs the same PBKDF2 work whoever it names, so its duration does not tell
 whether the user exists: a login that the cache does not answer and that fails has derived one key per
@@ -91,35 +93,60 @@ class BasicAuthenticator:
     ) -> None:
         self._source = source
         self._cache_key = os.urandom(32)
-        # Least recently used entries go first when full; the injected clock keeps expiry testable.
-        self._verified: TTLCache[bytes, bool] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
+        # Least recently used entries go first when full; the injected clock keeps expiry testable. Each maps a
+        # keyed hash of (user, password) to a keyed hash of the fingerprint the password was accepted under.
+        self._verified: TTLCache[bytes, bytes] = TTLCache(maxsize=cache_size, ttl=cache_ttl_ms, timer=clock.now_ms)
         self._lock = threading.Lock()  # cachetools caches are not thread-safe
 
     def authenticate(self, user_name: str, password: str) -> bool:
         return self.check(user_name, password) is Verdict.ACCEPTED
 
     def check(self, user_name: str, password: str) -> Verdict:
+        entry = self._entry(user_name, password)
         fingerprint = self._source.fingerprint(user_name)
-        entry = self._entry(user_name, fingerprint, password)
-        if fingerprint and self._remembered(entry):
+        stamp = self._stamp(fingerprint)
+        if fingerprint and self._matches(self._remembered(entry), stamp):
             return Verdict.ACCEPTED
         verdict = self._source.verify(user_name, password)
         if verdict is Verdict.ACCEPTED:
             # The fingerprint read before the check: a credential changed meanwhile leaves an entry nobody matches.
-            self._remember(entry)
+            self._remember(entry, stamp)
         return verdict
 
-    def _entry(self, user_name: str, fingerprint: bytes, password: str) -> bytes:
-        message = b"\x00".join((user_name.encode("utf-8"), fingerprint, password.encode("utf-8")))
+    def recall(self, user_name: str, password: str) -> bool:
+        """Whether ``check`` would accept these credentials from the cache alone, the user's credentials as the
+        source knows them now. Never checks a password (no derivation, no broker exchange) and remembers nothing:
+        False is no verdict, only "not known to be right", and the login guard then runs the counted check.
+        A password never accepted (a guess) is answered before the source is asked for the fingerprint: no store
+        read, so a guess at a name no user has costs what it did without ``recall``."""
+        remembered = self._remembered(self._entry(user_name, password))
+        if remembered is None:
+            return False
+        fingerprint = self._source.fingerprint(user_name)
+        return bool(fingerprint) and self._matches(remembered, self._stamp(fingerprint))
+
+    def _entry(self, user_name: str, password: str) -> bytes:
+        # The name length-prefixed: no other (name, password) gives the same message, whatever NUL bytes either
+        # holds. A lookup of the keyed hash tells an attacker nothing of the password (the key is random to the
+        # process).
+        name = user_name.encode("utf-8")
+        message = b"".join((len(name).to_bytes(4, "big"), name, password.encode("utf-8")))
         return hmac.new(self._cache_key, message, hashlib.sha256).digest()
 
-    def _remembered(self, entry: bytes) -> bool:
-        with self._lock:
-            return entry in self._verified  # expired entries are not
+    def _stamp(self, fingerprint: bytes) -> bytes:
+        return hmac.new(self._cache_key, b"fingerprint\x00" + fingerprint, hashlib.sha256).digest()
 
-    def _remember(self, entry: bytes) -> None:
+    @staticmethod
+    def _matches(remembered: bytes | None, stamp: bytes) -> bool:
+        return remembered is not None and hmac.compare_digest(remembered, stamp)
+
+    def _remembered(self, entry: bytes) -> bytes | None:
         with self._lock:
-            self._verified[entry] = True
+            return self._verified.get(entry)  # expired entries are not
+
+    def _remember(self, entry: bytes, stamp: bytes) -> None:
+        with self._lock:
+            self._verified[entry] = stamp
 
 
 def _usable(credential: ScramCredential) -> bool:

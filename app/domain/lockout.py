@@ -11,8 +11,9 @@ Count before check. A password check is reserved (``begin``) before it runs and 
 many attempts arrive at once. (The service lets one check per account run at a time on each replica,
 app/service/lockout.py; the reservation keeps the bound even without that.)
 
-A success forgives only its own address's failures: they were the user's typos. Failures from other addresses
-stay counted, so a victim whose services log in every few seconds does not keep resetting an attacker's count.
+A success (a check's, or a login the verified-password cache answered without one, ``forgive``) forgives only
+its own address's failures: they were the user's typos. Failures from other addresses stay counted, so a victim
+whose services log in every few seconds does not keep resetting an attacker's count.
 Addresses are grouped as the throttle groups them (an IPv6 address as its /64).
 
 A replica's own lock bridges the time until the lock is shared, and stands alone when it cannot be (the store
@@ -192,15 +193,12 @@ class AccountLockout:
 
     def succeeded(self, key: str, address: str) -> None:
         """Settle a check as the right password: the failures from this address were the user's own typos."""
-        now = self._clock.now_ms()
-        with self._lock:
-            state = self._current(key, now)
-            if state is None:
-                return
-            state.checking = max(0, state.checking - 1)
-            typos = state.by_address.pop(address_group(address), 0)
-            self._set_failures(key, state, state.failures - typos)
-            self._drop_if_empty(key, state)
+        self._right_password(key, address, settles_check=True)
+
+    def forgive(self, key: str, address: str) -> None:
+        """The right password from ``address`` without a check of this lockout's (one the verified-password cache
+        answered): its typos are forgiven as after a check, and no reserved check is settled."""
+        self._right_password(key, address, settles_check=False)
 
     def abandoned(self, key: str) -> None:
         """Settle a check that ended without a verdict (the credential could not be read)."""
@@ -239,6 +237,18 @@ class AccountLockout:
         """Counts held (bounded by ``max_keys`` plus the checks running)."""
         with self._lock:
             return len(self._accounts)
+
+    def _right_password(self, key: str, address: str, *, settles_check: bool) -> None:
+        now = self._clock.now_ms()
+        with self._lock:
+            state = self._current(key, now)
+            if state is None:
+                return
+            if settles_check:
+                state.checking = max(0, state.checking - 1)
+            typos = state.by_address.pop(address_group(address), 0)
+            self._set_failures(key, state, state.failures - typos)
+            self._drop_if_empty(key, state)
 
     # -- called with the lock held
 

@@ -11,9 +11,17 @@ off). The login guard also holds the per-account lockout (``app/service/lockout.
 password logins are the lockout's to count. Such a login is refused (``AccountLocked``, 429) while its account is
 locked, counted in its burst like the throttle's own refusals; otherwise its check waits its turn
 (``app/service/check_gate.py``: one check per account at a time, each counted before the next runs), unless an
-identical attempt's verdict answers it. A super user's login from an exempt address skips the lockout, not the
-throttle: its failures are charged to its (subject, address) pair, so it is refused after ``auth.failures.max`` as a
-pair is anywhere; any other account is locked from an exempt address as from anywhere.
+identical attempt's verdict answers it, or the verified-password cache does (``recall``). A super user's login from
+an exempt address skips the lockout, not the throttle: its failures are charged to its (subject, address) pair, so
+it is refused after ``auth.failures.max`` as a pair is anywhere; any other account is locked from an exempt address
+as from anywhere.
+
+``recall`` is the fast path of a client's many logins with its one password: after the lock is looked at, the
+cache alone is asked whether these very credentials were accepted, the user's credentials as they stand now
+(app/auth/basic.py). It checks no password: a password the cache does not hold (a guess, a typo, an old password
+after a change, which changes the cache's key) gets no answer there and takes its turn in the gate, counted before
+the next check, as before. So it lets no guess past the count; it only spares the right password the queue (and
+the wait behind an attacker's guesses). A recalled login forgives its address's typos as a checked success does.
 """
 
 from __future__ import annotations
@@ -52,6 +60,10 @@ class PasswordLogin:
 Describe = Callable[[str], AuditEvent]
 """Builds an attempt's own denied event from the reason it was refused; called only when it is recorded."""
 
+Recall = Callable[[], T | None]
+"""The attempt's result when credentials already verified answer it, without checking a password; None when they
+do not (no verdict: the counted check decides)."""
+
 
 class AttemptGuard:
     def __init__(
@@ -78,10 +90,12 @@ class AttemptGuard:
         check: Callable[[], T],
         *,
         password: PasswordLogin | None = None,
+        recall: Recall[T] | None = None,
     ) -> T:
         """Run ``check`` (which raises NotAuthenticated to refuse) unless ``address`` (claiming ``subject``) is
         throttled or its account locked. ``password``: the attempt presents one (a Basic login), so the
-        account lockout counts it."""
+        account lockout counts it; ``recall``: answers it from what was verified already, when it can (asked only
+        under the lockout, once the account is known not to be locked)."""
         admission = self._throttle.admit(address, subject)
         if admission.refused:
             self._refused(admission, describe, locked=False)
@@ -91,7 +105,7 @@ class AttemptGuard:
             return self._checked(address, subject, describe, check, count_subject=True)
         if lockout.exempt(address, password.account):
             return self._checked(address, subject, describe, check, count_subject=False, count_pair=True)
-        return self._locked_check(lockout, address, subject, describe, check, password)
+        return self._locked_check(lockout, address, subject, describe, check, password, recall)
 
     def flush(self) -> None:
         """Record every attempt not yet recorded (at shutdown)."""
@@ -125,15 +139,23 @@ class AttemptGuard:
         describe: Describe,
         check: Callable[[], T],
         login: PasswordLogin,
+        recall: Recall[T] | None,
     ) -> T:
         account = login.account
         key = account_key(account)
-        digest = self._gate.digest(key, login.password)
+        digest: bytes | None = None
         deadline = time.monotonic() + self._wait_s
         while True:
             wait_ms = locks.wait_ms(key)
             if wait_ms:
                 self._refuse(address, subject, describe, wait_ms, locked=True)
+            if recall is not None and (recalled := recall()) is not None:
+                # No password was checked, so there is nothing to count or to hold the next check for.
+                locks.forgive(key, address)
+                self._throttle.succeeded(address, subject)
+                return recalled
+            if digest is None:
+                digest = self._gate.digest(key, login.password)
             flight, leading = self._gate.enter(key, digest)
             if leading:
                 return self._lead(locks, flight, key, address, subject, account, describe, check)

@@ -4,7 +4,8 @@ verdict, and reuse it when they present the very same credentials.
 Without this, every attempt admitted before the first failure was counted got its password checked: 200 guesses
 arriving together were 200 checks, whatever the lockout's threshold. Serialised, each check is counted before
 the next starts, so a replica checks at most its share of the threshold (app/domain/lockout.py). A legitimate
-client's parallel logins with one password all pass: the first is checked, the others reuse its verdict.
+client's parallel logins with one password all pass: the first is checked, the others reuse its verdict; once the
+password is known, the verified-password cache answers them before they reach the gate (app/service/attempts.py).
 
 Credentials are compared by a keyed hash (HMAC-SHA256 with a key random to this process), in constant time; the
 hash lives only as long as the check. A wait is bounded (``wait_s``): a request never holds its thread longer,

@@ -90,6 +90,10 @@ class AccountLocks:
     def succeeded(self, key: str, address: str) -> None:
         self._rule.succeeded(key, address)
 
+    def forgive(self, key: str, address: str) -> None:
+        """The right password from ``address``, answered without a check (no ``begin`` to settle)."""
+        self._rule.forgive(key, address)
+
     def abandoned(self, key: str) -> None:
         self._rule.abandoned(key)
 

@@ -3,7 +3,8 @@ addresses: tests/e2e/test_lockout.py): a locked account is refused from every ad
 before any password hashing, loopback included; an exempt address exempts super users alone, and throttles
 their guesses per (account, address); only super users unlock; a lock ends by itself after its duration and the
 leader deletes it; refused attempts leave a bounded number of audit rows, and failures naming no known user one
-row per address and window; threshold 0 turns it off."""
+row per address and window; a password the verified-password cache knows lets no guess go uncounted, and one
+changed is checked and counted at once; threshold 0 turns it off."""
 
 from __future__ import annotations
 
@@ -196,6 +197,53 @@ def test_unknown_names_are_locked_the_same_way(make_service: Callable[..., Servi
     for n in range(THRESHOLD):
         service.from_(f"192.0.2.{n + 1}").get("/v1/tokens", headers=basic(("nobody\x00", "guess")))
     _assert_locked(service.from_("203.0.113.5").get("/v1/tokens", headers=basic(("nobody\x00", "guess"))))
+
+
+def test_guesses_are_checked_and_counted_while_the_victims_password_is_known(
+    make_service: Callable[..., Service],  # noqa: F811
+    checks: dict[str, int],  # noqa: F811
+) -> None:
+    """The victim's services keep logging in, answered by the verified-password cache without waiting for the
+    account's turn (app/service/attempts.py): the attacker's guesses between them are each still checked and
+    counted, the lock comes at the threshold, and then refuses the known password too."""
+    service = _service(make_service)
+
+    def victim() -> Any:
+        return service.from_("198.51.100.7").get("/v1/tokens", headers=basic(ALICE))
+
+    assert victim().status_code == 200  # checked: known from now on
+    per_check = _hashes_per_check(service, checks)
+    checks.update(zookeeper=0, pbkdf2=0)
+    for n in range(THRESHOLD - 1):
+        assert service.from_(f"192.0.2.{n + 1}").get("/v1/tokens", headers=basic(WRONG_ALICE)).status_code == 401
+        assert victim().status_code == 200
+    assert checks["pbkdf2"] == (THRESHOLD - 1) * per_check  # every guess, none of the victim's logins
+    assert service.from_("192.0.2.99").get("/v1/tokens", headers=basic(WRONG_ALICE)).status_code == 401
+    _assert_locked(victim())
+    assert [e["principal"] for e in service.audit("account.lock")] == ["User:alice"]
+    logins = service.audit("authentication")
+    assert {e["outcome"] for e in logins} == {"denied"}  # successful logins are audited as before: not one by one
+    assert all(ALICE[1] not in str(event) and WRONG_ALICE[1] not in str(event) for event in logins)
+
+
+def test_a_changed_password_is_no_longer_known_and_each_try_of_it_is_counted(
+    make_service: Callable[..., Service],  # noqa: F811
+    checks: dict[str, int],  # noqa: F811
+) -> None:
+    """The old password was known (cached) when the change came: from the next request on it is checked, refused
+    and counted like any guess, up to the lock."""
+    service = _service(make_service)
+    home = service.from_("198.51.100.7")
+    for _ in range(2):
+        assert home.get("/v1/tokens", headers=basic(ALICE)).status_code == 200
+    body = {"mechanism": "SCRAM-SHA-512", "password": "alice-new-pw"}
+    changed = home.put("/v1/users/alice/credentials", json=body, headers=basic(ADMIN))
+    assert changed.status_code in (200, 201, 204), changed.text
+    checks.update(zookeeper=0, pbkdf2=0)
+    for n in range(THRESHOLD):
+        assert service.from_(f"192.0.2.{n + 1}").get("/v1/tokens", headers=basic(ALICE)).status_code == 401
+    assert checks["pbkdf2"] >= THRESHOLD  # each try checked
+    _assert_locked(home.get("/v1/tokens", headers=basic((ALICE[0], "alice-new-pw"))))
 
 
 def test_threshold_zero_turns_it_off(make_service: Callable[..., Service], raw_zk: KazooClient) -> None:  # noqa: F811

@@ -17,7 +17,8 @@ from app.auth.workload_jwt import JwtAuthenticator, JwtPolicy
 from app.domain.audit import Action, AuditEvent, Outcome
 from app.domain.authorization import Caller, SuperUsersOnly
 from app.domain.credentials import Mechanism
-from app.domain.errors import NotAuthenticated, TooManyAttempts
+from app.domain.errors import AccountLocked, NotAuthenticated, TooManyAttempts
+from app.domain.lockout import AccountLockout, LockoutPolicy
 from app.domain.principal import KafkaPrincipal
 from app.domain.scram import derive
 from app.domain.ssl_principal_mapper import SslPrincipalMapper
@@ -27,6 +28,7 @@ from app.domain.token_rules import TokenPolicy
 from app.domain.token_secret import TokenSecret, encode_hmac
 from app.service.attempts import AttemptGuard
 from app.service.audit import Auditor
+from app.service.lockout import AccountLocks
 from app.service.ports import StoredToken
 from app.service.tokens import TokenService
 from tests.jwt_material import AUDIENCE, ISSUER, SPARK, JwtKey, jwks
@@ -36,6 +38,7 @@ from tests.unit.fakes import (
     FakeAuditLog,
     FakeClock,
     FakeIntentStore,
+    FakeLockoutStore,
     FakeTokenStore,
     FakeTokenView,
     FakeUserStore,
@@ -56,7 +59,10 @@ class Setup:
         rules: str = "DEFAULT",
         max_failures: int = 0,
         own: OwnIdentity | None = None,
+        lockout: bool = False,
     ) -> None:
+        """``lockout``: the guard holds the account lockout (with ``max_failures``), whose logins the
+        verified-password cache may answer (``recall``)."""
         self.clock = FakeClock()
         self.users = FakeUserStore()
         for name in ("alice", KTS.name):
@@ -80,9 +86,14 @@ class Setup:
         guard = None
         if max_failures:
             throttle = FailureThrottle(ThrottlePolicy(max_failures=max_failures, window_ms=60_000), self.clock)
-            guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION)
+            locks = None
+            if lockout:
+                rule = AccountLockout(LockoutPolicy(max_failures), self.clock)
+                locks = AccountLocks(rule, FakeLockoutStore(self.clock), auditor=auditor, authorizer=SuperUsersOnly([]))
+            guard = AttemptGuard(throttle, auditor, Action.AUTHENTICATION, lockout=locks)
+        self.basic = BasicAuthenticator(StoredKeyCredentials(self.users), self.clock)
         self.authenticator = Authenticator(
-            BasicAuthenticator(StoredKeyCredentials(self.users), self.clock),
+            self.basic,
             tokens,
             client_auth=client_auth,
             mapper=SslPrincipalMapper.from_rules(rules),
@@ -194,6 +205,38 @@ def test_a_success_under_the_limit_goes_through_the_guard() -> None:
     setup = Setup(max_failures=2)
     setup.refusal(basic("alice", "guess"))
     assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)
+
+
+def test_a_known_password_is_the_same_caller_and_a_guess_is_still_counted() -> None:
+    """Under the lockout the verified-password cache answers a known password (no check); a wrong one is checked
+    and counted, up to the lock, which then refuses the known password too."""
+    setup = Setup(max_failures=3, lockout=True)
+    assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)  # checked
+    assert setup.basic.recall("alice", "alice-pw")
+    assert setup.authenticate(basic("alice", "alice-pw")) == Caller(ALICE, host=HOST)  # recalled
+    for n in range(3):
+        assert setup.refusal(basic("alice", f"guess-{n}"))[0] == "Invalid user name or password."
+    with pytest.raises(AccountLocked):
+        setup.authenticate(basic("alice", "alice-pw"))
+
+
+def test_a_known_password_is_refused_once_its_principal_is_ktss_own() -> None:
+    """The cache knew alice's password before kts learned, once connected, that alice is its own principal: the
+    login is refused all the same, the cache notwithstanding."""
+    learned: list[KafkaPrincipal] = []
+    setup = Setup(max_failures=3, lockout=True, own=OwnIdentity([], lambda: learned[0] if learned else None))
+    assert setup.authenticate(basic("alice", "alice-pw")).principal == ALICE
+    learned.append(ALICE)
+    message, _ = setup.refusal(basic("alice", "alice-pw"))
+    assert message.startswith("User:alice is the principal kts itself uses")
+
+
+def test_a_known_password_needs_the_certificate_a_listener_requires() -> None:
+    setup = Setup(client_auth="required", max_failures=3, lockout=True)
+    assert setup.authenticate(basic("alice", "alice-pw"), CERTIFICATE).principal == ALICE
+    assert setup.basic.recall("alice", "alice-pw")
+    message, _ = setup.refusal(basic("alice", "alice-pw"))
+    assert message == "This listener requires a TLS client certificate."
 
 
 class JwtSetup(Setup):

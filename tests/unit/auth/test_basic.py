@@ -1,5 +1,6 @@
 """BasicAuthenticator: PBKDF2 runs once per credential and password within the cache lifetime, no more; and
-a refused login costs the same PBKDF2 work whether or not the user exists."""
+a refused login costs the same PBKDF2 work whether or not the user exists; ``recall`` (the cache alone) checks no
+password, remembers nothing, and stops answering as soon as the credential changes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from app.auth import basic
-from app.auth.basic import BasicAuthenticator, StoredKeyCredentials
+from app.auth.basic import BasicAuthenticator, StoredKeyCredentials, Verdict
 from app.domain import scram
 from app.domain.credentials import MAX_ITERATIONS, MIN_ITERATIONS, Mechanism, ScramCredential
 from app.domain.scram import derive
@@ -97,6 +98,83 @@ def test_cache_holds_no_password_material(setup: Setup) -> None:
 def test_unknown_user_is_refused(setup: Setup) -> None:
     authenticator, _, _ = setup
     assert not authenticator.authenticate("nobody", "pw")
+
+
+# --- recall: the login guard's fast path asks the cache alone ----------------------------------------------
+
+
+def test_recall_checks_no_password_and_remembers_nothing(setup: Setup, pbkdf2_calls: list[str]) -> None:
+    """An attacker's guesses through recall: no derivation (no work to spend), no entry (no memory to fill), and
+    no answer but "not known", which sends the login to the counted check."""
+    authenticator, _, _ = setup
+    assert not authenticator.recall("alice", "pw")  # right, but not checked yet: not known
+    for n in range(50):
+        assert not authenticator.recall("alice", f"guess-{n}")
+        assert not authenticator.recall(f"nobody-{n}", "pw")
+    assert pbkdf2_calls == []
+    assert len(authenticator._verified) == 0
+    assert authenticator.authenticate("alice", "pw")
+    assert authenticator.recall("alice", "pw")
+    assert not authenticator.recall("alice", "pW")
+    assert not authenticator.recall("Alice", "pw")
+    assert len(authenticator._verified) == 1
+
+
+def test_recall_stops_at_once_when_the_password_changes_or_goes(setup: Setup) -> None:
+    authenticator, store, clock = setup
+    assert authenticator.authenticate("alice", "pw")
+    store.put_credential("alice", Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, "new", 4096))
+    assert not authenticator.recall("alice", "pw")
+    assert authenticator.authenticate("alice", "new")
+    assert authenticator.recall("alice", "new")
+    store.delete_credential("alice", Mechanism.SCRAM_SHA_512)
+    assert not authenticator.recall("alice", "new")
+    store.put_credential("alice", Mechanism.SCRAM_SHA_512, derive(Mechanism.SCRAM_SHA_512, "again", 4096))
+    assert authenticator.authenticate("alice", "again")
+    clock.now += 60_000
+    assert not authenticator.recall("alice", "again")  # ended with its entry
+
+
+class _Fingerprints:
+    """A credential source whose fingerprints the test chooses (and counts the reads of); accepts ``accepted``
+    alone."""
+
+    def __init__(self, fingerprints: dict[str, bytes], accepted: tuple[str, str]) -> None:
+        self._fingerprints = fingerprints
+        self._accepted = accepted
+        self.reads = 0
+
+    def fingerprint(self, user_name: str) -> bytes:
+        self.reads += 1
+        return self._fingerprints.get(user_name, b"")
+
+    def verify(self, user_name: str, password: str) -> Verdict:
+        return Verdict.ACCEPTED if (user_name, password) == self._accepted else Verdict.REFUSED
+
+
+def test_a_guess_is_not_recalled_without_reading_the_user_store() -> None:
+    """No store read for a password never accepted: a guess (at a name no user has, too) costs what it did before
+    recall, and its duration tells nothing more about whether the user exists."""
+    source = _Fingerprints({"alice": b"F"}, accepted=("alice", "pw"))
+    authenticator = BasicAuthenticator(source, FakeClock())
+    assert not authenticator.recall("alice", "guess")
+    assert not authenticator.recall("nobody", "pw")
+    assert source.reads == 0
+    assert authenticator.authenticate("alice", "pw")
+    reads = source.reads
+    assert authenticator.recall("alice", "pw")
+    assert source.reads == reads + 1  # known: its credential is read, to see it is still the one accepted
+
+
+def test_no_other_name_and_password_share_a_cache_entry() -> None:
+    """A name and a password joined by a NUL byte alone would make ("alice", "x\0y") and ("alice\0x", "y") one
+    message: the second's password, wrong, would be recalled as right."""
+    source = _Fingerprints({"alice": b"F", "alice\x00x": b"F"}, accepted=("alice", "x\x00y"))
+    authenticator = BasicAuthenticator(source, FakeClock())
+    assert authenticator.authenticate("alice", "x\x00y")
+    assert authenticator.recall("alice", "x\x00y")
+    assert not authenticator.recall("alice\x00x", "y")
+    assert authenticator.check("alice\x00x", "y") is Verdict.REFUSED
 
 
 # --- no user enumeration by timing: the work itself is compared, never a duration ---------------------------

@@ -1,7 +1,8 @@
 """The per-account lockout's rule on a fake clock: checks are counted before they run, so however many arrive
 at once each replica checks at most its share of the threshold; a success forgives only its own address's
-failures; a replica's own lock stands until the lock is shared; keys are hashes of whole names; a full table
-evicts the lowest counts first; exempt addresses parse as addresses and networks."""
+failures, and so does a login the verified-password cache answered, which settles no reservation; a replica's own
+lock stands until the lock is shared; keys are hashes of whole names; a full table evicts the lowest counts first;
+exempt addresses parse as addresses and networks."""
 
 from __future__ import annotations
 
@@ -102,6 +103,33 @@ def test_a_success_forgives_only_its_own_addresses_failures(clock: FakeClock) ->
     assert lockout.failures(ALICE) == 3
     assert fail(lockout, address=ATTACKER) is None
     assert fail(lockout, address=ATTACKER) is not None  # the attacker's fifth: locked
+
+
+def test_a_login_answered_without_a_check_forgives_as_a_success_and_settles_no_reservation(clock: FakeClock) -> None:
+    """``forgive`` (the verified-password cache knew the password): the address's typos go, the other addresses'
+    failures stay, and a check reserved meanwhile, a guess under way, stays reserved: settling it here would let
+    one more guess than the share be checked."""
+    lockout = make(clock, threshold=3)
+    fail(lockout, address=HOME)
+    fail(lockout, address=ATTACKER)
+    lockout.forgive(ALICE, HOME)
+    assert lockout.failures(ALICE) == 1
+
+    one_guess = make(clock, threshold=1)
+    assert one_guess.begin(ALICE, 1) == 0  # the attacker's guess, being checked
+    one_guess.forgive(ALICE, HOME)
+    assert one_guess.begin(ALICE, 1) > 0  # the guess under way still holds the whole share
+    assert one_guess.failed(ALICE, "User:alice", ATTACKER, 1) is not None
+    one_guess.forgive(ALICE, HOME)  # a known password lifts no lock
+    assert one_guess.begin(ALICE, 1) == DURATION
+
+
+def test_forgiving_an_account_without_failures_keeps_nothing(clock: FakeClock) -> None:
+    """Logins the cache answers, from any number of names and addresses, leave no state behind."""
+    lockout = make(clock)
+    for n in range(100):
+        lockout.forgive(account_key(f"User:user-{n}"), f"192.0.2.{n + 1}")
+    assert len(lockout) == 0
 
 
 def test_an_ipv6_hosts_addresses_are_one(clock: FakeClock) -> None:

@@ -1,8 +1,9 @@
 """The login guard with the account lockout, over in-memory ports: many guesses arriving at once get at most the
 replica's share checked (one check per account at a time, each counted before the next); parallel logins with
-the same password share one verdict; a wait is bounded; an exempt address exempts super users' accounts alone from
-the lock, and throttles their guesses per (account, address) all the same; a lock that could not be shared says so,
-in its audit event and in the unlock's answer."""
+the same password share one verdict; a password the verified-password cache holds skips the queue but lets no
+guess past the count; a wait is bounded; an exempt address exempts super users' accounts alone from the lock, and
+throttles their guesses per (account, address) all the same; a lock that could not be shared says so, in its audit
+event and in the unlock's answer."""
 
 from __future__ import annotations
 
@@ -38,8 +39,9 @@ class Setup:
         self.log = FakeAuditLog()
         self.store = FakeLockoutStore(self.clock, replicas=replicas)
         auditor = Auditor(self.log, FakeIntentStore())
+        self.rule = AccountLockout(LockoutPolicy(THRESHOLD, 900_000, DURATION, 1_000), self.clock)
         self.locks = AccountLocks(
-            AccountLockout(LockoutPolicy(THRESHOLD, 900_000, DURATION, 1_000), self.clock),
+            self.rule,
             self.store,
             auditor=auditor,
             authorizer=AclAuthorizer([KafkaPrincipal.user("admin")], FakeAclView(FakeAclStore()).snapshot),
@@ -50,6 +52,8 @@ class Setup:
         self.checks: list[str] = []
         self.running = 0
         self.most_running = 0
+        self.verified: set[str] = set()  # the verified-password cache: passwords a check accepted
+        self.recalled = 0
         self._lock = threading.Lock()
 
     def check(self, password: str, hold: threading.Event | None = None) -> Callable[[], str]:
@@ -63,10 +67,24 @@ class Setup:
                     assert hold.wait(30)
                 if password != PASSWORD:
                     raise NotAuthenticated("Invalid user name or password.")
+                with self._lock:
+                    self.verified.add(password)
                 return "in"
             finally:
                 with self._lock:
                     self.running -= 1
+
+        return run
+
+    def recall(self, password: str) -> Callable[[], str | None]:
+        """As the verified-password cache: answers a password a check accepted, checks none."""
+
+        def run() -> str | None:
+            with self._lock:
+                if password not in self.verified:
+                    return None
+                self.recalled += 1
+                return "in"
 
         return run
 
@@ -77,6 +95,7 @@ class Setup:
             lambda reason: _denied(reason),
             self.check(password, hold),
             password=PasswordLogin(account, password),
+            recall=self.recall(password),
         )
 
     def events(self, action: Action) -> list[AuditEvent]:
@@ -193,6 +212,87 @@ def test_victim_logins_between_guesses_do_not_save_the_attacker() -> None:
     assert checked == THRESHOLD
     assert victim_in == 3  # until the attacker's tenth failure locked the account
     assert len(setup.events(Action.ACCOUNT_LOCK)) == 1
+
+
+def test_a_known_password_skips_the_queue_behind_a_guess_being_checked() -> None:
+    """The verified-password cache answers it (recall): it waits for no check, and no check of it runs."""
+    setup = Setup(replicas=1, wait_s=0.05)  # waiting for the guess's check would be refused (429)
+    assert setup.login("203.0.113.5", PASSWORD) == "in"  # checked once: known from now on
+    hold = threading.Event()
+    refused: list[Exception] = []
+
+    def guessing() -> None:
+        try:
+            setup.login("192.0.2.9", "guess", hold)
+        except NotAuthenticated as exc:
+            refused.append(exc)
+
+    guess = threading.Thread(target=guessing)
+    guess.start()
+    while "guess" not in setup.checks:  # the guess is being checked (and held): it has the account's turn
+        threading.Event().wait(0.01)
+    assert setup.login("198.51.100.7", PASSWORD) == "in"
+    with pytest.raises(TooManyAttempts):  # another password still waits for the guess's verdict
+        setup.login("192.0.2.10", "second guess")
+    hold.set()
+    guess.join(30)
+    assert len(refused) == 1
+    assert setup.checks == [PASSWORD, "guess"]
+    assert setup.recalled == 1
+
+
+def test_guesses_sent_with_the_known_password_are_still_counted_one_at_a_time() -> None:
+    """The attack: a hundred guesses at once, among the victim's own logins that the cache answers. Every guess
+    still waits its turn and is counted before the next runs; the share locks the account, and then the known
+    password is refused too, by the lock, before the cache is asked."""
+    setup = Setup(replicas=2)
+    assert setup.login("203.0.113.5", PASSWORD) == "in"
+    setup.checks.clear()
+    hold = threading.Event()
+    guesses = [lambda n=n: setup.login(f"192.0.2.{n % 250 + 1}", f"guess-{n}", hold) for n in range(100)]
+    victim = [lambda: setup.login("198.51.100.7", PASSWORD) for _ in range(20)]
+    results = together([x for pair in zip(guesses[:20], victim, strict=True) for x in pair] + guesses[20:], hold)
+    share = LockoutPolicy(THRESHOLD).share(2)
+    assert all(password.startswith("guess-") for password in setup.checks)
+    assert len(setup.checks) == share  # the known password checked nothing, let no guess past the count
+    assert setup.most_running == 1
+    assert sum(isinstance(r, NotAuthenticated) for r in results) == share
+    assert all(r == "in" or isinstance(r, AccountLocked) for r in results[1:40:2])  # the victim's
+    recalled = setup.recalled
+    with pytest.raises(AccountLocked):
+        setup.login("198.51.100.7", PASSWORD)
+    assert setup.recalled == recalled  # the lock answered before the cache was asked
+    assert len(setup.events(Action.ACCOUNT_LOCK)) == 1
+
+
+def test_a_password_the_cache_does_not_hold_takes_its_counted_turn() -> None:
+    """An old password after a change (the change changes the cache's key: here, the cache forgets it) is
+    checked in the gate and counted as a failure each time, up to the lock."""
+    setup = Setup(replicas=1)
+    assert setup.login("198.51.100.7", PASSWORD) == "in"
+    setup.verified.clear()
+    setup.checks.clear()
+    for n in range(THRESHOLD):
+        with pytest.raises(NotAuthenticated):
+            setup.login(f"192.0.2.{n + 1}", "old-password")
+    with pytest.raises(AccountLocked):
+        setup.login("198.51.100.7", "old-password")
+    assert setup.checks == ["old-password"] * THRESHOLD
+    assert setup.recalled == 0
+
+
+def test_a_known_password_forgives_its_own_addresss_typos_only() -> None:
+    """As a checked success does (app/domain/lockout.py): the victim's services logging in from home, answered by
+    the cache, do not reset the count of the attacker's guesses from elsewhere."""
+    setup = Setup(replicas=1)
+    assert setup.login("203.0.113.5", PASSWORD) == "in"
+    for address in ("198.51.100.7", "192.0.2.66"):
+        for n in range(3):
+            with pytest.raises(NotAuthenticated):
+                setup.login(address, f"typo-{n}")
+    assert setup.login("198.51.100.7", PASSWORD) == "in"
+    assert setup.recalled == 1
+    assert setup.rule.failures(account_key(ALICE)) == 3
 
 
 def test_an_exempt_address_locks_an_ordinary_account_as_anywhere() -> None:
