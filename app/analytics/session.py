@@ -43,11 +43,6 @@ LOCAL_JVM = {
     # were measured with the serial collector.)
     "spark.driver.defaultJavaOptions": f"{_THROUGHPUT_GC} {_LEAN_JIT}",
     "spark.hadoop.parquet.block.size": str(32 * 2**20),
-    # Input splits: by default a read is cut into one split per core, each at most 128 MiB, so a month of daily
-    # audit files makes a few large splits, and in a scan's last round one core runs the last of them while the
-    # other has nothing left (the one small split of a weekend's files, or none). At least 16 splits (none
-    # smaller than a file's 4 MiB open cost, none larger than 128 MiB) leave only a short task for that round.
-    "spark.sql.files.minPartitionNum": "16",
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
@@ -35,14 +34,3 @@ def test_a_local_driver_jvm_runs_with_the_local_options(spark: SparkSession) -> 
     arguments = set(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
 
     assert set(LOCAL_JVM["spark.driver.defaultJavaOptions"].split()) <= arguments
-
-
-def test_a_month_of_small_daily_files_is_read_in_splits_enough_for_every_core_to_the_end(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    days = spark.range(31 * 10).selectExpr("id", "cast(id % 31 as int) as day")
-    days.write.partitionBy("day").parquet(str(tmp_path / "events"))
-
-    splits = spark.read.parquet(str(tmp_path / "events")).rdd.getNumPartitions()
-
-    assert splits >= int(LOCAL_JVM["spark.sql.files.minPartitionNum"]) > spark.sparkContext.defaultParallelism
